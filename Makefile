@@ -1,0 +1,56 @@
+# Spotline developer commands. Each target sets up what it needs first (the .venv).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PY313 := $(shell scripts/find-python313 2>/dev/null)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# sam build needs python3.13 on PATH; SAM and AWS clients must never reach AWS from here.
+export PATH := $(abspath $(BIN)):$(dir $(PY313)):$(PATH)
+export SAM_CLI_TELEMETRY := 0
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: help venv lint typecheck template build unit test sandbox bench clean
+
+help:
+	@echo "make venv      create .venv (Python 3.13) with the pinned tools"
+	@echo "make test      lint, typecheck, template checks, sam build, pytest (what CI runs)"
+	@echo "make sandbox   run the whole system locally on embedded stand-ins"
+	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
+	@echo "make build     sam build (arm64, python3.13)"
+
+$(STAMP): requirements-dev.txt pyproject.toml
+	@test -n "$(PY313)" || { scripts/find-python313; exit 1; }
+	@test -x $(BIN)/python || $(PY313) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e . 2>&1 | grep -v -i warning || true
+	@touch $@
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+template: $(STAMP)
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/sam validate --lint
+
+build: $(STAMP)
+	$(BIN)/sam build
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck template build unit
+
+sandbox: $(STAMP)
+	$(BIN)/spotline sandbox
+
+clean:
+	rm -rf .aws-sam $(VENV)

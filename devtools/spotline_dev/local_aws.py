@@ -1,0 +1,395 @@
+"""The Spotline stack in one process: moto for AWS, the real handlers invoked in-process,
+the real state machine file executed by moto's interpreter, and a virtual clock.
+
+Everything is created from `template.yaml`: buckets, queues, topics, functions (with their
+environment), EventBridge rules (with their patterns) and state machines (with their
+definition substitutions). The hooks into moto (Lambda invocation, Wait and Retry sleeps)
+are moto internals, which is why moto's version is pinned exactly.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+import time
+import traceback
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from io import BytesIO
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+from moto.awslambda.exceptions import LambdaClientError
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+from spotline import aws as spotline_aws
+from spotline import clock as spotline_clock
+from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, load_template, resources_of_type
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+STACK = "spotline-local"
+Handler = Callable[[Any, Any], Any]
+
+
+class VirtualClock:
+    """Time that moves only when the workflow waits (Wait states, Retry back-off)."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start.astimezone(UTC)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += timedelta(seconds=max(0.0, seconds))
+
+    def set(self, moment: datetime) -> None:
+        with self._lock:
+            self._now = moment.astimezone(UTC)
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str
+    memory_limit_in_mb: int = 512
+    function_version: str = "$LATEST"
+    aws_request_id: str = "local"
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+    invoked_function_arn: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+@dataclass
+class Invocation:
+    function: str
+    event: Any
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class LocalStack:
+    """Handles to what `start_local_stack` created, by logical id."""
+
+    template: dict[str, Any]
+    clock: VirtualClock
+    physical: dict[str, str]
+    functions: dict[str, str] = field(default_factory=dict)  # logical id -> function name
+    rule_taps: dict[str, tuple[str, str]] = field(default_factory=dict)  # queue url -> (function, rule)
+    invocations: list[Invocation] = field(default_factory=list)
+    throttles: dict[str, int] = field(default_factory=dict)  # function name -> invocations to refuse
+
+    def throttle(self, logical_id: str, times: int = 1) -> None:
+        """Make the Lambda service refuse the next `times` invocations (TooManyRequestsException)."""
+        self.throttles[self.functions[logical_id]] = times
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+
+    @property
+    def bucket(self) -> str:
+        return self.physical["IngestBucket"]
+
+    def state_machine_arn(self, logical_id: str = "TrainingLifecycle") -> str:
+        return self.physical[logical_id]
+
+    # --- events --------------------------------------------------------------------------
+
+    def deliver_events(self) -> list[Any]:
+        """Deliver what EventBridge rules matched to their Lambda targets, as EventBridge would.
+
+        moto matches rules but cannot invoke Lambda targets, so each rule has an SQS tap; this
+        drains the taps and invokes the rule's function with each event. Returns the results.
+        """
+        sqs, results = self.client("sqs"), []
+        for queue_url, (function, _rule) in self.rule_taps.items():
+            while True:
+                messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+                if not messages:
+                    break
+                for message in messages:
+                    event = _as_eventbridge_delivers(json.loads(message["Body"]), self.clock.now())
+                    results.append(self.invoke(function, event))
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return results
+
+    def invoke(self, logical_id: str, event: Any) -> Any:
+        response = self.client("lambda").invoke(FunctionName=self.functions[logical_id], Payload=json.dumps(event))
+        payload = json.loads(response["Payload"].read())
+        if response.get("FunctionError"):
+            raise RuntimeError(f"{logical_id} failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
+        return payload
+
+    # --- executions ----------------------------------------------------------------------
+
+    def wait_for_execution(self, execution_arn: str, timeout: float = 120.0) -> dict[str, Any]:
+        sfn = self.client("stepfunctions")
+        deadline = time.monotonic() + timeout
+        while True:
+            described = sfn.describe_execution(executionArn=execution_arn)
+            if described["status"] != "RUNNING":
+                return described  # type: ignore[no-any-return]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s of wall time")
+            time.sleep(0.005)
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        sfn, events, token = self.client("stepfunctions"), [], None
+        while True:
+            page = sfn.get_execution_history(
+                executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {})
+            )
+            events.extend(page["events"])
+            token = page.get("nextToken")
+            if not token:
+                return events
+
+
+def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """moto's S3 -> EventBridge event differs from AWS's in two fields: `time` is epoch
+    seconds instead of RFC 3339, and the ETag key is `eTag` instead of `etag`."""
+    event = json.loads(json.dumps(event))
+    if isinstance(event.get("time"), int | float):
+        event["time"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    obj = event.get("detail", {}).get("object")
+    if isinstance(obj, dict) and "eTag" in obj:
+        obj["etag"] = obj.pop("eTag")
+    return event
+
+
+def _load_handler(code_uri: str, handler: str) -> Handler:
+    module_file, _, attribute = handler.rpartition(".")
+    path = PROJECT_ROOT / code_uri / f"{module_file}.py"
+    name = f"spotline_functions.{Path(code_uri).name}.{module_file}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader, path
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, attribute)  # type: ignore[no-any-return]
+
+
+def _zip_stub() -> bytes:
+    buffer = BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "# code runs in-process in the local stack\n")
+    return buffer.getvalue()
+
+
+class _InProcessLambdas:
+    """Replaces moto's Docker-based Lambda runner with a direct call of the real handler."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        self.stack = stack
+        self.handlers: dict[str, Handler] = {}
+        self.lock = threading.Lock()  # one invocation at a time: Powertools metrics are process-wide
+
+    def invoke(self, function: Any, event: Any = None) -> tuple[str, bool, str]:
+        if self.stack.throttles.get(function.function_name, 0) > 0:
+            self.stack.throttles[function.function_name] -= 1
+            raise LambdaClientError("TooManyRequestsException", "Rate Exceeded.")
+        handler = self.handlers[function.function_name]
+        payload = event if event is not None else {}
+        context = FakeLambdaContext(function_name=function.function_name, invoked_function_arn=function.function_arn)
+        record = Invocation(function.function_name, payload)
+        with self.lock:
+            self.stack.invocations.append(record)
+            try:
+                result = handler(payload, context)
+            except Exception as exc:
+                record.error = type(exc).__name__
+                error = {
+                    "errorMessage": str(exc),
+                    "errorType": type(exc).__name__,
+                    "stackTrace": traceback.format_exception(exc)[-3:],
+                }
+                return json.dumps(error), True, ""
+        record.result = result
+        return json.dumps(result), False, ""
+
+
+@contextmanager
+def start_local_stack(
+    start: datetime | None = None, *, environment: dict[str, str] | None = None
+) -> Iterator[LocalStack]:
+    """Start moto, create the stack from template.yaml, and yield handles to it."""
+    template = load_template()
+    clock = VirtualClock(start or datetime.now(UTC))
+    with ExitStack() as exits:
+        exits.enter_context(
+            mock.patch.dict(
+                os.environ,
+                {
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_SESSION_TOKEN": "testing",
+                    "AWS_DEFAULT_REGION": REGION,
+                    "AWS_REGION": REGION,
+                    "MOTO_ACCOUNT_ID": ACCOUNT,
+                },
+            )
+        )
+        exits.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        physical: dict[str, str] = {}
+        stack = LocalStack(template=template, clock=clock, physical=physical)
+        lambdas = _InProcessLambdas(stack)
+        _install_time_hooks(exits, clock)
+        exits.enter_context(
+            mock.patch(
+                "moto.awslambda.models.LambdaFunction._invoke_lambda",
+                lambda self, event=None: lambdas.invoke(self, event),
+            )
+        )
+        exits.callback(spotline_aws.reset_clients)
+        spotline_aws.reset_clients()
+        _create_resources(stack, lambdas, exits, environment or {})
+        yield stack
+
+
+def _install_time_hooks(exits: ExitStack, clock: VirtualClock) -> None:
+    exits.enter_context(
+        mock.patch(
+            "moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function.WaitFunction._wait_interval",
+            lambda self, env, wait_seconds: clock.advance(wait_seconds),
+        )
+    )
+    exits.enter_context(mock.patch.object(retrier_decl, "time", SimpleNamespace(sleep=clock.advance)))
+    spotline_clock.use(clock.now)
+    exits.callback(spotline_clock.use, None)
+
+
+def _create_resources(
+    stack: LocalStack, lambdas: _InProcessLambdas, exits: ExitStack, environment: dict[str, str]
+) -> None:
+    template, physical = stack.template, stack.physical
+    iam, s3, sqs, sns = (stack.client(s) for s in ("iam", "s3", "sqs", "sns"))
+    arns: dict[tuple[str, str | None], str] = {}
+
+    def lookup(logical: str, attribute: str | None) -> str:
+        if (logical, attribute) in arns:
+            return arns[(logical, attribute)]
+        if attribute == "Name" or attribute is None:
+            return physical[logical]
+        raise KeyError(f"{logical}.{attribute} is not known to the local stack")
+
+    resolver = Resolver(
+        template,
+        lookup,
+        {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK, "AWS::Partition": "aws"},
+    )
+
+    for logical in resources_of_type(template, "AWS::S3::Bucket"):
+        name = f"{STACK}-{logical.lower()}"
+        s3.create_bucket(Bucket=name)
+        props = template["Resources"][logical]["Properties"]
+        if props.get("VersioningConfiguration", {}).get("Status") == "Enabled":
+            s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+        if props.get("NotificationConfiguration", {}).get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
+            s3.put_bucket_notification_configuration(
+                Bucket=name, NotificationConfiguration={"EventBridgeConfiguration": {}}
+            )
+        physical[logical] = name
+        arns[(logical, "Arn")] = f"arn:aws:s3:::{name}"
+
+    for logical in resources_of_type(template, "AWS::SQS::Queue"):
+        url = sqs.create_queue(QueueName=f"{STACK}-{logical}")["QueueUrl"]
+        physical[logical] = url
+        arns[(logical, "Arn")] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+
+    for logical in resources_of_type(template, "AWS::SNS::Topic"):
+        physical[logical] = arns[(logical, "TopicArn")] = sns.create_topic(Name=f"{STACK}-{logical}")["TopicArn"]
+
+    role = iam.create_role(
+        RoleName=f"{STACK}-execution",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": "sts:AssumeRole",
+                        "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
+                    }
+                ],
+            }
+        ),
+    )["Role"]["Arn"]
+
+    functions = resources_of_type(template, "AWS::Serverless::Function")
+    machines = resources_of_type(template, "AWS::Serverless::StateMachine")
+    for logical in functions:
+        physical[logical] = f"{STACK}-{logical}"
+        arns[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{physical[logical]}"
+    for logical in machines:
+        physical[logical] = arns[(logical, "Arn")] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STACK}-{logical}"
+        arns[(logical, "Name")] = f"{STACK}-{logical}"
+
+    # One process, one environment: the union of every function's variables (they must agree).
+    merged: dict[str, str] = {}
+    for logical in functions:
+        for key, value in resolver.resolve(function_environment(template, logical)).items():
+            if merged.get(key, value) != value:
+                raise ValueError(
+                    f"environment variable {key} differs between functions; the local stack shares one process"
+                )
+            merged[key] = str(value)
+    merged.update(environment)
+    exits.enter_context(mock.patch.dict(os.environ, merged))
+
+    lambda_client = stack.client("lambda")
+    for logical, resource in functions.items():
+        props = resource["Properties"]
+        lambda_client.create_function(
+            FunctionName=physical[logical],
+            Runtime="python3.13",
+            Role=role,
+            Handler=props["Handler"],
+            Code={"ZipFile": _zip_stub()},
+        )
+        lambdas.handlers[physical[logical]] = _load_handler(props["CodeUri"], props["Handler"])
+        stack.functions[logical] = physical[logical]
+
+    sfn = stack.client("stepfunctions")
+    for logical, resource in machines.items():
+        props = resource["Properties"]
+        definition = (PROJECT_ROOT / props["DefinitionUri"]).read_text()
+        for key, value in resolver.resolve(props.get("DefinitionSubstitutions", {})).items():
+            definition = definition.replace("${" + key + "}", str(value))
+        sfn.create_state_machine(
+            name=physical[logical].rsplit(":", 1)[-1],
+            definition=definition,
+            roleArn=role,
+            type=props.get("Type", "STANDARD"),
+        )
+
+    events = stack.client("events")
+    for logical, resource in functions.items():
+        for event_id, event in resource["Properties"].get("Events", {}).items():
+            if event["Type"] != "EventBridgeRule":
+                continue
+            rule = f"{logical}{event_id}"
+            bus = resolver.resolve(event["Properties"].get("EventBusName", "default"))
+            pattern = resolver.resolve(event["Properties"]["Pattern"])
+            events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(pattern))
+            tap = sqs.create_queue(QueueName=f"{STACK}-tap-{rule}")["QueueUrl"]
+            tap_arn = sqs.get_queue_attributes(QueueUrl=tap, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "tap", "Arn": tap_arn}])
+            stack.rule_taps[tap] = (logical, rule)
+            arns[(rule, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"

@@ -1,0 +1,99 @@
+"""Reading `template.yaml` as data: the local stack, the sandbox and the tests build what they
+need from the template's own properties instead of repeating them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE_PATH = PROJECT_ROOT / "template.yaml"
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """YAML loader that turns short-form intrinsics (!Ref X) into their long form ({"Ref": X})."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _intrinsic)
+
+
+def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
+    return yaml.load(path.read_text(), Loader=_CfnLoader)  # type: ignore[no-any-return]
+
+
+def resources_of_type(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {name: res for name, res in template["Resources"].items() if res["Type"] == resource_type}
+
+
+def function_environment(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    """Globals' variables overlaid with the function's own, unresolved."""
+    merged = dict(template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {}))
+    props = template["Resources"][logical_id]["Properties"]
+    merged.update(props.get("Environment", {}).get("Variables", {}))
+    return merged
+
+
+class Resolver:
+    """Resolves the intrinsics the template uses (Ref, GetAtt, Sub, Join) against local names."""
+
+    def __init__(
+        self, template: dict[str, Any], physical: Callable[[str, str | None], str], pseudo: dict[str, str]
+    ) -> None:
+        self.template = template
+        self.physical = physical  # (logical id, attribute or None) -> value
+        self.pseudo = pseudo  # AWS::Region etc.
+
+    def parameter(self, name: str) -> str:
+        return str(self.template.get("Parameters", {})[name].get("Default", ""))
+
+    def ref(self, name: str) -> str:
+        if name in self.pseudo:
+            return self.pseudo[name]
+        if name in self.template.get("Parameters", {}):
+            return self.parameter(name)
+        return self.physical(name, None)
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            ((key, arg),) = value.items()
+            if key == "Ref":
+                return self.ref(arg)
+            if key == "Fn::GetAtt":
+                logical, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.physical(logical, attribute)
+            if key == "Fn::Sub":
+                text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+                return re.sub(r"\$\{([^}]+)\}", lambda m: self._sub_var(m.group(1), extra), text)
+            if key == "Fn::Join":
+                separator, items = arg
+                return separator.join(str(v) for v in self.resolve(items))
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def _sub_var(self, name: str, extra: dict[str, Any]) -> str:
+        if name in extra:
+            return str(extra[name])
+        if "." in name and not name.startswith("AWS::"):
+            logical, attribute = name.split(".", 1)
+            return self.physical(logical, attribute)
+        return self.ref(name)

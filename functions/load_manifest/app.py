@@ -1,0 +1,28 @@
+"""LoadManifest: read the exact manifest version, validate it, and either pass the
+normalized spec on or leave a rejection report beside the manifest (never touching it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline import clock
+from spotline.manifest_store import load_and_validate
+from spotline.observability import add_team_dimension, bind_execution, logger, metrics
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    source = event["input"]
+    result = load_and_validate(source, execution=event.get("execution"), now=clock.now())
+    add_team_dimension(source.get("team", ""))
+    metrics.add_metric(
+        name="ManifestsAccepted" if result["valid"] else "ManifestsRejected", unit=MetricUnit.Count, value=1
+    )
+    if not result["valid"]:
+        logger.warning("Manifest rejected", extra={"errors": result["errors"], "report": result["report"]})
+    return result

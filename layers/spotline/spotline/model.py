@@ -1,0 +1,90 @@
+"""The normalized, typed training job that every stage after LoadManifest consumes.
+
+`JobSpec.to_dict()` is what travels through the state machine (JSON-safe, durations in
+seconds, timestamps in UTC RFC 3339); `JobSpec.from_dict()` reads it back in later Lambdas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Strategy = Literal["spot-first", "spot-only", "on-demand"]
+
+DEFAULT_STRATEGY: Strategy = "spot-first"
+DEFAULT_MAX_RUNTIME_S = 24 * 3600  # SageMaker's own default
+DEFAULT_CHECKPOINT_INTERVAL_MIN = 15
+DEFAULT_RETRY_ATTEMPTS = 3
+DEFAULT_RETRY_BACKOFF_S = 120
+DEFAULT_INSTANCE_COUNT = 1
+DEFAULT_VOLUME_GB = 50
+DEFAULT_PRIORITY = 100
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+
+
+@dataclass(frozen=True, slots=True)
+class InputChannel:
+    name: str
+    s3_uri: str
+    mode: str = "File"
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    team: str
+    name: str
+    image: str
+    role_arn: str
+    instance_type: str
+    inputs: tuple[InputChannel, ...]
+    output_s3_uri: str
+    strategy: Strategy = DEFAULT_STRATEGY
+    instance_count: int = DEFAULT_INSTANCE_COUNT
+    volume_size_gb: int = DEFAULT_VOLUME_GB
+    checkpoint_s3_uri: str | None = None
+    checkpoint_interval_minutes: int = DEFAULT_CHECKPOINT_INTERVAL_MIN
+    max_runtime_seconds: int = DEFAULT_MAX_RUNTIME_S
+    max_wait_seconds: int | None = None
+    expected_duration_seconds: int | None = None
+    deadline: str | None = None
+    retry_max_attempts: int = DEFAULT_RETRY_ATTEMPTS
+    retry_backoff_seconds: int = DEFAULT_RETRY_BACKOFF_S
+    priority: int = DEFAULT_PRIORITY
+    owner: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    hyperparameters: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()
+
+    @property
+    def uses_spot(self) -> bool:
+        return self.strategy != "on-demand"
+
+    @property
+    def deadline_at(self) -> datetime | None:
+        return datetime.fromisoformat(self.deadline) if self.deadline else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["inputs"] = [asdict(channel) for channel in self.inputs]
+        data["depends_on"] = list(self.depends_on)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobSpec:
+        values = dict(data)
+        values["inputs"] = tuple(InputChannel(**channel) for channel in values["inputs"])
+        values["depends_on"] = tuple(values.get("depends_on", ()))
+        return cls(**values)
+
+
+def scalar_to_string(value: Any) -> str:
+    """SageMaker takes hyperparameters and environment values as strings only."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def to_rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

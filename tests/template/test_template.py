@@ -1,0 +1,94 @@
+"""Security and operations properties of template.yaml, read from the template itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from spotline_dev.template import load_template, resources_of_type
+
+TEMPLATE = load_template()
+
+
+def _statements(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        if "Effect" in node and "Action" in node:
+            yield node
+        for value in node.values():
+            yield from _statements(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _statements(value)
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    actions = statement["Action"]
+    return actions if isinstance(actions, list) else [actions]
+
+
+def test_no_allow_statement_grants_wildcard_actions() -> None:
+    allows = [s for s in _statements(TEMPLATE["Resources"]) if s["Effect"] == "Allow"]
+    assert allows
+    for statement in allows:
+        for action in _actions(statement):
+            assert "*" not in action, f"wildcard action {action!r} in {statement}"
+
+
+def test_only_log_delivery_actions_use_a_wildcard_resource() -> None:
+    for statement in _statements(TEMPLATE["Resources"]):
+        if statement["Effect"] == "Allow" and statement.get("Resource") == "*":
+            assert all(a.startswith("logs:") for a in _actions(statement)), statement
+
+
+@pytest.mark.parametrize("name", list(resources_of_type(TEMPLATE, "AWS::S3::Bucket")))
+def test_buckets_are_versioned_encrypted_private_and_tls_only(name: str) -> None:
+    props = TEMPLATE["Resources"][name]["Properties"]
+    assert props["VersioningConfiguration"]["Status"] == "Enabled"
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert set(props["PublicAccessBlockConfiguration"].values()) == {True}
+    policies = [
+        p
+        for p in resources_of_type(TEMPLATE, "AWS::S3::BucketPolicy").values()
+        if p["Properties"]["Bucket"] == {"Ref": name}
+    ]
+    denies = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert any(s["Condition"]["Bool"]["aws:SecureTransport"] == "false" for s in denies)
+
+
+def test_queues_are_encrypted() -> None:
+    for props in (r["Properties"] for r in resources_of_type(TEMPLATE, "AWS::SQS::Queue").values()):
+        assert props.get("SqsManagedSseEnabled") or props.get("KmsMasterKeyId")
+
+
+def test_functions_run_python313_on_arm64_with_the_layer() -> None:
+    globals_ = TEMPLATE["Globals"]["Function"]
+    assert globals_["Runtime"] == "python3.13"
+    assert globals_["Architectures"] == ["arm64"]
+    assert {"Ref": "SpotlineLayer"} in globals_["Layers"]
+    for name, function in resources_of_type(TEMPLATE, "AWS::Serverless::Function").items():
+        props = function["Properties"]
+        assert "Runtime" not in props and "Architectures" not in props, f"{name} overrides the Globals"
+
+
+def test_event_rules_retry_and_dead_letter() -> None:
+    rules = [
+        event
+        for function in resources_of_type(TEMPLATE, "AWS::Serverless::Function").values()
+        for event in function["Properties"].get("Events", {}).values()
+        if event["Type"] == "EventBridgeRule"
+    ]
+    assert rules
+    for rule in rules:
+        assert rule["Properties"]["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+        assert "Arn" in rule["Properties"]["DeadLetterConfig"]
+
+
+def test_state_machines_are_standard_logged_and_traced() -> None:
+    for machine in resources_of_type(TEMPLATE, "AWS::Serverless::StateMachine").values():
+        props = machine["Properties"]
+        assert props["Type"] == "STANDARD"
+        assert props["Tracing"]["Enabled"] is True
+        assert props["Logging"]["Level"] == "ALL"
+        assert props["DefinitionUri"].startswith("statemachines/")
