@@ -52,11 +52,16 @@ class _BoundedComposer(Composer):
         return node
 
 
+_IN_PROGRESS = -1
+
+
 def _expanded_size(node: Node, memo: dict[int, int]) -> int:
     key = id(node)
     if key in memo:
+        if memo[key] == _IN_PROGRESS:
+            raise ManifestLoadError("a YAML alias refers to the node that contains it (a recursive alias)")
         return memo[key]
-    memo[key] = 1  # a recursive alias counts once
+    memo[key] = _IN_PROGRESS
     size = 1
     if isinstance(node, SequenceNode):
         size += sum(_expanded_size(child, memo) for child in node.value)
@@ -64,8 +69,8 @@ def _expanded_size(node: Node, memo: dict[int, int]) -> int:
         size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
     if size > MAX_EXPANDED_NODES:
         raise ManifestLoadError(
-            f"document expands to more than {MAX_EXPANDED_NODES} nodes through YAML aliases "
-            "(an alias bomb?); write the values out instead of using anchors"
+            f"document has more than {MAX_EXPANDED_NODES} values once YAML aliases are expanded "
+            "(an alias bomb?); real manifests have a few hundred"
         )
     memo[key] = size
     return size
@@ -130,6 +135,8 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
             )
         except json.JSONDecodeError as exc:
             raise ManifestLoadError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        except RecursionError:
+            raise ManifestLoadError("document is nested too deeply") from None
     else:
         loader = _StrictLoader(text)
         try:
@@ -157,4 +164,8 @@ def _kind(value: Any) -> str:
         return "nothing"
     if isinstance(value, list):
         return "a list"
-    return f"a {type(value).__name__} ({str(value)[:40]!r})"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return f"the text {str(value)[:40]!r}"

@@ -36,6 +36,7 @@ from spotline.model import (
 
 SCHEMA_RESOURCE = "schemas/manifest-v1.schema.json"
 MAX_BACKOFF_SECONDS = 6 * 3600
+MAX_DURATION_TEXT = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,8 @@ def _duration(capacity: Any, key: str) -> tuple[int | None, ManifestError | None
     if not isinstance(raw, str):
         return None, None
     path = f"spec.capacity.{key}"
+    if len(raw) > MAX_DURATION_TEXT:
+        return None, ManifestError(path, f"is longer than SageMaker's limit of 28d ({len(raw)} characters)")
     try:
         seconds = parse_duration(raw)
     except ValueError:
@@ -186,7 +189,7 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
 
     spec = _get(document, "spec")
     image = _get(spec, "image")
-    if isinstance(image, str) and "@" not in image and image.rsplit(":", 1)[-1] == "latest":
+    if isinstance(image, str) and "@" not in image and image.rsplit(":", 1)[-1].lower() == "latest":
         yield ManifestError("spec.image", "the tag 'latest' is not allowed: pin a version tag or a @sha256 digest")
 
     instance = _get(spec, "resources", "instanceType")
@@ -223,17 +226,19 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         durations[key], problem = _duration(capacity, key)
         if problem:
             yield problem
-    max_runtime = durations["maxRuntime"] or DEFAULT_MAX_RUNTIME_S
     max_wait, expected = durations["maxWait"], durations["expectedDuration"]
     if strategy == "on-demand" and _get(capacity, "maxWait") is not None:
         yield ManifestError("spec.capacity.maxWait", "applies to spot only; remove it or choose a spot strategy")
-    elif max_wait is not None and max_wait < max_runtime:
+    # When maxRuntime itself is wrong (reported above), comparisons against it would mislead.
+    runtime_known = _get(capacity, "maxRuntime") is None or durations["maxRuntime"] is not None
+    max_runtime = durations["maxRuntime"] or DEFAULT_MAX_RUNTIME_S
+    if runtime_known and strategy != "on-demand" and max_wait is not None and max_wait < max_runtime:
         yield ManifestError(
             "spec.capacity.maxWait",
             f"{format_duration(max_wait)} is shorter than maxRuntime {format_duration(max_runtime)}; "
             "SageMaker requires maxWait >= maxRuntime",
         )
-    if expected is not None and expected > max_runtime:
+    if runtime_known and expected is not None and expected > max_runtime:
         yield ManifestError(
             "spec.capacity.expectedDuration",
             f"{format_duration(expected)} exceeds maxRuntime {format_duration(max_runtime)}: "
@@ -260,6 +265,11 @@ def _deadline_errors(text: str, expected: int | None, capacity: Any, now: dateti
         return
     if deadline.tzinfo is None:
         return  # the schema pattern reported the missing offset
+    try:
+        to_rfc3339(deadline)
+    except OverflowError:
+        yield ManifestError(path, f"{text} is out of range")
+        return
     if deadline <= now:
         yield ManifestError(path, f"{text} is in the past (now {to_rfc3339(now)})")
         return
