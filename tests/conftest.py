@@ -1,8 +1,10 @@
-"""Shared fixtures: the local stack (moto + real handlers + real state machine) on a fixed clock."""
+"""Shared fixtures: the local stack (moto + the Batch/SageMaker stand-in + real handlers + the
+real state machine) on a virtual clock, with the team's account prepared for the example."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,16 +12,38 @@ from typing import Any
 
 import pytest
 
-from spotline_dev.local_aws import LocalStack, start_local_stack
+from spotline_dev.template import powertools_environment
+
+for _name, _value in powertools_environment().items():  # before anything imports spotline.observability
+    os.environ.setdefault(_name, _value)
+
+from spotline.manifest import validate_bytes  # noqa: E402
+from spotline.model import JobSpec  # noqa: E402
+from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
+from spotline_dev.local_aws import LocalStack, start_local_stack  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_MANIFEST = ROOT / "examples" / "manifests" / "ranker-v2.yaml"
+EXAMPLE_KEY = "manifests/search-ranking/ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+
+
+def example_spec() -> JobSpec:
+    spec = validate_bytes(EXAMPLE_MANIFEST.read_bytes(), now=NOW).spec
+    assert spec
+    return spec
+
+
+def team_policy_for(*specs: JobSpec) -> str:
+    return json.dumps({"teams": {spec.team: team_allowance(spec) for spec in specs}})
 
 
 @pytest.fixture
 def stack() -> Iterator[LocalStack]:
-    with start_local_stack(NOW) as local:
+    """The stack with the example's team allowed and its account prepared."""
+    spec = example_spec()
+    with start_local_stack(NOW, environment={"TEAM_POLICY": team_policy_for(spec)}) as local:
+        prepare_account(local.client, spec)
         yield local
 
 
@@ -35,3 +59,20 @@ def sample_event(name: str) -> dict[str, Any]:
 def upload(stack: LocalStack, key: str, body: bytes) -> str:
     """Put a manifest into the ingest bucket; returns its version id."""
     return stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)["VersionId"]  # type: ignore[no-any-return]
+
+
+def run_upload(stack: LocalStack, body: bytes, key: str = EXAMPLE_KEY) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Upload, deliver the S3 event to Intake, and run the execution to its end."""
+    upload(stack, key, body)
+    (started,) = stack.deliver_events()
+    execution = stack.wait_for_execution(started["executionArn"])
+    return execution, stack.history(started["executionArn"])
+
+
+def entered_states(history: list[dict[str, Any]]) -> list[str]:
+    return [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+
+
+def emitted_metrics(captured_stdout: str) -> list[dict[str, Any]]:
+    """The EMF documents Powertools printed."""
+    return [json.loads(line) for line in captured_stdout.splitlines() if line.startswith('{"_aws"')]

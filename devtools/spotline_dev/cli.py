@@ -11,6 +11,7 @@ from pathlib import Path
 
 from spotline.errors import DOCUMENT, ManifestError
 from spotline.manifest import validate_bytes
+from spotline.training_request import Attempt, Capacity, TrainingRequestInvalid, submit_service_job_request
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -42,6 +43,34 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r["valid"] for r in reports) else EXIT_INVALID
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    data = _read(args.file)
+    if isinstance(data, ManifestError):
+        print(f"{args.file}: {data.path}: {data.message}", file=sys.stderr)
+        return EXIT_INVALID
+    result = validate_bytes(data, now=args.now or datetime.now(UTC))
+    if result.spec is None:
+        for error in result.errors:
+            print(f"{args.file}: {error.path}: {error.message}", file=sys.stderr)
+        return EXIT_INVALID
+    spec = result.spec
+    execution = args.execution_arn or (
+        f"arn:aws:states:{args.region}:{args.account}:execution:spotline-TrainingLifecycle:{spec.team}-{spec.name}-dryrun"
+    )
+    capacity: Capacity = args.capacity or ("on-demand" if spec.strategy == "on-demand" else "spot")
+    queue = args.job_queue or f"arn:aws:batch:{args.region}:{args.account}:job-queue/spotline-training"
+    try:
+        request = submit_service_job_request(spec, Attempt(execution, args.attempt, capacity), queue)
+    except TrainingRequestInvalid as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.payload:
+        print(json.dumps(json.loads(request["serviceRequestPayload"]), indent=2))
+    else:
+        print(json.dumps(request, indent=2))
+    return EXIT_OK
+
+
 def _timestamp(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.upper())
@@ -62,6 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--team", help="also require metadata.team to be this team (as the S3 folder does)")
     validate.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
     validate.set_defaults(run=cmd_validate)
+
+    render = commands.add_parser("render", help="print the Batch SubmitServiceJob request for a manifest (dry run)")
+    render.add_argument("file", metavar="FILE")
+    render.add_argument("--payload", action="store_true", help="print only the SageMaker CreateTrainingJob payload")
+    render.add_argument("--capacity", choices=["spot", "on-demand"], help="default: from the manifest's strategy")
+    render.add_argument("--attempt", type=int, default=1)
+    render.add_argument("--execution-arn", help="default: a dry-run execution name")
+    render.add_argument("--job-queue", help="default: the stack's queue name in --account/--region")
+    render.add_argument("--account", default="123456789012")
+    render.add_argument("--region", default="us-east-1")
+    render.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time")
+    render.set_defaults(run=cmd_render)
     return parser
 
 

@@ -33,12 +33,18 @@ from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
 from spotline import aws as spotline_aws
 from spotline import clock as spotline_clock
+from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, load_template, resources_of_type
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 STACK = "spotline-local"
 Handler = Callable[[Any, Any], Any]
+Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
+
+
+def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
+    return TrainingBehaviour(duration=2 * 3600)
 
 
 class VirtualClock:
@@ -59,6 +65,10 @@ class VirtualClock:
     def set(self, moment: datetime) -> None:
         with self._lock:
             self._now = moment.astimezone(UTC)
+
+
+class RuntimeKilled(Exception):
+    """The local stand-in for a Lambda runtime that dies mid-invocation."""
 
 
 @dataclass
@@ -90,10 +100,24 @@ class LocalStack:
     template: dict[str, Any]
     clock: VirtualClock
     physical: dict[str, str]
+    standin: BatchSageMakerStandIn
     functions: dict[str, str] = field(default_factory=dict)  # logical id -> function name
     rule_taps: dict[str, tuple[str, str]] = field(default_factory=dict)  # queue url -> (function, rule)
     invocations: list[Invocation] = field(default_factory=list)
     throttles: dict[str, int] = field(default_factory=dict)  # function name -> invocations to refuse
+
+    def kill_after_call(self, operation: str, times: int = 1) -> None:
+        """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
+        "batch.SubmitServiceJob") return: the call took effect, the invocation fails with
+        Runtime.ExitError as Lambda reports a killed runtime."""
+        remaining = {"n": times}
+
+        def kill(**_: Any) -> None:
+            if remaining["n"] > 0:
+                remaining["n"] -= 1
+                raise RuntimeKilled(f"Runtime exited with error: signal: killed (after {operation})")
+
+        boto3.DEFAULT_SESSION.events.register(f"after-call.{operation}", kill)  # type: ignore[union-attr]
 
     def throttle(self, logical_id: str, times: int = 1) -> None:
         """Make the Lambda service refuse the next `times` invocations (TooManyRequestsException)."""
@@ -161,6 +185,26 @@ class LocalStack:
                 return events
 
 
+class S3CheckpointStore:
+    """progress.json under a checkpoint prefix, in the local stack's S3 (as training code writes it)."""
+
+    def _location(self, s3_uri: str) -> tuple[str, str]:
+        bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
+        return bucket, f"{prefix.rstrip('/')}/progress.json".lstrip("/")
+
+    def read(self, s3_uri: str) -> dict[str, Any] | None:
+        bucket, key = self._location(s3_uri)
+        try:
+            body = boto3.client("s3", region_name=REGION).get_object(Bucket=bucket, Key=key)["Body"].read()
+        except Exception:
+            return None
+        return json.loads(body)  # type: ignore[no-any-return]
+
+    def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
+        bucket, key = self._location(s3_uri)
+        boto3.client("s3", region_name=REGION).put_object(Bucket=bucket, Key=key, Body=json.dumps(progress).encode())
+
+
 def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, Any]:
     """moto's S3 -> EventBridge event differs from AWS's in two fields: `time` is epoch
     seconds instead of RFC 3339, and the ETag key is `eTag` instead of `etag`."""
@@ -212,10 +256,10 @@ class _InProcessLambdas:
             try:
                 result = handler(payload, context)
             except Exception as exc:
-                record.error = type(exc).__name__
+                record.error = "Runtime.ExitError" if isinstance(exc, RuntimeKilled) else type(exc).__name__
                 error = {
                     "errorMessage": str(exc),
-                    "errorType": type(exc).__name__,
+                    "errorType": record.error,
                     "stackTrace": traceback.format_exception(exc)[-3:],
                 }
                 return json.dumps(error), True, ""
@@ -225,9 +269,14 @@ class _InProcessLambdas:
 
 @contextmanager
 def start_local_stack(
-    start: datetime | None = None, *, environment: dict[str, str] | None = None
+    start: datetime | None = None,
+    *,
+    environment: dict[str, str] | None = None,
+    weather: SpotWeather | None = None,
+    behaviour: Behaviour = two_hour_training,
 ) -> Iterator[LocalStack]:
-    """Start moto, create the stack from template.yaml, and yield handles to it."""
+    """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
+    yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY)."""
     template = load_template()
     clock = VirtualClock(start or datetime.now(UTC))
     with ExitStack() as exits:
@@ -246,7 +295,12 @@ def start_local_stack(
         )
         exits.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         physical: dict[str, str] = {}
-        stack = LocalStack(template=template, clock=clock, physical=physical)
+        boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
+        standin = BatchSageMakerStandIn(
+            clock.now, weather or SpotWeather(), behaviour, S3CheckpointStore(), account=ACCOUNT, region=REGION
+        )
+        standin.install(boto3._get_default_session())
+        stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin)
         lambdas = _InProcessLambdas(stack)
         _install_time_hooks(exits, clock)
         exits.enter_context(
@@ -312,6 +366,15 @@ def _create_resources(
         arns[(logical, "Arn")] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
+
+    for kind in ("AWS::Batch::ServiceEnvironment", "AWS::Batch::SchedulingPolicy"):
+        for logical in resources_of_type(template, kind):
+            physical[logical] = f"arn:aws:batch:{REGION}:{ACCOUNT}:{kind.rsplit(':', 1)[-1].lower()}/{STACK}-{logical}"
+    for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
+        policy = queue["Properties"].get("SchedulingPolicyArn")
+        physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
+            f"{STACK}-{logical}", scheduling_policy_arn=resolver.resolve(policy) if policy else None
+        )
 
     for logical in resources_of_type(template, "AWS::SNS::Topic"):
         physical[logical] = arns[(logical, "TopicArn")] = sns.create_topic(Name=f"{STACK}-{logical}")["TopicArn"]

@@ -97,3 +97,14 @@ class Resolver:
             logical, attribute = name.split(".", 1)
             return self.physical(logical, attribute)
         return self.ref(name)
+
+
+def powertools_environment(template: dict[str, Any] | None = None) -> dict[str, str]:
+    """The POWERTOOLS_* variables of the template's Globals with parameters at their defaults.
+
+    Powertools reads them when `spotline.observability` is first imported, so in-process users
+    (tests, sandbox) set them before that import, as Lambda does."""
+    template = template or load_template()
+    resolver = Resolver(template, lambda logical, attribute: logical, {})
+    variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
+    return {k: str(resolver.resolve(v)) for k, v in variables.items() if k.startswith("POWERTOOLS_")}

@@ -36,10 +36,23 @@ def test_no_allow_statement_grants_wildcard_actions() -> None:
             assert "*" not in action, f"wildcard action {action!r} in {statement}"
 
 
-def test_only_log_delivery_actions_use_a_wildcard_resource() -> None:
+# Actions AWS documents as supporting no resource-level permissions.
+RESOURCE_WILDCARD_ONLY = {"batch:DescribeJobQueues"}
+
+
+def test_only_actions_without_resource_level_permissions_use_a_wildcard_resource() -> None:
     for statement in _statements(TEMPLATE["Resources"]):
         if statement["Effect"] == "Allow" and statement.get("Resource") == "*":
-            assert all(a.startswith("logs:") for a in _actions(statement)), statement
+            assert all(a.startswith("logs:") or a in RESOURCE_WILDCARD_ONLY for a in _actions(statement)), statement
+
+
+def test_pass_role_only_to_sagemaker_and_only_training_roles() -> None:
+    passes = [s for s in _statements(TEMPLATE["Resources"]) if "iam:PassRole" in _actions(s)]
+    assert passes
+    for statement in passes:
+        assert _actions(statement) == ["iam:PassRole"]
+        assert statement["Condition"]["StringEquals"]["iam:PassedToService"] == "sagemaker.amazonaws.com"
+        assert "${TrainingRolePath}/*" in statement["Resource"]["Fn::Sub"]
 
 
 @pytest.mark.parametrize("name", list(resources_of_type(TEMPLATE, "AWS::S3::Bucket")))

@@ -13,8 +13,8 @@ RETRY_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_t
 
 
 @cache
-def client(service: str) -> Any:
-    return boto3.client(service, config=RETRY_CONFIG)  # type: ignore[call-overload]
+def client(service: str, region: str | None = None) -> Any:
+    return boto3.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
 
 
 def reset_clients() -> None:

@@ -1,0 +1,88 @@
+"""Plays the team's AWS account in the local stack: creates what a manifest references (the
+role, the image, buckets with a few input objects) so a valid manifest runs as it would in a
+prepared account. Fields named in `missing` are left out, to show the validation failure."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Collection
+from typing import Any
+
+from spotline.aws import split_s3_uri
+from spotline.model import JobSpec
+from spotline.resources import DLC_REGISTRY_ACCOUNTS
+
+SAGEMAKER_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
+INPUT_OBJECTS = ("part-00000.parquet", "part-00001.parquet", "_SUCCESS")
+
+
+def team_allowance(spec: JobSpec) -> dict[str, Any]:
+    """A TeamPolicy entry that allows exactly what this spec asks for."""
+    return {
+        "instanceFamilies": [spec.instance_type.split(".")[1]],
+        "maxInstances": spec.instance_count,
+        "maxPriority": spec.priority,
+    }
+
+
+def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) -> None:
+    """`clients(service)` returns a boto3 client of the local stack."""
+    if "spec.roleArn" not in missing:
+        _ensure_role(clients("iam"), spec.role_arn)
+    if "spec.image" not in missing:
+        _ensure_image(clients("ecr"), spec.image)
+    s3 = clients("s3")
+    for index, channel in enumerate(spec.inputs):
+        if f"spec.inputs[{index}].s3Uri" in missing:
+            continue
+        bucket, prefix = split_s3_uri(channel.s3_uri)
+        _ensure_bucket(s3, bucket)
+        for name in INPUT_OBJECTS:
+            s3.put_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/{name}".lstrip("/"), Body=b"local data")
+    for field, uri in (("spec.output.s3Uri", spec.output_s3_uri), ("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)):
+        if uri and field not in missing:
+            _ensure_bucket(s3, split_s3_uri(uri)[0])
+
+
+def _ensure_bucket(s3: Any, bucket: str) -> None:
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except Exception:
+        s3.create_bucket(Bucket=bucket)
+
+
+def _ensure_role(iam: Any, role_arn: str) -> None:
+    resource = role_arn.split(":role/", 1)[1]
+    path, _, name = resource.rpartition("/")
+    try:
+        iam.get_role(RoleName=name)
+    except Exception:
+        iam.create_role(
+            RoleName=name, Path=f"/{path}/" if path else "/", AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST)
+        )
+
+
+def _ensure_image(ecr: Any, image: str) -> None:
+    registry, _, rest = image.partition("/")
+    if registry.split(".")[0] in DLC_REGISTRY_ACCOUNTS:
+        return
+    repository, tag = (rest.split("@", 1)[0], None) if "@" in rest else rest.rsplit(":", 1)
+    with contextlib.suppress(ecr.exceptions.RepositoryAlreadyExistsException):
+        ecr.create_repository(repositoryName=repository)
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "config": {
+                "digest": "sha256:" + "0" * 64,
+                "size": 1,
+                "mediaType": "application/vnd.docker.container.image.v1+json",
+            },
+            "layers": [],
+        }
+    )
+    ecr.put_image(repositoryName=repository, imageManifest=manifest, **({"imageTag": tag} if tag else {}))

@@ -1,0 +1,76 @@
+"""SubmitTrainingJob: queue the SageMaker training job on AWS Batch.
+
+The clientToken is derived from execution, attempt and capacity, so a retried or re-run
+invocation gets the job it already created instead of a second one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline import clock, links
+from spotline.aws import client
+from spotline.model import JobSpec, to_rfc3339
+from spotline.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.training_request import Attempt, submit_service_job_request, training_job_name
+
+FIRST_POLL_SECONDS = 60
+
+
+def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
+    previous = state.get("training")
+    number = previous["attempt"] + 1 if previous else 1
+    decided = (state.get("decision") or {}).get("capacity")
+    capacity = decided or ("on-demand" if spec.strategy == "on-demand" else "spot")
+    return Attempt(state["executionArn"], number, capacity)
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    state = {**event["input"], "executionArn": event["execution"]}
+    spec = JobSpec.from_dict(state["manifest"]["spec"])
+    attempt = _next_attempt(state, spec)
+    request = submit_service_job_request(spec, attempt, os.environ["JOB_QUEUE"])
+    response = client("batch").submit_service_job(**request)
+    name = training_job_name(spec, attempt)
+    region = os.environ.get("AWS_REGION", "us-east-1")
+    logger.info(
+        "Training job submitted",
+        extra={
+            "jobId": response["jobId"],
+            "attempt": attempt.number,
+            "capacity": attempt.capacity,
+            "trainingJobName": name,
+        },
+    )
+    add_team_dimension(spec.team)
+    metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
+    previous = state.get("training")
+    history = (
+        [
+            *previous.get("previousAttempts", []),
+            {**previous, "previousAttempts": [], "finalStatus": state.get("status")},
+        ]
+        if previous
+        else []
+    )
+    return {
+        "attempt": attempt.number,
+        "capacity": attempt.capacity,
+        "jobId": response["jobId"],
+        "jobArn": response.get("jobArn"),
+        "jobName": response["jobName"],
+        "trainingJobName": name,
+        "submittedAt": to_rfc3339(clock.now()),
+        "firstPollSeconds": FIRST_POLL_SECONDS,
+        "links": links.for_job(
+            region, execution_arn=event["execution"], training_job_name=name, batch_job_id=response["jobId"]
+        ),
+        "previousAttempts": history,
+    }

@@ -1,0 +1,27 @@
+"""ValidateResources: the role, image, data, buckets, team allowance and job queue the
+spec depends on, all checked before anything is queued; every problem reported at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.errors import summarize
+from spotline.model import JobSpec
+from spotline.observability import bind_execution, logger
+from spotline.resources import ResourceSettings, check_resources
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    spec = JobSpec.from_dict(event["input"]["manifest"]["spec"])
+    problems = check_resources(spec, ResourceSettings.from_environment())
+    if problems:
+        logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
+    return {
+        "valid": not problems,
+        "problems": [p.to_dict() for p in problems],
+        "summary": summarize(problems) if problems else "all resources available",
+    }

@@ -1,0 +1,106 @@
+"""How an execution ended, in words for on-call and figures for metrics (pure).
+
+RecordOutcome reads the execution state (each step's result under its own key) and decides
+which named end it reached; the state machine then routes to the Fail or Succeed state of
+that name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from spotline.cost import cost_usd, spot_savings_percent
+from spotline.model import JobSpec
+
+SUCCEEDED = "TrainingSucceeded"
+RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
+TRAINING_FAILED = "TrainingFailed"
+UNEXPECTED_ERROR = "UnexpectedError"
+
+NEXT_STEPS = {
+    RESOURCE_VALIDATION_FAILED: "Fix the resources listed (or the manifest fields naming them) "
+    "and upload the manifest again.",
+    TRAINING_FAILED: "Open the training logs; fix the code or data for algorithm errors, "
+    "the manifest for client errors, "
+    "then upload the manifest again.",
+    UNEXPECTED_ERROR: "Spotline itself failed. Check the failing state's error in the execution, "
+    "then the Lambda logs; "
+    "re-upload the manifest once fixed (it is idempotent).",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    attempts: int = 0
+    interruptions: int = 0
+    training_seconds: int = 0
+    billable_seconds: int = 0
+    queue_wait_seconds: int | None = None
+    cost_usd: float = 0.0
+    on_demand_cost_usd: float = 0.0
+    spot_savings_percent: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    name: str
+    succeeded: bool
+    cause: str
+    next_step: str
+    figures: Figures = field(default_factory=Figures)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every submission of this execution with its last known status, oldest first."""
+    training = state.get("training")
+    if not training:
+        return []
+    current = {**training, "finalStatus": state.get("status")}
+    return [*training.get("previousAttempts", []), current]
+
+
+def figures(spec: JobSpec | None, attempts: list[dict[str, Any]]) -> Figures:
+    statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
+    training = sum(int(s.get("trainingSeconds", 0)) for s in statuses)
+    billable = sum(int(s.get("billableSeconds", 0)) for s in statuses)
+    queue_wait = statuses[0].get("queueWaitSeconds") if statuses else None
+    instance, count = (spec.instance_type, spec.instance_count) if spec else ("", 0)
+    return Figures(
+        attempts=len(attempts),
+        interruptions=sum(int(s.get("interruptions", 0)) for s in statuses),
+        training_seconds=training,
+        billable_seconds=billable,
+        queue_wait_seconds=queue_wait,
+        cost_usd=cost_usd(instance, count, billable),
+        on_demand_cost_usd=cost_usd(instance, count, training),
+        spot_savings_percent=spot_savings_percent(training, billable),
+    )
+
+
+def decide(state: dict[str, Any], now: datetime) -> Outcome:
+    spec_dict = (state.get("manifest") or {}).get("spec")
+    spec = JobSpec.from_dict(spec_dict) if spec_dict else None
+    numbers = figures(spec, attempt_records(state))
+    failure = state.get("failure")
+    if failure:
+        cause = f"{failure.get('Error')}: {str(failure.get('Cause', ''))[:900]}"
+        return Outcome(UNEXPECTED_ERROR, False, cause, NEXT_STEPS[UNEXPECTED_ERROR], numbers)
+    resources = state.get("resources")
+    if resources and not resources.get("valid"):
+        return Outcome(
+            RESOURCE_VALIDATION_FAILED, False, resources["summary"], NEXT_STEPS[RESOURCE_VALIDATION_FAILED], numbers
+        )
+    status = state.get("status") or {}
+    if status.get("state") == "completed":
+        return Outcome(SUCCEEDED, True, "training completed", "", numbers)
+    reason_class = status.get("reasonClass") or "unknown"
+    cause = (
+        f"{status.get('trainingJobName') or 'the training job'} failed ({reason_class}): "
+        f"{status.get('reason') or 'no reason given'}"
+    )
+    return Outcome(TRAINING_FAILED, False, cause, NEXT_STEPS[TRAINING_FAILED], numbers)

@@ -1,0 +1,39 @@
+"""How long to wait before the next status check (pure).
+
+Every poll costs Step Functions history events (about 9) and state transitions (3), so the
+interval is short where something is likely to change (queue, start-up, the expected end)
+and long in the middle of a long training run: a 72-hour job takes roughly 90 checks.
+"""
+
+from __future__ import annotations
+
+from spotline.status import TrainingStatus
+
+MIN_SECONDS = 60
+MAX_SECONDS = 3600
+EARLY_TRAINING_SECONDS = 900
+
+
+def next_poll_seconds(
+    status: TrainingStatus,
+    *,
+    seconds_since_submit: float,
+    expected_duration: int | None,
+    deadline_slack: float | None = None,
+) -> int:
+    """`deadline_slack`: seconds of spare time before the deadline, if there is one; a poll
+    never sleeps through more than a quarter of it."""
+    if status.state == "queued":
+        interval: float = 60 if seconds_since_submit < 600 else 300
+    elif status.state in ("starting", "interrupted"):
+        interval = 120
+    elif status.training_seconds < EARLY_TRAINING_SECONDS:
+        interval = 300
+    elif expected_duration is None:
+        interval = 1800
+    else:
+        remaining = expected_duration - status.training_seconds
+        interval = 900 if remaining <= 0 else max(300, remaining / 4)
+    if deadline_slack is not None:
+        interval = min(interval, max(MIN_SECONDS, deadline_slack / 4))
+    return int(min(MAX_SECONDS, max(MIN_SECONDS, interval)))
