@@ -71,6 +71,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from spotline_dev import sandbox  # noqa: PLC0415 (imports moto: only when asked)
+
+    try:
+        return sandbox.main(args.scenario, as_json=args.json, verbose=args.verbose)
+    except sandbox.ScenarioError as exc:
+        print(f"spotline sandbox: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
 def _timestamp(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.upper())
@@ -103,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--region", default="us-east-1")
     render.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time")
     render.set_defaults(run=cmd_render)
+
+    sandbox = commands.add_parser("sandbox", help="run the whole system locally on a virtual clock (no AWS account)")
+    sandbox.add_argument("--scenario", type=Path, help="scenario YAML (default: examples/scenarios/default.yaml)")
+    sandbox.add_argument("--json", action="store_true", help="print the machine-readable summary")
+    sandbox.add_argument("--verbose", action="store_true", help="show the handlers' logs and metrics")
+    sandbox.set_defaults(run=cmd_sandbox)
     return parser
 
 

@@ -24,9 +24,30 @@ FIRST_POLL_SECONDS = 60
 def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     previous = state.get("training")
     number = previous["attempt"] + 1 if previous else 1
-    decided = (state.get("decision") or {}).get("capacity")
+    decided = (state.get("status") or {}).get("nextCapacity")
     capacity = decided or ("on-demand" if spec.strategy == "on-demand" else "spot")
     return Attempt(state["executionArn"], number, capacity)
+
+
+FINAL_STATUS_FIELDS = (
+    "state",
+    "reasonClass",
+    "reason",
+    "trainingJobName",
+    "trainingSeconds",
+    "billableSeconds",
+    "interruptions",
+    "queueWaitSeconds",
+    "endedAt",
+    "progress",
+    "explanation",
+)
+
+
+def _summary(attempt: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """A finished attempt as the execution keeps it (bounded size: state is capped at 256 KiB)."""
+    kept = {k: v for k, v in attempt.items() if k not in ("previousAttempts", "links", "firstPollSeconds")}
+    return {**kept, "finalStatus": {k: status.get(k) for k in FINAL_STATUS_FIELDS}}
 
 
 @metrics.log_metrics

@@ -38,10 +38,15 @@ def _poll(
     return next_poll_seconds(status, seconds_since_submit=since, expected_duration=expected, deadline_slack=slack)
 
 
-def test_short_in_the_queue_and_at_start_up() -> None:
+def test_short_while_waiting_then_backing_off_and_short_early_in_training() -> None:
     assert _poll("queued", since=30) == 60
-    assert _poll("queued", since=3600) == 300
-    assert _poll("starting") == 120
+    assert _poll("queued", since=600) == 300
+    assert _poll("queued", since=3600) == 900
+    assert _poll("starting") == 60
+    status = replace(BASE, state="interrupted")
+    assert (
+        next_poll_seconds(status, seconds_since_submit=50 * HOURS, expected_duration=None, seconds_in_state=240) == 120
+    )
     assert _poll("training", trained=60) == 300
 
 

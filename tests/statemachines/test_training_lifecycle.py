@@ -40,7 +40,7 @@ HAPPY_PATH = [
     "SubmitTrainingJob",
     "WaitForJobToStart",
     "CheckTrainingStatus",
-    "IsTrainingFinished?",
+    "WhatShouldHappenNext?",
 ]
 
 
@@ -211,7 +211,7 @@ def test_throttled_lambda_is_retried_with_backoff(stack: LocalStack, example_man
 def test_every_lambda_task_retries_transient_errors_with_jitter_and_keeps_the_execution_id() -> None:
     states = json.loads(ASL.read_text())["States"]
     tasks = {name: s for name, s in states.items() if s.get("Resource") == "arn:aws:states:::lambda:invoke"}
-    assert len(tasks) == 5
+    assert len(tasks) == 6
     for name, state in tasks.items():
         transient = [r for r in state.get("Retry", []) if set(r["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS]
         assert transient, f"{name} does not retry transient Lambda errors"
@@ -223,7 +223,15 @@ def test_fail_states_carry_the_error_names_of_the_brief() -> None:
     states = json.loads(ASL.read_text())["States"]
     fails = {name: s["Error"] for name, s in states.items() if s["Type"] == "Fail"}
     assert fails == {
-        name: name for name in ("ManifestInvalid", "ResourceValidationFailed", "TrainingFailed", "UnexpectedError")
+        name: name
+        for name in (
+            "ManifestInvalid",
+            "ResourceValidationFailed",
+            "TrainingFailed",
+            "SpotCapacityExhausted",
+            "DeadlineMissed",
+            "UnexpectedError",
+        )
     }
     for name, state in states.items():
         if state["Type"] == "Choice":

@@ -12,11 +12,13 @@ from datetime import datetime
 from typing import Any
 
 from spotline.cost import cost_usd, spot_savings_percent
-from spotline.model import JobSpec
+from spotline.model import JobSpec, to_rfc3339
 
 SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
 TRAINING_FAILED = "TrainingFailed"
+SPOT_CAPACITY_EXHAUSTED = "SpotCapacityExhausted"
+DEADLINE_MISSED = "DeadlineMissed"
 UNEXPECTED_ERROR = "UnexpectedError"
 
 NEXT_STEPS = {
@@ -25,6 +27,10 @@ NEXT_STEPS = {
     TRAINING_FAILED: "Open the training logs; fix the code or data for algorithm errors, "
     "the manifest for client errors, "
     "then upload the manifest again.",
+    SPOT_CAPACITY_EXHAUSTED: "Spot capacity for this instance type is scarce: allow on-demand (strategy spot-first), "
+    "raise retry.maxAttempts or maxWait, or pick another instance type; then upload the manifest again.",
+    DEADLINE_MISSED: "The model is in the output location, but late. Check the attempts and interruptions "
+    "in the report; give future runs more slack or a spot-first strategy.",
     UNEXPECTED_ERROR: "Spotline itself failed. Check the failing state's error in the execution, "
     "then the Lambda logs; "
     "re-upload the manifest once fixed (it is idempotent).",
@@ -41,6 +47,10 @@ class Figures:
     cost_usd: float = 0.0
     on_demand_cost_usd: float = 0.0
     spot_savings_percent: float = 0.0
+    on_demand_fallback: bool = False
+    deadline: str | None = None
+    finished_at: str | None = None
+    deadline_met: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +74,13 @@ def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
     return [*training.get("previousAttempts", []), current]
 
 
-def figures(spec: JobSpec | None, attempts: list[dict[str, Any]]) -> Figures:
+def figures(spec: JobSpec | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None) -> Figures:
     statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
     training = sum(int(s.get("trainingSeconds", 0)) for s in statuses)
     billable = sum(int(s.get("billableSeconds", 0)) for s in statuses)
     queue_wait = statuses[0].get("queueWaitSeconds") if statuses else None
     instance, count = (spec.instance_type, spec.instance_count) if spec else ("", 0)
+    deadline = spec.deadline_at if spec else None
     return Figures(
         attempts=len(attempts),
         interruptions=sum(int(s.get("interruptions", 0)) for s in statuses),
@@ -79,13 +90,21 @@ def figures(spec: JobSpec | None, attempts: list[dict[str, Any]]) -> Figures:
         cost_usd=cost_usd(instance, count, billable),
         on_demand_cost_usd=cost_usd(instance, count, training),
         spot_savings_percent=spot_savings_percent(training, billable),
+        on_demand_fallback=bool(spec and spec.uses_spot and any(a.get("capacity") == "on-demand" for a in attempts)),
+        deadline=spec.deadline if spec else None,
+        finished_at=to_rfc3339(finished_at) if finished_at else None,
+        deadline_met=finished_at <= deadline if deadline and finished_at else None,
     )
 
 
 def decide(state: dict[str, Any], now: datetime) -> Outcome:
     spec_dict = (state.get("manifest") or {}).get("spec")
     spec = JobSpec.from_dict(spec_dict) if spec_dict else None
-    numbers = figures(spec, attempt_records(state))
+    status = state.get("status") or {}
+    ended = status.get("endedAt")
+    completed = status.get("state") == "completed"
+    finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
+    numbers = figures(spec, attempt_records(state), finished_at)
     failure = state.get("failure")
     if failure:
         cause = f"{failure.get('Error')}: {str(failure.get('Cause', ''))[:900]}"
@@ -95,9 +114,21 @@ def decide(state: dict[str, Any], now: datetime) -> Outcome:
         return Outcome(
             RESOURCE_VALIDATION_FAILED, False, resources["summary"], NEXT_STEPS[RESOURCE_VALIDATION_FAILED], numbers
         )
-    status = state.get("status") or {}
-    if status.get("state") == "completed":
-        return Outcome(SUCCEEDED, True, "training completed", "", numbers)
+    if completed and numbers.deadline_met is False:
+        cause = f"training completed at {numbers.finished_at}, after the deadline {numbers.deadline}"
+        return Outcome(DEADLINE_MISSED, False, cause, NEXT_STEPS[DEADLINE_MISSED], numbers)
+    if completed:
+        return Outcome(
+            SUCCEEDED,
+            True,
+            "training completed" + (" before the deadline" if numbers.deadline_met else ""),
+            "",
+            numbers,
+        )
+    if status.get("finishReason") == "spot-exhausted":
+        return Outcome(
+            SPOT_CAPACITY_EXHAUSTED, False, str(status.get("explanation")), NEXT_STEPS[SPOT_CAPACITY_EXHAUSTED], numbers
+        )
     reason_class = status.get("reasonClass") or "unknown"
     cause = (
         f"{status.get('trainingJobName') or 'the training job'} failed ({reason_class}): "

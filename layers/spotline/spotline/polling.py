@@ -12,6 +12,7 @@ from spotline.status import TrainingStatus
 MIN_SECONDS = 60
 MAX_SECONDS = 3600
 EARLY_TRAINING_SECONDS = 900
+WAITING_MAX_SECONDS = 900
 
 
 def next_poll_seconds(
@@ -20,13 +21,15 @@ def next_poll_seconds(
     seconds_since_submit: float,
     expected_duration: int | None,
     deadline_slack: float | None = None,
+    seconds_in_state: float | None = None,
 ) -> int:
     """`deadline_slack`: seconds of spare time before the deadline, if there is one; a poll
-    never sleeps through more than a quarter of it."""
-    if status.state == "queued":
-        interval: float = 60 if seconds_since_submit < 600 else 300
-    elif status.state in ("starting", "interrupted"):
-        interval = 120
+    never sleeps through more than a quarter of it. `seconds_in_state`: how long the job has
+    been in its current SageMaker status, when known."""
+    if status.state in ("queued", "starting", "interrupted"):
+        # Waiting for capacity or start-up: look again soon, then back off while it lasts.
+        waited = seconds_since_submit if seconds_in_state is None else seconds_in_state
+        interval: float = min(WAITING_MAX_SECONDS, max(60.0, waited / 2))
     elif status.training_seconds < EARLY_TRAINING_SECONDS:
         interval = 300
     elif expected_duration is None:

@@ -27,6 +27,10 @@ def publish_metrics(team: str, outcome: Outcome) -> None:
         metrics.add_metric(name="BillableSeconds", unit=MetricUnit.Seconds, value=numbers.billable_seconds)
         metrics.add_metric(name="SpotSavingsPercent", unit=MetricUnit.Percent, value=numbers.spot_savings_percent)
         metrics.add_metric(name="EstimatedCostUSD", unit=MetricUnit.NoUnit, value=numbers.cost_usd)
+    if numbers.on_demand_fallback:
+        metrics.add_metric(name="JobsOnDemandFallback", unit=MetricUnit.Count, value=1)
+    if numbers.deadline_met is not None:
+        metrics.add_metric(name="DeadlinesMissed", unit=MetricUnit.Count, value=0 if numbers.deadline_met else 1)
     if numbers.queue_wait_seconds is not None:
         metrics.add_metric(name="QueueWaitSeconds", unit=MetricUnit.Seconds, value=numbers.queue_wait_seconds)
 

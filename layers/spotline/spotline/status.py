@@ -53,6 +53,8 @@ class TrainingStatus:
     capacity_short: bool
     started_at: datetime | None
     ended_at: datetime | None
+    state_since: datetime | None = None
+    """When SageMaker entered its current secondary status (how long the job has been waiting)."""
 
     @property
     def finished(self) -> bool:
@@ -60,7 +62,7 @@ class TrainingStatus:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("started_at", "ended_at"):
+        for key in ("started_at", "ended_at", "state_since"):
             data[key] = data[key].isoformat() if data[key] else None
         return data
 
@@ -146,4 +148,5 @@ def normalize(batch_job: dict[str, Any], training_job: dict[str, Any] | None, no
         capacity_short=CAPACITY_REASON in batch_reason,
         started_at=_as_datetime(tj.get("TrainingStartTime")),
         ended_at=_as_datetime(tj.get("TrainingEndTime")),
+        state_since=_as_datetime(transitions[-1].get("StartTime")) if transitions else None,
     )

@@ -1,0 +1,381 @@
+"""`spotline sandbox`: the whole system in one process on a virtual clock.
+
+For each manifest of a scenario it starts the local stack (moto + the Batch/SageMaker
+stand-in + the real handlers + the real state machine), plays the team's account (bucket
+with data, role, image; the team allowed in the team policy), uploads the manifest, delivers
+the S3 event to Intake and replays the execution: hours of training pass in seconds. Each
+manifest gets a fresh stack starting at the scenario's start, so executions do not share a
+queue (the stand-in models capacity, not contention between jobs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spotline.cost import cost_usd
+from spotline.durations import format_duration, parse_duration
+from spotline.manifest import validate_bytes
+from spotline_dev.account import prepare_account, team_allowance
+from spotline_dev.local_aws import start_local_stack
+from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.template import PROJECT_ROOT, powertools_environment
+
+DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
+SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
+QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run, with the field at fault."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    start: datetime
+    manifests: list[Path]
+    spot_start_delay: float = 300.0
+    interruptions: list[float] = field(default_factory=list)
+    capacity_gaps: list[tuple[float, float]] = field(default_factory=list)  # offsets from start, seconds
+    on_demand_start_delay: float = 480.0
+    duration: float | None = None  # None: each manifest's expectedDuration
+    fail_after: float | None = None
+    missing: list[str] = field(default_factory=list)  # manifest fields whose resources the account lacks
+
+
+def _seconds(raw: Any, where: str) -> float:
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    try:
+        return float(parse_duration(str(raw)))
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def load_scenario(path: Path | None) -> Scenario:
+    """Read a scenario file (see README "Scenarios"); None gives the default scenario."""
+    path = path or DEFAULT_SCENARIO
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{path}: a scenario is a mapping of fields")
+    known = {"name", "start", "manifests", "spot", "onDemand", "training", "missing"}
+    if unknown := sorted(set(raw) - known):
+        raise ScenarioError(f"{path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    spot, on_demand, training = raw.get("spot") or {}, raw.get("onDemand") or {}, raw.get("training") or {}
+    start_raw = raw.get("start")
+    try:
+        start = (
+            datetime.fromisoformat(str(start_raw).upper()) if start_raw else datetime.now(UTC).replace(microsecond=0)
+        )
+    except ValueError:
+        raise ScenarioError(f"start: {start_raw!r} is not an RFC 3339 timestamp") from None
+    if start.tzinfo is None:
+        raise ScenarioError("start: needs an offset such as Z")
+    manifests = (
+        [(path.parent / m).resolve() for m in raw["manifests"]]
+        if raw.get("manifests")
+        else sorted(SAMPLE_MANIFESTS.glob("*.yaml"))
+    )
+    for manifest in manifests:
+        if not manifest.is_file():
+            raise ScenarioError(f"manifests: {manifest} does not exist")
+    gaps = []
+    for index, gap in enumerate(spot.get("capacityGaps") or []):
+        where = f"spot.capacityGaps[{index}]"
+        if not isinstance(gap, dict) or set(gap) != {"from", "to"}:
+            raise ScenarioError(f"{where}: needs exactly 'from' and 'to'")
+        begin, end = _seconds(gap["from"], f"{where}.from"), _seconds(gap["to"], f"{where}.to")
+        if end <= begin:
+            raise ScenarioError(f"{where}: 'to' must be after 'from'")
+        gaps.append((begin, end))
+    return Scenario(
+        name=str(raw.get("name") or path.stem),
+        start=start.astimezone(UTC),
+        manifests=manifests,
+        spot_start_delay=_seconds(spot.get("startDelay", 300), "spot.startDelay"),
+        interruptions=sorted(_seconds(v, "spot.interruptions") for v in spot.get("interruptions") or []),
+        capacity_gaps=gaps,
+        on_demand_start_delay=_seconds(on_demand.get("startDelay", 480), "onDemand.startDelay"),
+        duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
+        fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
+        missing=[str(m) for m in raw.get("missing") or []],
+    )
+
+
+@contextmanager
+def _powertools_environment(verbose: bool) -> Iterator[None]:
+    """Powertools reads its settings at import, as in Lambda: set them before the handlers load."""
+    wanted = {**powertools_environment(), **({} if verbose else QUIET)}
+    saved = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
+    """Run every manifest of the scenario; returns the `--json` summary (plus timelines)."""
+    with _powertools_environment(verbose):
+        executions = [_run_manifest(scenario, manifest, verbose) for manifest in scenario.manifests]
+    return {"scenario": scenario.name, "executions": executions}
+
+
+def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str, Any]:
+    body = manifest.read_bytes()
+    spec = validate_bytes(body, now=scenario.start).spec
+    team = spec.team if spec else "sandbox"
+    policy = {"teams": {spec.team: team_allowance(spec)}} if spec else {"teams": {}}
+    weather = SpotWeather(
+        capacity_gaps=[
+            (scenario.start + timedelta(seconds=a), scenario.start + timedelta(seconds=b))
+            for a, b in scenario.capacity_gaps
+        ],
+        interruptions=list(scenario.interruptions),
+        spot_start_delay=scenario.spot_start_delay,
+        on_demand_start_delay=scenario.on_demand_start_delay,
+    )
+    duration = scenario.duration or (spec.expected_duration_seconds if spec else None) or 3600.0
+
+    def behaviour(_request: dict[str, Any]) -> TrainingBehaviour:
+        return TrainingBehaviour(duration=duration, fail_after=scenario.fail_after)
+
+    key = f"manifests/{team}/{manifest.name}"
+    environment = {"TEAM_POLICY": json.dumps(policy), **({} if verbose else QUIET)}
+    with start_local_stack(scenario.start, environment=environment, weather=weather, behaviour=behaviour) as stack:
+        if spec:
+            prepare_account(stack.client, spec, missing=scenario.missing)
+        stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)
+        (started,) = stack.deliver_events()
+        execution = stack.wait_for_execution(started["executionArn"], timeout=600)
+        history = stack.history(started["executionArn"])
+        jobs = stack.standin.jobs
+        reports = {outcome: _read_json(stack, f"reports/{key}.{outcome}.json") for outcome in ("outcome", "rejected")}
+        finished_clock = stack.clock.now()
+    return summarize(
+        scenario=scenario,
+        manifest=manifest,
+        execution=execution,
+        history=history,
+        jobs=jobs,
+        reports=reports,
+        duration=duration,
+        finished_clock=finished_clock,
+    )
+
+
+def _read_json(stack: Any, key: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(stack.client("s3").get_object(Bucket=stack.bucket, Key=key)["Body"].read())  # type: ignore[no-any-return]
+    except Exception:
+        return None
+
+
+def summarize(
+    *,
+    scenario: Scenario,
+    manifest: Path,
+    execution: dict[str, Any],
+    history: list[dict[str, Any]],
+    jobs: list[Any],
+    reports: dict[str, dict[str, Any] | None],
+    duration: float,
+    finished_clock: datetime,
+) -> dict[str, Any]:
+    report = reports.get("outcome") or {}
+    figures = report.get("figures") or {}
+    spec = _spec_from_history(history)
+    instance, count = (spec["instance_type"], spec["instance_count"]) if spec else ("", 0)
+    upload = 60.0
+    return {
+        "name": execution["name"],
+        "manifest": str(manifest.relative_to(PROJECT_ROOT)) if manifest.is_relative_to(PROJECT_ROOT) else str(manifest),
+        "status": execution["status"],
+        "error": execution.get("error"),
+        "cause": execution.get("cause"),
+        "attempts": figures.get("attempts", len(jobs)),
+        "spotInterruptions": sum(job.interruptions for job in jobs),
+        "onDemandFallback": bool(figures.get("on_demand_fallback", False)),
+        "deadline": figures.get("deadline") or (spec or {}).get("deadline"),
+        "finishedAt": figures.get("finished_at"),
+        "deadlineMet": figures.get("deadline_met"),
+        "trainingSeconds": int(sum(job.training_seconds for job in jobs)),
+        "billableSeconds": int(sum(job.billable_seconds for job in jobs)),
+        "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
+        "costUsd": figures.get("cost_usd", 0.0),
+        "onDemandCostUsd": cost_usd(instance, count, duration + upload) if spec else 0.0,
+        "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
+        "historyEvents": len(history),
+        "timeline": timeline(history, scenario.start),
+        "virtualEnd": finished_clock.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def _spec_from_history(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for event in history:
+        details = event.get("stateExitedEventDetails")
+        if details and details["name"] == "LoadManifest":
+            return json.loads(details["output"]).get("manifest", {}).get("spec")  # type: ignore[no-any-return]
+    return None
+
+
+# --- the timeline: what an on-call engineer would read in the console, one line per change ----
+
+Line = tuple[datetime | None, str, str]
+
+
+def _describe(name: str, state: dict[str, Any]) -> str | None:
+    """One line for a state's exit, or None when it adds nothing new."""
+    describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
+        "LoadManifest": lambda s: (
+            (
+                f"manifest valid: {s['manifest']['spec']['team']}/{s['manifest']['spec']['name']}, "
+                f"{s['manifest']['spec']['strategy']}, deadline {s['manifest']['spec']['deadline'] or 'none'}"
+            )
+            if s["manifest"]["valid"]
+            else f"manifest rejected: {s['manifest']['summary']}"
+        ),
+        "ValidateResources": lambda s: s["resources"]["summary"],
+        "SubmitTrainingJob": lambda s: (
+            f"attempt {s['training']['attempt']} on {s['training']['capacity']}: {s['training']['trainingJobName']}"
+        ),
+        "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
+        "RecordOutcome": lambda s: f"{s['outcome']['name']}: {s['outcome']['cause']}",
+    }
+    describer = describers.get(name)
+    return describer(state) if describer else None
+
+
+def _status_line(status: dict[str, Any]) -> str:
+    progress = status.get("progress") or {}
+    done = f"{progress.get('fraction', 0):.0%} done" if progress else ""
+    parts = [status["state"], done]
+    if status.get("interruptions"):
+        parts.append(f"{status['interruptions']} interruption(s) in this job")
+    if status["action"] != "keep-waiting":
+        parts.append(f"-> {status['action']}: {status['explanation']}")
+    return ", ".join(p for p in parts if p)
+
+
+def timeline(history: list[dict[str, Any]], start: datetime) -> list[str]:
+    lines: list[Line] = []
+    last_status = ""
+    for event in history:
+        details = event.get("stateExitedEventDetails")
+        if not details:
+            continue
+        state = json.loads(details["output"])
+        name = details["name"]
+        if name == "CheckTrainingStatus":
+            status = state["status"]
+            text = _status_line(status)
+            key = (status["state"], status.get("interruptions"), status["action"], status.get("trainingJobName"))
+            if str(key) != last_status:
+                lines.append((datetime.fromisoformat(status["checkedAt"]), name, text))
+                last_status = str(key)
+            continue
+        described = _describe(name, state)
+        if described:
+            lines.append((_time_of(name, state), name, described))
+    return [_format(at, name, text, start) for at, name, text in lines]
+
+
+def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
+    stamp = {"SubmitTrainingJob": ("training", "submittedAt"), "StopSpotJob": ("fallback", "at")}.get(name)
+    if stamp and state.get(stamp[0]):
+        return datetime.fromisoformat(state[stamp[0]][stamp[1]])
+    if name == "RecordOutcome" and (state.get("status") or {}).get("checkedAt"):
+        return datetime.fromisoformat(state["status"]["checkedAt"])
+    return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
+
+
+def _format(at: datetime | None, name: str, text: str, start: datetime) -> str:
+    if at is None:
+        offset = "        "
+    else:
+        minutes = int((at - start).total_seconds() // 60)
+        offset = f"T+{minutes // 60:02d}:{minutes % 60:02d}"
+    return f"{offset}  {name:<20} {text}"
+
+
+# --- printing ---------------------------------------------------------------------------------
+
+
+def _hours(seconds: float) -> str:
+    return format_duration(seconds)
+
+
+def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
+    out = [
+        f"Scenario {summary['scenario']}: {len(summary['executions'])} execution(s), replayed in {wall_seconds:.1f}s"
+    ]
+    for run in summary["executions"]:
+        out += ["", f"== {run['name']}  ({run['manifest']})", *("  " + line for line in run["timeline"])]
+        result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
+        deadline = ("met" if run["deadlineMet"] else "MISSED") if run["deadlineMet"] is not None else "none"
+        out.append(
+            f"  result: {result}; attempts {run['attempts']}, spot interruptions {run['spotInterruptions']}, "
+            f"on-demand fallback {'yes' if run['onDemandFallback'] else 'no'}, deadline {deadline}"
+        )
+        if run["trainingSeconds"]:
+            saved = (1 - run["costUsd"] / run["onDemandCostUsd"]) * 100 if run["onDemandCostUsd"] else 0.0
+            out.append(
+                f"          trained {_hours(run['trainingSeconds'])}, billed {_hours(run['billableSeconds'])}, "
+                f"lost work {_hours(run['lostWorkSeconds'])}; cost ${run['costUsd']:.2f} vs "
+                f"${run['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved)"
+            )
+        out.append(f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events")
+    return "\n".join(out)
+
+
+def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` contract: the documented fields only."""
+    fields = (
+        "name",
+        "manifest",
+        "status",
+        "error",
+        "attempts",
+        "spotInterruptions",
+        "onDemandFallback",
+        "deadline",
+        "finishedAt",
+        "deadlineMet",
+        "trainingSeconds",
+        "billableSeconds",
+        "lostWorkSeconds",
+        "costUsd",
+        "onDemandCostUsd",
+        "stateTransitions",
+        "historyEvents",
+    )
+    return {
+        "scenario": summary["scenario"],
+        "executions": [{k: run[k] for k in fields} for run in summary["executions"]],
+    }
+
+
+def main(scenario_path: Path | None, *, as_json: bool, verbose: bool) -> int:
+    scenario = load_scenario(scenario_path)
+    started = time.perf_counter()
+    summary = run_scenario(scenario, verbose=verbose)
+    wall = time.perf_counter() - started
+    print(json.dumps(public_summary(summary), indent=2) if as_json else render_text(summary, wall))
+    return 0

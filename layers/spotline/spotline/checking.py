@@ -1,0 +1,146 @@
+"""CheckTrainingStatus's work: read Batch, SageMaker and progress.json, then ask the status
+mapping, the deadline policy and the lifecycle rules what they make of it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from spotline import links
+from spotline.aws import client, error_code
+from spotline.lifecycle import next_step
+from spotline.model import JobSpec, to_rfc3339
+from spotline.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
+from spotline.polling import next_poll_seconds
+from spotline.progress import read_progress
+from spotline.status import TrainingStatus, normalize, training_job_name_of
+
+STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
+"""Image download and start-up after instances are acquired (on top of the measured queue wait)."""
+
+
+def describe_training_job(name: str | None) -> dict[str, Any] | None:
+    if not name:
+        return None
+    try:
+        return client("sagemaker").describe_training_job(TrainingJobName=name)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if error_code(exc) in ("ValidationException", "ResourceNotFound"):
+            return None  # Batch knows the ARN a moment before SageMaker shows the job
+        raise
+
+
+def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None) -> float:
+    waits = [
+        float(a["finalStatus"]["queueWaitSeconds"])
+        for a in attempts
+        if (a.get("finalStatus") or {}).get("queueWaitSeconds") is not None
+    ]
+    if current_wait is not None:
+        waits.append(current_wait)
+    return max(waits) + STARTUP_AFTER_ACQUIRE_SECONDS if waits else DEFAULT_RESTART_OVERHEAD_SECONDS
+
+
+def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]]) -> dict[str, Any]:
+    saved = read_progress(spec.checkpoint_s3_uri)
+    if saved:
+        return {
+            "fraction": min(1.0, saved["step"] / saved["totalSteps"]),
+            "step": saved["step"],
+            "totalSteps": saved["totalSteps"],
+            "source": "progress.json",
+        }
+    total = spec.expected_duration_seconds or spec.max_runtime_seconds
+    trained = status.training_seconds
+    if spec.checkpoint_s3_uri:  # without checkpoints, earlier attempts' work is lost
+        trained += sum(int((a.get("finalStatus") or {}).get("trainingSeconds", 0)) for a in previous)
+    return {
+        "fraction": min(1.0, trained / total) if total else 0.0,
+        "step": None,
+        "totalSteps": None,
+        "source": "training time (no progress.json yet)",
+    }
+
+
+def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
+    spec = JobSpec.from_dict(state["manifest"]["spec"])
+    training = state["training"]
+    previous: list[dict[str, Any]] = training.get("previousAttempts", [])
+    batch_job = client("batch").describe_service_job(jobId=training["jobId"])
+    status = normalize(batch_job, describe_training_job(training_job_name_of(batch_job)), now)
+    submitted = datetime.fromisoformat(training["submittedAt"])
+    first_submitted = datetime.fromisoformat(previous[0]["submittedAt"]) if previous else submitted
+    queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
+    overhead = restart_overhead(previous, queue_wait)
+    progress = progress_of(spec, status, previous)
+    since_submit = (now - submitted).total_seconds()
+    capacity = training["capacity"]
+    spot_missing = (
+        status.capacity_short
+        or status.state == "interrupted"
+        or (status.state in ("queued", "starting") and since_submit > overhead)
+    )
+    decision = decide(
+        JobClock(
+            now=now,
+            started_at=first_submitted,
+            deadline=spec.deadline_at,
+            total_work_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
+            progress=progress["fraction"],
+            capacity=capacity,
+            spot_missing=spot_missing,
+            restart_overhead_seconds=overhead,
+        )
+    )
+    spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
+    step = next_step(
+        spec,
+        status,
+        capacity=capacity,
+        spot_attempts=spot_attempts,
+        decision=decision,
+        seed=f"{execution_arn}:{training['attempt']}",
+    )
+    interval = next_poll_seconds(
+        status,
+        seconds_since_submit=since_submit,
+        expected_duration=spec.expected_duration_seconds,
+        # Only a job that may still move to on-demand needs to look often as the slack shrinks.
+        deadline_slack=decision.slack_seconds if capacity == "spot" and spec.strategy == "spot-first" else None,
+        seconds_in_state=(now - status.state_since).total_seconds() if status.state_since else None,
+    )
+    return {
+        "state": status.state,
+        "finished": status.finished,
+        "reasonClass": status.reason_class,
+        "reason": status.reason,
+        "batchStatus": status.batch_status,
+        "secondaryStatus": status.secondary_status,
+        "trainingJobName": status.training_job_name,
+        "trainingSeconds": status.training_seconds,
+        "billableSeconds": status.billable_seconds,
+        "interruptions": status.interruptions,
+        "capacityShort": status.capacity_short,
+        "queueWaitSeconds": int(queue_wait) if queue_wait is not None else None,
+        "endedAt": to_rfc3339(status.ended_at) if status.ended_at else None,
+        "progress": progress,
+        "decision": {
+            "verdict": decision.verdict,
+            "reason": decision.reason,
+            "slackSeconds": int(decision.slack_seconds) if decision.slack_seconds is not None else None,
+            "restartOverheadSeconds": int(overhead),
+        },
+        "action": step.action,
+        "explanation": step.explanation,
+        "nextCapacity": step.next_capacity,
+        "backoffSeconds": step.backoff_seconds,
+        "finishReason": step.finish_reason,
+        "checkedAt": to_rfc3339(now),
+        "nextPollSeconds": interval,
+        "links": links.for_job(
+            region,
+            execution_arn=execution_arn,
+            training_job_name=status.training_job_name,
+            batch_job_id=training["jobId"],
+        ),
+    }
