@@ -19,6 +19,7 @@ help:
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
 	@echo "make build     sam build (arm64, python3.13)"
+	@echo "make bench     print the benchmark figures (history events, transitions, cost)"
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	@test -n "$(PY313)" || { scripts/find-python313; exit 1; }
@@ -51,6 +52,9 @@ test: lint typecheck template build unit
 
 sandbox: $(STAMP)
 	$(BIN)/spotline sandbox
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/lifecycle_72h.py
 
 clean:
 	rm -rf .aws-sam $(VENV)

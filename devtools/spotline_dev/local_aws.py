@@ -206,11 +206,11 @@ class S3CheckpointStore:
 
 
 def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """moto's S3 -> EventBridge event differs from AWS's in two fields: `time` is epoch
-    seconds instead of RFC 3339, and the ETag key is `eTag` instead of `etag`."""
+    """moto's S3 -> EventBridge event differs from AWS's in two ways: `time` is the wall-clock
+    time (the local stack lives on the virtual clock, where the upload just happened), and the
+    ETag key is `eTag` instead of `etag`."""
     event = json.loads(json.dumps(event))
-    if isinstance(event.get("time"), int | float):
-        event["time"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    event["time"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     obj = event.get("detail", {}).get("object")
     if isinstance(obj, dict) and "eTag" in obj:
         obj["etag"] = obj.pop("eTag")
