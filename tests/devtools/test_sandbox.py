@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_MANIFEST
 
+from conftest import EXAMPLE_MANIFEST
 from spotline_dev.cli import main as cli_main
 from spotline_dev.sandbox import Scenario, ScenarioError, load_scenario, run_scenario
 
