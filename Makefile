@@ -6,12 +6,19 @@ PY313 := $(shell scripts/find-python313 2>/dev/null)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The checkpoint example trains a tiny PyTorch model. The CPU torch wheel these machines carry
+# (/opt/wheels) is for Python 3.11 (PyPI's 3.13 torch is a multi-GB CUDA build), so the
+# example has its own environment; the spotline package and the Lambdas stay on 3.13.
+PY311 := $(shell for p in "$$(command -v python3.11)" "$$HOME"/.pyenv/versions/3.11*/bin/python3.11 /usr/bin/python3.11; do \
+  [ -x "$$p" ] && "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null && { echo "$$p"; break; }; done)
+EXAMPLE_VENV := .venv-example
+EXAMPLE_STAMP := $(EXAMPLE_VENV)/.installed
 # sam build needs python3.13 on PATH; SAM and AWS clients must never reach AWS from here.
 export PATH := $(abspath $(BIN)):$(dir $(PY313)):$(PATH)
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help venv lint typecheck template build unit test sandbox bench clean
+.PHONY: help venv example-venv lint typecheck template build unit test sandbox bench clean
 
 help:
 	@echo "make venv      create .venv (Python 3.13) with the pinned tools"
@@ -19,6 +26,7 @@ help:
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
 	@echo "make build     sam build (arm64, python3.13)"
+	@echo "make example-venv  .venv-example (Python 3.11 + CPU torch) for examples/train_tiny.py"
 	@echo "make bench     print the benchmark figures (history events, transitions, cost)"
 
 $(STAMP): requirements-dev.txt pyproject.toml
@@ -30,6 +38,14 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	@touch $@
 
 venv: $(STAMP)
+
+$(EXAMPLE_STAMP): requirements-example.txt
+	@test -n "$(PY311)" || { echo "error: Python 3.11 not found (the CPU torch wheel in /opt/wheels is cp311)" >&2; exit 1; }
+	@test -x $(EXAMPLE_VENV)/bin/python || $(PY311) -m venv $(EXAMPLE_VENV)
+	$(EXAMPLE_VENV)/bin/python -m pip install --quiet -r requirements-example.txt
+	@touch $@
+
+example-venv: $(EXAMPLE_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -45,7 +61,7 @@ template: $(STAMP)
 build: $(STAMP)
 	$(BIN)/sam build
 
-unit: $(STAMP)
+unit: $(STAMP) $(EXAMPLE_STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck template build unit
@@ -57,4 +73,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_72h.py
 
 clean:
-	rm -rf .aws-sam $(VENV)
+	rm -rf .aws-sam $(VENV) $(EXAMPLE_VENV)

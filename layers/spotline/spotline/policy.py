@@ -6,7 +6,9 @@ Two rules, both explainable in one sentence to on-call:
    remaining work on on-demand, plus the restart overhead, plus a safety margin.
 2. **Uniform progress** (Wu et al., "Can't Be Late", NSDI 2024). While spot capacity is
    missing, switch when progress falls behind the line that spreads the work evenly over the
-   time from the job's start to the deadline (less one restart overhead).
+   time from the job's start to the deadline (less one start-up allowance). The line is the
+   job's schedule, fixed when it starts; the measured restart overhead only moves rule 1, so a
+   larger overhead can only make the policy switch sooner, never later.
 
 Once on on-demand, a job stays there. Spotline's Lambdas, the sandbox and `spotline simulate`
 all call `decide` with the same inputs; time is passed in.
@@ -15,6 +17,7 @@ all call `decide` with the same inputs; time is passed in.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +30,8 @@ Verdict = Literal["continue", "switch-to-on-demand"]
 
 DEFAULT_RESTART_OVERHEAD_SECONDS = 1200.0
 """Resubmission to training again (queue, instance, image download) before anything was measured."""
+START_UP_ALLOWANCE_SECONDS = DEFAULT_RESTART_OVERHEAD_SECONDS
+"""Where the uniform-progress line starts: no job makes progress while it first starts up."""
 MIN_SAFETY_MARGIN_SECONDS = 600.0
 SAFETY_MARGIN_FRACTION = 0.05
 MAX_BACKOFF_SECONDS = 3600.0
@@ -73,11 +78,12 @@ def on_demand_needs(job: JobClock) -> float:
 
 
 def uniform_progress_line(job: JobClock) -> float:
-    """The fraction of work a job spreading its work evenly would have done by now."""
+    """The fraction of work a job spreading its work evenly from its start (after one start-up
+    allowance) to its deadline would have done by now."""
     if job.deadline is None:
         return 0.0
-    window = (job.deadline - job.started_at).total_seconds() - job.restart_overhead_seconds
-    elapsed = (job.now - job.started_at).total_seconds() - job.restart_overhead_seconds
+    window = (job.deadline - job.started_at).total_seconds() - START_UP_ALLOWANCE_SECONDS
+    elapsed = (job.now - job.started_at).total_seconds() - START_UP_ALLOWANCE_SECONDS
     if window <= 0:
         return 1.0
     return min(1.0, max(0.0, elapsed / window))
@@ -126,4 +132,4 @@ def backoff_seconds(base_seconds: float, attempt: int, seed: str, cap_seconds: f
     """
     ceiling = min(cap_seconds, base_seconds * 2 ** max(0, attempt - 1))
     rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{attempt}".encode()).digest()[:8], "big"))
-    return max(1, round(rng.uniform(0, ceiling)))
+    return max(1, math.floor(rng.uniform(0, ceiling)))
