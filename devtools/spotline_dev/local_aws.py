@@ -30,6 +30,7 @@ import boto3
 from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.state.exec import execute_state
 
 from spotline import aws as spotline_aws
 from spotline import clock as spotline_clock
@@ -65,6 +66,32 @@ class VirtualClock:
     def set(self, moment: datetime) -> None:
         with self._lock:
             self._now = moment.astimezone(UTC)
+
+
+class VirtualTimeoutEvent:
+    """threading.Event whose wait(timeout) times out on the virtual clock.
+
+    moto runs every Task state in a thread and waits for it with a real-time timeout; a task
+    token wait with a 24-hour timeout must time out when the *virtual* day has passed."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self._event = threading.Event()
+        self._clock = clock
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is None:
+            return self._event.wait()
+        deadline = self._clock.now() + timedelta(seconds=timeout)
+        while not self._event.wait(0.002):
+            if self._clock.now() >= deadline:
+                return False
+        return True
 
 
 class RuntimeKilled(Exception):
@@ -241,7 +268,9 @@ class _InProcessLambdas:
     def __init__(self, stack: LocalStack) -> None:
         self.stack = stack
         self.handlers: dict[str, Handler] = {}
-        self.lock = threading.Lock()  # one invocation at a time: Powertools metrics are process-wide
+        # One invocation at a time (Powertools metrics are process-wide); re-entrant so a handler can
+        # trigger another function in-process, as an event it causes would.
+        self.lock = threading.RLock()
 
     def invoke(self, function: Any, event: Any = None) -> tuple[str, bool, str]:
         if self.stack.throttles.get(function.function_name, 0) > 0:
@@ -323,6 +352,9 @@ def _install_time_hooks(exits: ExitStack, clock: VirtualClock) -> None:
         )
     )
     exits.enter_context(mock.patch.object(retrier_decl, "time", SimpleNamespace(sleep=clock.advance)))
+    exits.enter_context(
+        mock.patch.object(execute_state, "threading", SimpleNamespace(Event=lambda: VirtualTimeoutEvent(clock)))
+    )
     spotline_clock.use(clock.now)
     exits.callback(spotline_clock.use, None)
 
@@ -376,6 +408,22 @@ def _create_resources(
             f"{STACK}-{logical}", scheduling_policy_arn=resolver.resolve(policy) if policy else None
         )
 
+    dynamodb = stack.client("dynamodb")
+    for logical, table in resources_of_type(template, "AWS::DynamoDB::Table").items():
+        props = table["Properties"]
+        name = f"{STACK}-{logical}"
+        described = dynamodb.create_table(
+            TableName=name,
+            BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
+            AttributeDefinitions=props["AttributeDefinitions"],
+            KeySchema=props["KeySchema"],
+        )
+        ttl = props.get("TimeToLiveSpecification")
+        if ttl:
+            dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+        physical[logical] = name
+        arns[(logical, "Arn")] = described["TableDescription"]["TableArn"]
+
     for logical in resources_of_type(template, "AWS::SNS::Topic"):
         physical[logical] = arns[(logical, "TopicArn")] = sns.create_topic(Name=f"{STACK}-{logical}")["TopicArn"]
 
@@ -400,9 +448,10 @@ def _create_resources(
     for logical in functions:
         physical[logical] = f"{STACK}-{logical}"
         arns[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{physical[logical]}"
-    for logical in machines:
-        physical[logical] = arns[(logical, "Arn")] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STACK}-{logical}"
-        arns[(logical, "Name")] = f"{STACK}-{logical}"
+    for logical, machine in machines.items():
+        name = resolver.resolve(machine["Properties"].get("Name")) or f"{STACK}-{logical}"
+        physical[logical] = arns[(logical, "Arn")] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
+        arns[(logical, "Name")] = name
 
     # One process, one environment: the union of every function's variables (they must agree).
     merged: dict[str, str] = {}

@@ -1,8 +1,10 @@
-"""StopSpotJob: terminate the spot job before moving to on-demand. Batch stops the SageMaker
-job, whose training code saves a last checkpoint on SIGTERM; the on-demand job resumes there."""
+"""StopSpotJob: terminate the spot job before moving to on-demand, and tell on-call. Batch
+stops the SageMaker job, whose training code saves a last checkpoint on SIGTERM; the on-demand
+job resumes there."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -12,6 +14,7 @@ from spotline import clock
 from spotline.aws import client
 from spotline.model import to_rfc3339
 from spotline.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.reporting import publish_alert
 
 REASON_LIMIT = 256
 
@@ -27,6 +30,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if not already_ended:
         client("batch").terminate_service_job(jobId=job_id, reason=reason)
     logger.info("Moving to on-demand", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
-    add_team_dimension(state["manifest"]["spec"]["team"])
+    spec = state["manifest"]["spec"]
+    publish_alert(
+        os.environ["ALERT_TOPIC_ARN"],
+        kind="MovedToOnDemand",
+        team=spec["team"],
+        job=spec["name"],
+        owner=spec.get("owner"),
+        what="Spotline moved a training job from spot to on-demand capacity.",
+        cause=state["status"]["explanation"],
+        next_step="Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher cost). "
+        "If this recurs, give the deadline more slack or review the instance type's spot availability.",
+        links_=state["status"].get("links") or state["training"].get("links") or {},
+    )
+    add_team_dimension(spec["team"])
     metrics.add_metric(name="OnDemandFallbacks", unit=MetricUnit.Count, value=1)
     return {"jobId": job_id, "terminated": not already_ended, "reason": reason, "at": to_rfc3339(clock.now())}

@@ -35,6 +35,7 @@ TRANSIENT_LAMBDA_ERRORS = {
 HAPPY_PATH = [
     "LoadManifest",
     "IsManifestValid?",
+    "DoesItDependOnDatasets?",
     "ValidateResources",
     "AreResourcesValid?",
     "SubmitTrainingJob",
@@ -143,7 +144,7 @@ def test_algorithm_error_fails_once_as_training_failed_and_tells_on_call(failing
     assert len(stack.standin.jobs) == 1
     (alert,) = _alerts(stack)
     assert alert["Subject"] == "[Spotline] TrainingFailed: search-ranking/ranker-v2"
-    assert "What happened:" in alert["Message"] and "AlgorithmError" in alert["Message"]
+    assert "Why:" in alert["Message"] and "AlgorithmError" in alert["Message"]
     assert "sagemaker/home?region=us-east-1#/jobs/" in alert["Message"]
     assert alert["MessageAttributes"]["team"]["Value"] == "search-ranking"
 
@@ -210,8 +211,10 @@ def test_throttled_lambda_is_retried_with_backoff(stack: LocalStack, example_man
 
 def test_every_lambda_task_retries_transient_errors_with_jitter_and_keeps_the_execution_id() -> None:
     states = json.loads(ASL.read_text())["States"]
-    tasks = {name: s for name, s in states.items() if s.get("Resource") == "arn:aws:states:::lambda:invoke"}
-    assert len(tasks) == 6
+    tasks = {
+        name: s for name, s in states.items() if str(s.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke")
+    }
+    assert len(tasks) == 8
     for name, state in tasks.items():
         transient = [r for r in state.get("Retry", []) if set(r["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS]
         assert transient, f"{name} does not retry transient Lambda errors"
@@ -230,9 +233,25 @@ def test_fail_states_carry_the_error_names_of_the_brief() -> None:
             "TrainingFailed",
             "SpotCapacityExhausted",
             "DeadlineMissed",
+            "DependencyTimeout",
             "UnexpectedError",
         )
     }
     for name, state in states.items():
         if state["Type"] == "Choice":
             assert name.endswith("?"), f"Choice state {name} should read as a question"
+
+
+def test_a_step_that_crashes_ends_in_unexpected_error_with_the_original_error(
+    stack: LocalStack, example_manifest: bytes
+) -> None:
+    subscribe_alert_inbox(stack)
+    stack.kill_after_call("s3.GetObject", times=1)
+    execution, history = run_upload(stack, example_manifest)
+
+    assert execution["status"] == "FAILED"
+    assert execution["error"] == "UnexpectedError"
+    assert execution["cause"].startswith("Runtime.ExitError: ")
+    assert entered_states(history)[-3:] == ["RecordOutcome", "WhatWasTheOutcome?", "UnexpectedError"]
+    (alert,) = _alerts(stack)
+    assert alert["Subject"] == "[Spotline] UnexpectedError: search-ranking/manifests/search-ranking/ranker-v2.yaml"

@@ -105,3 +105,46 @@ def test_state_machines_are_standard_logged_and_traced() -> None:
         assert props["Tracing"]["Enabled"] is True
         assert props["Logging"]["Level"] == "ALL"
         assert props["DefinitionUri"].startswith("statemachines/")
+
+
+def test_dashboard_shows_what_on_call_asked_for() -> None:
+    (dashboard,) = resources_of_type(TEMPLATE, "AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    for metric in (
+        "JobsSucceeded",
+        "JobsFailed",
+        "DeadlinesMissed",
+        "SpotInterruptions",
+        "OnDemandFallbacks",
+        "SpotSavingsPercent",
+        "EstimatedCostUSD",
+        "QueueWaitSeconds",
+        "ManifestsRejected",
+    ):
+        assert f'MetricName=\\"{metric}\\"' in body, metric
+
+
+def test_alarms_cover_failures_deadlines_rejections_and_the_dead_letter_queue() -> None:
+    alarms = resources_of_type(TEMPLATE, "AWS::CloudWatch::Alarm").values()
+    watched = set()
+    for alarm in alarms:
+        props = alarm["Properties"]
+        assert props["AlarmActions"] == [{"Ref": "AlertTopic"}]
+        assert props["TreatMissingData"] == "notBreaching"
+        if "Metrics" in props:
+            watched.add(props["Metrics"][0]["Expression"]["Fn::Sub"].split("(")[1].split(")")[0])
+        else:
+            watched.add(props["MetricName"])
+    assert watched == {"JobsFailed", "DeadlinesMissed", "ManifestsRejected", "ApproximateNumberOfMessagesVisible"}
+
+
+def test_every_event_rule_shares_the_dead_letter_queue_its_policy_allows() -> None:
+    policy = TEMPLATE["Resources"]["EventsDeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"][0]
+    allowed = {arn["Fn::GetAtt"][0] for arn in policy["Condition"]["ArnEquals"]["aws:SourceArn"]}
+    rules = {
+        f"{name}{event_id}"
+        for name, function in resources_of_type(TEMPLATE, "AWS::Serverless::Function").items()
+        for event_id, event in function["Properties"].get("Events", {}).items()
+        if event["Type"] == "EventBridgeRule"
+    }
+    assert allowed == rules

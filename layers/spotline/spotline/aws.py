@@ -17,9 +17,15 @@ def client(service: str, region: str | None = None) -> Any:
     return boto3.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
 
 
+@cache
+def resource(service: str) -> Any:
+    return boto3.resource(service, config=RETRY_CONFIG)  # type: ignore[call-overload]
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests and the sandbox call this after changing the session)."""
     client.cache_clear()
+    resource.cache_clear()
 
 
 def error_code(exc: Exception) -> str:

@@ -8,22 +8,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from spotline.aws import client, error_code
-from spotline.naming import ManifestLocation, execution_name
+from spotline.naming import ManifestLocation, execution_name, manifest_location
 from spotline.observability import logger
 
 
 @dataclass(frozen=True, slots=True)
 class IntakeSettings:
     state_machine_arn: str
+    ingest_bucket: str
 
     @classmethod
     def from_environment(cls) -> IntakeSettings:
-        return cls(state_machine_arn=os.environ["STATE_MACHINE_ARN"])
+        return cls(state_machine_arn=os.environ["STATE_MACHINE_ARN"], ingest_bucket=os.environ["INGEST_BUCKET"])
 
     def execution_arn(self, name: str) -> str:
         # arn:aws:states:<region>:<account>:stateMachine:<sm> -> ...:execution:<sm>:<name>
         prefix, _, machine = self.state_machine_arn.rpartition(":stateMachine:")
         return f"{prefix}:execution:{machine}:{name}"
+
+
+def requested_manifest(settings: IntakeSettings, detail: dict[str, Any]) -> tuple[ManifestLocation, str | None] | str:
+    """The manifest a "Training Requested" event names ({bucket, key, versionId?}), pinned to a
+    version (the current one when none is given), or the reason it cannot be used."""
+    bucket, key, version = detail.get("bucket"), detail.get("key"), detail.get("versionId")
+    if bucket != settings.ingest_bucket:
+        return f"bucket {bucket!r} is not the ingest bucket {settings.ingest_bucket}"
+    location = manifest_location(bucket, key, version) if isinstance(key, str) else None
+    if location is None:
+        return f"key {key!r} is not a manifest under manifests/<team>/ (.yaml, .yml or .json)"
+    request: dict[str, Any] = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
+    try:
+        head = client("s3").head_object(**request)
+    except Exception as exc:
+        if error_code(exc) in ("404", "NoSuchKey", "NoSuchVersion", "400"):
+            return f"s3://{bucket}/{key} (version {version or 'latest'}) does not exist"
+        raise
+    pinned = ManifestLocation(location.bucket, location.key, head.get("VersionId") or version, location.team)
+    return pinned, str(head.get("ETag", "")).strip('"') or None
 
 
 def start_for_manifest(

@@ -21,6 +21,7 @@ from spotline.errors import DOCUMENT, ManifestError
 from spotline.loader import ManifestLoadError, parse_manifest
 from spotline.model import (
     DEFAULT_CHECKPOINT_INTERVAL_MIN,
+    DEFAULT_DEPENDENCY_TIMEOUT_S,
     DEFAULT_INSTANCE_COUNT,
     DEFAULT_MAX_RUNTIME_S,
     DEFAULT_PRIORITY,
@@ -28,6 +29,7 @@ from spotline.model import (
     DEFAULT_RETRY_BACKOFF_S,
     DEFAULT_STRATEGY,
     DEFAULT_VOLUME_GB,
+    MAX_DEPENDENCY_TIMEOUT_S,
     InputChannel,
     JobSpec,
     scalar_to_string,
@@ -251,6 +253,21 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
     elif backoff is not None and backoff > MAX_BACKOFF_SECONDS:
         yield ManifestError("spec.capacity.retry.backoff", f"must be at most {format_duration(MAX_BACKOFF_SECONDS)}")
 
+    timeout_text = _get(spec, "dependencyTimeout")
+    if isinstance(timeout_text, str):
+        try:
+            timeout = (
+                parse_duration(timeout_text) if len(timeout_text) <= MAX_DURATION_TEXT else MAX_DEPENDENCY_TIMEOUT_S + 1
+            )
+        except ValueError:
+            timeout = None  # the schema pattern reported it
+        if timeout is not None and not 0 < timeout <= MAX_DEPENDENCY_TIMEOUT_S:
+            yield ManifestError(
+                "spec.dependencyTimeout", f"must be between 1s and {format_duration(MAX_DEPENDENCY_TIMEOUT_S)}"
+            )
+    if timeout_text is not None and not _get(spec, "dependsOn"):
+        yield ManifestError("spec.dependencyTimeout", "applies only with dependsOn; remove it or list the datasets")
+
     deadline_text = _get(capacity, "deadline")
     if isinstance(deadline_text, str):
         yield from _deadline_errors(deadline_text, expected, capacity, now)
@@ -330,4 +347,7 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         retry_backoff_seconds=parse_duration(retry["backoff"]) if "backoff" in retry else DEFAULT_RETRY_BACKOFF_S,
         priority=spec.get("priority", DEFAULT_PRIORITY),
         depends_on=tuple(d["dataset"] for d in spec.get("dependsOn", [])),
+        dependency_timeout_seconds=parse_duration(spec["dependencyTimeout"])
+        if "dependencyTimeout" in spec
+        else DEFAULT_DEPENDENCY_TIMEOUT_S,
     )

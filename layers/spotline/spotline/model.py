@@ -20,6 +20,8 @@ DEFAULT_RETRY_BACKOFF_S = 120
 DEFAULT_INSTANCE_COUNT = 1
 DEFAULT_VOLUME_GB = 50
 DEFAULT_PRIORITY = 100
+DEFAULT_DEPENDENCY_TIMEOUT_S = 24 * 3600
+MAX_DEPENDENCY_TIMEOUT_S = 7 * 24 * 3600
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 
 
@@ -56,6 +58,7 @@ class JobSpec:
     hyperparameters: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     depends_on: tuple[str, ...] = ()
+    dependency_timeout_seconds: int = DEFAULT_DEPENDENCY_TIMEOUT_S
 
     @property
     def uses_spot(self) -> bool:

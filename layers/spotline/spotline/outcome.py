@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from spotline.cost import cost_usd, spot_savings_percent
+from spotline.durations import format_duration
 from spotline.model import JobSpec, to_rfc3339
 
 SUCCEEDED = "TrainingSucceeded"
@@ -19,6 +20,7 @@ RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
 TRAINING_FAILED = "TrainingFailed"
 SPOT_CAPACITY_EXHAUSTED = "SpotCapacityExhausted"
 DEADLINE_MISSED = "DeadlineMissed"
+DEPENDENCY_TIMEOUT = "DependencyTimeout"
 UNEXPECTED_ERROR = "UnexpectedError"
 
 NEXT_STEPS = {
@@ -31,6 +33,8 @@ NEXT_STEPS = {
     "raise retry.maxAttempts or maxWait, or pick another instance type; then upload the manifest again.",
     DEADLINE_MISSED: "The model is in the output location, but late. Check the attempts and interruptions "
     "in the report; give future runs more slack or a spot-first strategy.",
+    DEPENDENCY_TIMEOUT: "Ask the preprocessing pipeline's owners about the missing datasets; once they are ready, "
+    "upload the manifest again (or raise spec.dependencyTimeout).",
     UNEXPECTED_ERROR: "Spotline itself failed. Check the failing state's error in the execution, "
     "then the Lambda logs; "
     "re-upload the manifest once fixed (it is idempotent).",
@@ -105,6 +109,12 @@ def decide(state: dict[str, Any], now: datetime) -> Outcome:
     completed = status.get("state") == "completed"
     finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
     numbers = figures(spec, attempt_records(state), finished_at)
+    if state.get("dependencyTimeout"):
+        dependencies = state.get("dependencies") or {}
+        missing = ", ".join(dependencies.get("missing") or (spec.depends_on if spec else ())) or "the datasets"
+        waited = spec.dependency_timeout_seconds if spec else 0
+        cause = f"still waiting for {missing} after {format_duration(waited)} (spec.dependencyTimeout)"
+        return Outcome(DEPENDENCY_TIMEOUT, False, cause, NEXT_STEPS[DEPENDENCY_TIMEOUT], numbers)
     failure = state.get("failure")
     if failure:
         cause = f"{failure.get('Error')}: {str(failure.get('Cause', ''))[:900]}"

@@ -35,21 +35,41 @@ def publish_metrics(team: str, outcome: Outcome) -> None:
         metrics.add_metric(name="QueueWaitSeconds", unit=MetricUnit.Seconds, value=numbers.queue_wait_seconds)
 
 
-def on_call_message(
-    outcome: Outcome, *, team: str, job: str, owner: str | None, links_: dict[str, str], report: str
-) -> str:
+def publish_alert(
+    topic_arn: str,
+    *,
+    kind: str,
+    team: str,
+    job: str,
+    owner: str | None,
+    what: str,
+    cause: str,
+    next_step: str,
+    links_: dict[str, str],
+    report: str | None = None,
+) -> None:
+    """One message on-call can act on: what happened, why, the next step, where to look.
+    The `team` and `kind` attributes let teams subscribe with a filter policy."""
     lines = [
-        f"Spotline training run ended in {outcome.name}.",
+        what,
         f"Team: {team}    Job: {job}" + (f"    Owner: {owner}" if owner else ""),
         "",
-        f"What happened: {outcome.cause}",
-        f"Next step: {outcome.next_step}",
+        f"Why: {cause}",
+        f"Next step: {next_step}",
         "",
         "Where to look:",
         *(f"  {label}: {url}" for label, url in links_.items()),
-        f"  Report: {report}",
+        *([f"  Report: {report}"] if report else []),
     ]
-    return "\n".join(lines)
+    client("sns").publish(
+        TopicArn=topic_arn,
+        Subject=f"[Spotline] {kind}: {team}/{job}"[:100],
+        Message="\n".join(lines),
+        MessageAttributes={
+            "team": {"DataType": "String", "StringValue": team},
+            "outcome": {"DataType": "String", "StringValue": kind},
+        },
+    )
 
 
 def record_outcome(
@@ -83,15 +103,16 @@ def record_outcome(
     location = write_report(state["bucket"], report_key(state["key"], "outcome"), report)
     publish_metrics(team, outcome)
     if not outcome.succeeded:
-        client("sns").publish(
-            TopicArn=topic_arn,
-            Subject=f"[Spotline] {outcome.name}: {team}/{job}"[:100],
-            Message=on_call_message(
-                outcome, team=team, job=job, owner=spec.get("owner"), links_=links_, report=location
-            ),
-            MessageAttributes={
-                "team": {"DataType": "String", "StringValue": team},
-                "outcome": {"DataType": "String", "StringValue": outcome.name},
-            },
+        publish_alert(
+            topic_arn,
+            kind=outcome.name,
+            team=team,
+            job=job,
+            owner=spec.get("owner"),
+            what=f"Spotline training run ended in {outcome.name}.",
+            cause=outcome.cause,
+            next_step=outcome.next_step,
+            links_=links_,
+            report=location,
         )
     return {**outcome.to_dict(), "report": location, "notified": not outcome.succeeded}

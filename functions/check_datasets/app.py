@@ -1,0 +1,20 @@
+"""CheckDatasets: are the manifest's dependsOn datasets already ready? Then there is no wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.datasets import store_from_environment
+from spotline.observability import bind_execution, logger
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    needed = list(event["input"]["manifest"]["spec"]["depends_on"])
+    ready = store_from_environment().readiness(needed)
+    missing = [d for d in needed if d not in ready]
+    logger.info("Datasets checked", extra={"ready": sorted(ready), "missing": missing})
+    return {"ready": not missing, "datasets": ready, "missing": missing}
