@@ -1,4 +1,4 @@
-"""`spotline`: the developer-side command line (validate, render, sandbox, ...)."""
+"""`spotline`: the developer-side command line (validate, render, sandbox, explain, ...)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,55 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     from spotline_dev import sandbox  # noqa: PLC0415 (imports moto: only when asked)
 
     try:
-        return sandbox.main(args.scenario, as_json=args.json, verbose=args.verbose)
+        return sandbox.main(args.scenario, as_json=args.json, verbose=args.verbose, stories=args.explain)
     except sandbox.ScenarioError as exc:
         print(f"spotline sandbox: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError, NoRegionError  # noqa: PLC0415 (boto3 only when asked)
+
+    from spotline_dev import explain  # noqa: PLC0415
+
+    target, via_machine, via_stack = args.execution, args.state_machine, args.stack
+    usage = "spotline explain: usage error:"
+    if target.startswith("arn:"):
+        if via_machine or via_stack:
+            print(
+                f"{usage} give an execution ARN alone, or an execution name with --state-machine or --stack",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+    elif not (via_machine or via_stack):
+        print(
+            f"{usage} {target!r} is an execution name: add --state-machine ARN or --stack NAME "
+            "(or give the execution ARN)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        if via_stack:
+            via_machine = explain.state_machine_of_stack(via_stack, args.region)
+        arn = target if target.startswith("arn:") else explain.execution_arn_for(target, via_machine)
+        explain.region_of(arn)
+    except ValueError as exc:
+        print(f"{usage} {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NoRegionError:
+        print(f"{usage} no AWS region for --stack: add --region or set AWS_REGION", file=sys.stderr)
+        return EXIT_USAGE
+    except (explain.ExplainError, ClientError, BotoCoreError) as exc:
+        print(f"spotline explain: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        history, described = explain.fetch(arn)
+    except (ClientError, BotoCoreError) as exc:
+        print(f"spotline explain: cannot read {arn}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    story = explain.explain(history, described)
+    print(json.dumps(story.to_dict(), indent=2) if args.json else explain.render_text(story))
+    return EXIT_OK
 
 
 def _timestamp(text: str) -> datetime:
@@ -118,7 +163,25 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox.add_argument("--scenario", type=Path, help="scenario YAML (default: examples/scenarios/default.yaml)")
     sandbox.add_argument("--json", action="store_true", help="print the machine-readable summary")
     sandbox.add_argument("--verbose", action="store_true", help="show the handlers' logs and metrics")
+    sandbox.add_argument("--explain", action="store_true", help="also print the explain story of each execution")
     sandbox.set_defaults(run=cmd_sandbox)
+
+    explain = commands.add_parser(
+        "explain",
+        help="tell the story of one execution: what happened, why, what to do next",
+        description="Reads an execution's history (GetExecutionHistory, DescribeExecution) and tells what "
+        "happened: the timeline, the attempts, spot interruptions, the on-demand fallback, the deadline, "
+        "the failing state with its error and cause, the next step and the console links.",
+    )
+    explain.add_argument(
+        "execution", metavar="EXECUTION", help="an execution ARN, or a name with --state-machine/--stack"
+    )
+    where = explain.add_mutually_exclusive_group()
+    where.add_argument("--state-machine", metavar="ARN", help="the state machine the execution NAME belongs to")
+    where.add_argument("--stack", metavar="NAME", help="a Spotline stack: its TrainingLifecycleArn output")
+    explain.add_argument("--region", help="region of --stack (default: the AWS configuration's)")
+    explain.add_argument("--json", action="store_true", help="print the story as a JSON object")
+    explain.set_defaults(run=cmd_explain)
     return parser
 
 

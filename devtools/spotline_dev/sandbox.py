@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,6 +26,8 @@ from spotline.cost import cost_usd
 from spotline.durations import format_duration, parse_duration
 from spotline.manifest import validate_bytes
 from spotline_dev.account import prepare_account, team_allowance
+from spotline_dev.explain import explain, timeline
+from spotline_dev.explain import render_text as render_story
 from spotline_dev.local_aws import start_local_stack
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, powertools_environment
@@ -225,6 +227,7 @@ def summarize(
         "historyEvents": len(history),
         "timeline": timeline(history, scenario.start),
         "virtualEnd": finished_clock.isoformat().replace("+00:00", "Z"),
+        "story": explain(history, execution),
     }
 
 
@@ -234,85 +237,6 @@ def _spec_from_history(history: list[dict[str, Any]]) -> dict[str, Any] | None:
         if details and details["name"] == "LoadManifest":
             return json.loads(details["output"]).get("manifest", {}).get("spec")  # type: ignore[no-any-return]
     return None
-
-
-# --- the timeline: what an on-call engineer would read in the console, one line per change ----
-
-Line = tuple[datetime | None, str, str]
-
-
-def _describe(name: str, state: dict[str, Any]) -> str | None:
-    """One line for a state's exit, or None when it adds nothing new."""
-    describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
-        "LoadManifest": lambda s: (
-            (
-                f"manifest valid: {s['manifest']['spec']['team']}/{s['manifest']['spec']['name']}, "
-                f"{s['manifest']['spec']['strategy']}, deadline {s['manifest']['spec']['deadline'] or 'none'}"
-            )
-            if s["manifest"]["valid"]
-            else f"manifest rejected: {s['manifest']['summary']}"
-        ),
-        "ValidateResources": lambda s: s["resources"]["summary"],
-        "SubmitTrainingJob": lambda s: (
-            f"attempt {s['training']['attempt']} on {s['training']['capacity']}: {s['training']['trainingJobName']}"
-        ),
-        "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
-        "RecordOutcome": lambda s: f"{s['outcome']['name']}: {s['outcome']['cause']}",
-    }
-    describer = describers.get(name)
-    return describer(state) if describer else None
-
-
-def _status_line(status: dict[str, Any]) -> str:
-    progress = status.get("progress") or {}
-    done = f"{progress.get('fraction', 0):.0%} done" if progress else ""
-    parts = [status["state"], done]
-    if status.get("interruptions"):
-        parts.append(f"{status['interruptions']} interruption(s) in this job")
-    if status["action"] != "keep-waiting":
-        parts.append(f"-> {status['action']}: {status['explanation']}")
-    return ", ".join(p for p in parts if p)
-
-
-def timeline(history: list[dict[str, Any]], start: datetime) -> list[str]:
-    lines: list[Line] = []
-    last_status = ""
-    for event in history:
-        details = event.get("stateExitedEventDetails")
-        if not details:
-            continue
-        state = json.loads(details["output"])
-        name = details["name"]
-        if name == "CheckTrainingStatus":
-            status = state["status"]
-            text = _status_line(status)
-            key = (status["state"], status.get("interruptions"), status["action"], status.get("trainingJobName"))
-            if str(key) != last_status:
-                lines.append((datetime.fromisoformat(status["checkedAt"]), name, text))
-                last_status = str(key)
-            continue
-        described = _describe(name, state)
-        if described:
-            lines.append((_time_of(name, state), name, described))
-    return [_format(at, name, text, start) for at, name, text in lines]
-
-
-def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
-    stamp = {"SubmitTrainingJob": ("training", "submittedAt"), "StopSpotJob": ("fallback", "at")}.get(name)
-    if stamp and state.get(stamp[0]):
-        return datetime.fromisoformat(state[stamp[0]][stamp[1]])
-    if name == "RecordOutcome" and (state.get("status") or {}).get("checkedAt"):
-        return datetime.fromisoformat(state["status"]["checkedAt"])
-    return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
-
-
-def _format(at: datetime | None, name: str, text: str, start: datetime) -> str:
-    if at is None:
-        offset = "        "
-    else:
-        minutes = int((at - start).total_seconds() // 60)
-        offset = f"T+{minutes // 60:02d}:{minutes % 60:02d}"
-    return f"{offset}  {name:<20} {text}"
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -329,7 +253,10 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     for run in summary["executions"]:
         out += ["", f"== {run['name']}  ({run['manifest']})", *("  " + line for line in run["timeline"])]
         result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
-        deadline = ("met" if run["deadlineMet"] else "MISSED") if run["deadlineMet"] is not None else "none"
+        if run["deadlineMet"] is not None:
+            deadline = "met" if run["deadlineMet"] else "MISSED"
+        else:
+            deadline = "not reached" if run["deadline"] else "none"
         out.append(
             f"  result: {result}; attempts {run['attempts']}, spot interruptions {run['spotInterruptions']}, "
             f"on-demand fallback {'yes' if run['onDemandFallback'] else 'no'}, deadline {deadline}"
@@ -345,8 +272,8 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     return "\n".join(out)
 
 
-def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
-    """The `--json` contract: the documented fields only."""
+def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict[str, Any]:
+    """The `--json` contract: the documented fields only (plus `explain`, the story, when asked)."""
     fields = (
         "name",
         "manifest",
@@ -368,14 +295,32 @@ def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         "scenario": summary["scenario"],
-        "executions": [{k: run[k] for k in fields} for run in summary["executions"]],
+        "executions": [
+            {k: run[k] for k in fields} | ({"explain": run["story"].to_dict()} if with_story else {})
+            for run in summary["executions"]
+        ],
     }
 
 
-def main(scenario_path: Path | None, *, as_json: bool, verbose: bool) -> int:
+def render_stories(summary: dict[str, Any]) -> str:
+    """`--explain`: the explain story of each execution, as `spotline explain` prints it."""
+    note = (
+        "Explain (as `spotline explain` tells it; started/stopped are the replay's wall-clock times, "
+        "the timeline runs on the virtual clock)"
+    )
+    return "\n\n".join([note, *(render_story(run["story"]) for run in summary["executions"])])
+
+
+def main(scenario_path: Path | None, *, as_json: bool, verbose: bool, stories: bool = False) -> int:
     scenario = load_scenario(scenario_path)
     started = time.perf_counter()
     summary = run_scenario(scenario, verbose=verbose)
     wall = time.perf_counter() - started
-    print(json.dumps(public_summary(summary), indent=2) if as_json else render_text(summary, wall))
+    if as_json:
+        print(json.dumps(public_summary(summary, with_story=stories), indent=2))
+    else:
+        print(render_text(summary, wall))
+        if stories:
+            print()
+            print(render_stories(summary))
     return 0

@@ -138,3 +138,15 @@ def test_bad_scenarios_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="unknown field"):
         load_scenario(bad)
     assert cli_main(["sandbox", "--scenario", str(bad)]) == 2
+
+
+def test_json_with_explain_adds_each_story_under_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "missing-image.yaml"
+    assert cli_main(["sandbox", "--json", "--explain", "--scenario", str(scenario)]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["executions"]
+    story = run.pop("explain")
+    assert "explain" not in run and run["error"] == "ResourceValidationFailed"
+    assert (story["name"], story["status"]) == (run["name"], "FAILED")
+    failure = story["failure"]
+    assert (failure["state"], failure["error"]) == ("ResourceValidationFailed", "ResourceValidationFailed")
+    assert "spec.image" in failure["cause"]
