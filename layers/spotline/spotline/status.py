@@ -18,14 +18,6 @@ ReasonClass = Literal[
 SAGEMAKER_PREFIX = "Received status from SageMaker:"
 CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
 _QUEUED = {"SUBMITTED", "PENDING", "RUNNABLE"}
-_STARTING_SECONDARY = {
-    "Starting",
-    "Pending",
-    "Downloading",
-    "DownloadingTrainingImage",
-    "LaunchingMLInstances",
-    "PreparingTrainingStack",
-}
 _TRAINING_SECONDARY = {"Training", "Uploading"}
 _INTERRUPTED_SECONDARY = {"Interrupted", "Restarting"}
 _FAILURE_PREFIXES: tuple[tuple[str, ReasonClass], ...] = (
