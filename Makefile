@@ -71,6 +71,7 @@ sandbox: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_72h.py
+	$(BIN)/spotline simulate
 
 clean:
 	rm -rf .aws-sam $(VENV) $(EXAMPLE_VENV)

@@ -126,6 +126,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from spotline_dev import simulate  # noqa: PLC0415 (numpy and matplotlib: only when asked)
+
+    return simulate.main(args)
+
+
 def _timestamp(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.upper())
@@ -182,6 +188,44 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--region", help="region of --stack (default: the AWS configuration's)")
     explain.add_argument("--json", action="store_true", help="print the story as a JSON object")
     explain.set_defaults(run=cmd_explain)
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="replay the deadline policy, baselines and the offline optimum on real spot traces",
+        description="Runs one training job per trace x job length x deadline slack x start time on the real "
+        "spot-availability logs with Spotline's deadline policy, the baselines (on-demand, spot without fallback, "
+        "greedy, uniform progress) and the offline optimum; prints a table per policy and writes runs.csv, "
+        "summary.csv and cost_vs_slack.png.",
+    )
+    simulate.add_argument(
+        "--traces", type=Path, metavar="DIR", help="the *.log files (default: ../shared/data/spot-availability)"
+    )
+    simulate.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: out/simulate)")
+    simulate.add_argument("--work-hours", type=float, nargs="+", default=[4, 8, 16], metavar="H", help="job lengths")
+    simulate.add_argument(
+        "--slack",
+        type=float,
+        nargs="+",
+        default=[10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
+        metavar="PCT",
+        help="deadline slack, %% of the work",
+    )
+    simulate.add_argument("--start-every-hours", type=float, default=6, metavar="H", help="start offsets into a trace")
+    simulate.add_argument("--overhead-minutes", type=float, default=20, metavar="M", help="restart overhead")
+    simulate.add_argument("--checkpoint-minutes", type=float, default=15, metavar="M", help="checkpoint interval")
+    simulate.add_argument("--spot-price-ratio", type=float, default=0.3, metavar="R", help="spot / on-demand price")
+    simulate.add_argument(
+        "--work-error",
+        type=float,
+        default=0,
+        metavar="PCT",
+        help="jobs run this %% longer than their declared expectedDuration",
+    )
+    simulate.add_argument("--bill-overhead", action="store_true", help="bill the restart overhead too")
+    simulate.add_argument("--step-seconds", type=int, default=60, metavar="S", help="time step")
+    simulate.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: CPUs, at most 4)")
+    simulate.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    simulate.set_defaults(run=cmd_simulate)
     return parser
 
 

@@ -121,7 +121,7 @@ def test_fallback_to_on_demand_shows_attempts_interruptions_and_the_reason() -> 
     assert story.attempts[1].ending.startswith("completed at ")
     assert story.spot_interruptions == sum(a.interruptions for a in story.attempts) >= 2
     assert story.on_demand_fallback is True
-    assert story.fallback_reason and "behind schedule" in story.fallback_reason
+    assert story.fallback_reason and "deadline at risk" in story.fallback_reason
     assert story.deadline_met is True
     assert story.deadline == "2026-12-01T11:00:00Z"
     assert story.next_step and story.next_step.startswith("Nothing to do: the model is in s3://")

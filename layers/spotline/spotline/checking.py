@@ -30,13 +30,16 @@ def describe_training_job(name: str | None) -> dict[str, Any] | None:
         raise
 
 
-def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None) -> float:
+def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None, current_capacity: str) -> float:
+    """What moving to on-demand costs in time: the longest measured on-demand wait for instances
+    plus start-up, else a default. Spot waits are not used: they include waiting for spot
+    capacity, which an on-demand restart does not."""
     waits = [
         float(a["finalStatus"]["queueWaitSeconds"])
         for a in attempts
-        if (a.get("finalStatus") or {}).get("queueWaitSeconds") is not None
+        if a.get("capacity") == "on-demand" and (a.get("finalStatus") or {}).get("queueWaitSeconds") is not None
     ]
-    if current_wait is not None:
+    if current_wait is not None and current_capacity == "on-demand":
         waits.append(current_wait)
     return max(waits) + STARTUP_AFTER_ACQUIRE_SECONDS if waits else DEFAULT_RESTART_OVERHEAD_SECONDS
 
@@ -71,10 +74,10 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     submitted = datetime.fromisoformat(training["submittedAt"])
     first_submitted = datetime.fromisoformat(previous[0]["submittedAt"]) if previous else submitted
     queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
-    overhead = restart_overhead(previous, queue_wait)
+    capacity = training["capacity"]
+    overhead = restart_overhead(previous, queue_wait, capacity)
     progress = progress_of(spec, status, previous)
     since_submit = (now - submitted).total_seconds()
-    capacity = training["capacity"]
     spot_missing = (
         status.capacity_short
         or status.state == "interrupted"
