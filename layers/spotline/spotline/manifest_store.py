@@ -3,7 +3,6 @@ ever read: the bucket is versioned and a report goes under reports/, never over 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +12,7 @@ from spotline.loader import MAX_BYTES
 from spotline.manifest import validate_bytes
 from spotline.model import to_rfc3339
 from spotline.naming import report_key
+from spotline.reports import write_report
 
 MISSING_OBJECT_CODES = {"NoSuchKey", "NoSuchVersion", "404"}
 
@@ -27,17 +27,6 @@ def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
         return body.read(MAX_BYTES + 1)  # type: ignore[no-any-return]
     finally:
         body.close()
-
-
-def write_report(bucket: str, key: str, report: dict[str, Any]) -> str:
-    client("s3").put_object(
-        Bucket=bucket,
-        Key=key,
-        Body=json.dumps(report, indent=2).encode(),
-        ContentType="application/json",
-        ServerSideEncryption="AES256",
-    )
-    return f"s3://{bucket}/{key}"
 
 
 def load_and_validate(source: dict[str, Any], *, execution: str | None, now: datetime) -> dict[str, Any]:

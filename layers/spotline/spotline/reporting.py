@@ -10,11 +10,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from spotline import links
 from spotline.aws import client
-from spotline.manifest_store import write_report
 from spotline.model import to_rfc3339
 from spotline.naming import report_key
 from spotline.observability import add_team_dimension, metrics
 from spotline.outcome import Outcome, attempt_records, decide
+from spotline.reports import write_report
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:
