@@ -77,7 +77,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from spotline.checking import STARTUP_AFTER_ACQUIRE_SECONDS, restart_overhead
+from spotline.checking import STARTUP_AFTER_ACQUIRE_SECONDS, is_spot_missing, restart_overhead
 from spotline.lifecycle import next_step
 from spotline.model import JobSpec
 from spotline.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
@@ -613,11 +613,7 @@ class SpotlinePolicy:
         previous = [{"finalStatus": {"queueWaitSeconds": wait * step}} for wait in view.previous_waits]
         overhead = restart_overhead(previous, queue_wait, "spot")
         since_submit = (now - submitted).total_seconds()
-        spot_missing = (
-            status.capacity_short
-            or status.state == "interrupted"
-            or (status.state in ("queued", "starting") and since_submit > overhead)
-        )
+        spot_missing = is_spot_missing(status, since_submit, overhead)
         clock = JobClock(
             now=now,
             started_at=self._at(view.first_submitted),

@@ -44,6 +44,16 @@ def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None,
     return max(waits) + STARTUP_AFTER_ACQUIRE_SECONDS if waits else DEFAULT_RESTART_OVERHEAD_SECONDS
 
 
+def is_spot_missing(status: TrainingStatus, seconds_since_submit: float, overhead: float) -> bool:
+    """Waiting for spot capacity: queued short of it, interrupted, or still starting after the
+    time a start normally takes."""
+    return (
+        status.capacity_short
+        or status.state == "interrupted"
+        or (status.state in ("queued", "starting") and seconds_since_submit > overhead)
+    )
+
+
 def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]]) -> dict[str, Any]:
     saved = read_progress(spec.checkpoint_s3_uri)
     if saved:
@@ -78,11 +88,6 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     overhead = restart_overhead(previous, queue_wait, capacity)
     progress = progress_of(spec, status, previous)
     since_submit = (now - submitted).total_seconds()
-    spot_missing = (
-        status.capacity_short
-        or status.state == "interrupted"
-        or (status.state in ("queued", "starting") and since_submit > overhead)
-    )
     decision = decide(
         JobClock(
             now=now,
@@ -91,7 +96,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
             total_work_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
             progress=progress["fraction"],
             capacity=capacity,
-            spot_missing=spot_missing,
+            spot_missing=is_spot_missing(status, since_submit, overhead),
             restart_overhead_seconds=overhead,
         )
     )
