@@ -18,13 +18,14 @@ export PATH := $(abspath $(BIN)):$(dir $(PY313)):$(PATH)
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help venv example-venv lint typecheck template build unit test sandbox bench clean
+.PHONY: help venv example-venv lint typecheck architecture template build unit test sandbox bench clean
 
 help:
 	@echo "make venv      create .venv (Python 3.13) with the pinned tools"
 	@echo "make test      lint, typecheck, template checks, sam build, pytest (what CI runs)"
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
+	@echo "make architecture  import-linter: the core stays pure, the layer never imports devtools"
 	@echo "make build     sam build (arm64, python3.13)"
 	@echo "make example-venv  .venv-example (Python 3.11 + CPU torch) for examples/train_tiny.py"
 	@echo "make bench     print the benchmark figures (history events, transitions, cost)"
@@ -54,6 +55,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+architecture: $(STAMP)
+	$(BIN)/lint-imports --no-cache
+
 template: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint
@@ -64,7 +68,7 @@ build: $(STAMP)
 unit: $(STAMP) $(EXAMPLE_STAMP)
 	$(BIN)/pytest
 
-test: lint typecheck template build unit
+test: lint typecheck architecture template build unit
 
 sandbox: $(STAMP)
 	$(BIN)/spotline sandbox

@@ -20,7 +20,7 @@ from spotline_dev.template import powertools_environment
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 os.environ.update({**powertools_environment(), **QUIET})
 
-from spotline.manifest import validate_bytes  # noqa: E402
+from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.local_aws import start_local_stack  # noqa: E402
 from spotline_dev.standin import SpotWeather, TrainingBehaviour  # noqa: E402

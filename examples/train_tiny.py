@@ -1,4 +1,4 @@
-"""A tiny PyTorch training script that survives spot interruptions with `spotline.checkpoint`.
+"""A tiny PyTorch training script that survives spot interruptions with `spotline.training.checkpoint`.
 
 A small MLP learns a fixed function of 4 inputs from synthetic data, on CPU, in a few seconds. It
 follows the SageMaker container layout, so the same script runs in a training job and locally:
@@ -34,7 +34,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from spotline.checkpoint import Checkpointer  # noqa: E402 (PYTHONPATH=layers/spotline; standard library only)
+from spotline.training.checkpoint import Checkpointer  # noqa: E402 (PYTHONPATH=layers/spotline; standard library only)
 
 # name: (type, default). Values in hyperparameters.json and $SM_HP_* are strings, as SageMaker writes them.
 HYPERPARAMETERS: dict[str, tuple[type, Any]] = {

@@ -14,11 +14,11 @@ import pytest
 
 from spotline_dev.template import powertools_environment
 
-for _name, _value in powertools_environment().items():  # before anything imports spotline.observability
+for _name, _value in powertools_environment().items():  # before anything imports spotline.aws.observability
     os.environ.setdefault(_name, _value)
 
-from spotline.manifest import validate_bytes  # noqa: E402
-from spotline.model import JobSpec  # noqa: E402
+from spotline.core.manifest import validate_bytes  # noqa: E402
+from spotline.core.model import JobSpec  # noqa: E402
 from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.local_aws import LocalStack, start_local_stack  # noqa: E402
 

@@ -9,9 +9,9 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from spotline.aws import split_s3_uri
-from spotline.model import JobSpec
-from spotline.resources import DLC_REGISTRY_ACCOUNTS
+from spotline.aws.clients import split_s3_uri
+from spotline.aws.resources import DLC_REGISTRY_ACCOUNTS
+from spotline.core.model import JobSpec
 
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",

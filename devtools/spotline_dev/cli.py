@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spotline.errors import DOCUMENT, ManifestError
-from spotline.manifest import validate_bytes
-from spotline.training_request import Attempt, Capacity, TrainingRequestInvalid, submit_service_job_request
+from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request
+from spotline.core.errors import DOCUMENT, ManifestError
+from spotline.core.manifest import validate_bytes
+from spotline.core.training_request import Attempt, Capacity
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 

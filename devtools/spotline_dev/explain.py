@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from spotline import links as console_links
-from spotline.durations import format_duration
+from spotline.core import links as console_links
+from spotline.core.durations import format_duration
 
 HistoryEvent = Mapping[str, Any]
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")

@@ -32,8 +32,8 @@ from moto.awslambda.exceptions import LambdaClientError
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec import execute_state
 
-from spotline import aws as spotline_aws
-from spotline import clock as spotline_clock
+from spotline.aws import clients as spotline_aws
+from spotline.aws import clock as spotline_clock
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, load_template, resources_of_type
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from spotline.cost import cost_usd
-from spotline.durations import format_duration, parse_duration
-from spotline.manifest import validate_bytes
+from spotline.core.cost import cost_usd
+from spotline.core.durations import format_duration, parse_duration
+from spotline.core.manifest import validate_bytes
 from spotline_dev.account import prepare_account, team_allowance
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain import render_text as render_story

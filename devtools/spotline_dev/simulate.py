@@ -38,12 +38,12 @@ matters; `--spot-price-ratio` changes it.
   exists to prevent); `spot-ckpt`: the same with checkpoints.
 - `greedy`: spot (waiting out gaps) until the last safe moment, then on-demand for good.
 - `uniform`: Uniform Progress as in Wu et al., "Can't Be Late", NSDI 2024 (`UniformProgress`).
-- `spotline`: the production policy, `spotline.policy.decide(JobClock(...))` then
-  `spotline.lifecycle.next_step`, with the status and the clock built as the CheckTrainingStatus
-  Lambda builds them (`spotline.checking`: progress = checkpointed progress as progress.json
+- `spotline`: the production policy, `spotline.core.policy.decide(JobClock(...))` then
+  `spotline.core.lifecycle.next_step`, with the status and the clock built as the CheckTrainingStatus
+  Lambda builds them (`spotline.aws.checking`: progress = checkpointed progress as progress.json
   says, `spot_missing`, restart overhead = the longest measured wait for instances + 10 minutes),
   asked at the Lambda's cadence: `FIRST_POLL_SECONDS` after the submission, then
-  `spotline.polling.next_poll_seconds`. It never sees spot capacity directly. Spot endings
+  `spotline.core.polling.next_poll_seconds`. It never sees spot capacity directly. Spot endings
   (MaxWaitTimeExceeded, capacity errors) are not modelled: a spot attempt waits for capacity as
   managed spot does within MaxWait (2 x maxRuntime by default, past every deadline here), so
   `next_step` answers keep-waiting or switch-to-on-demand, never resubmit.
@@ -77,12 +77,12 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from spotline.checking import STARTUP_AFTER_ACQUIRE_SECONDS, is_spot_missing, restart_overhead
-from spotline.lifecycle import next_step
-from spotline.model import JobSpec
-from spotline.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
-from spotline.polling import next_poll_seconds
-from spotline.status import State, TrainingStatus
+from spotline.aws.checking import STARTUP_AFTER_ACQUIRE_SECONDS, is_spot_missing, restart_overhead
+from spotline.core.lifecycle import next_step
+from spotline.core.model import JobSpec
+from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
+from spotline.core.polling import next_poll_seconds
+from spotline.core.status import State, TrainingStatus
 from spotline_dev.traces import DEFAULT_TRACES_DIR, REPO_ROOT, Trace, all_traces, read_logs
 
 SPOT_PRICE_RATIO = 0.3
@@ -564,7 +564,7 @@ def _spec(job: Job, deadline: datetime) -> JobSpec:
 
 class SpotlinePolicy:
     """The production policy through the CheckTrainingStatus Lambda's interface: at each check,
-    the normalized status the Lambda would see, `JobClock` as `spotline.checking.check` builds it,
+    the normalized status the Lambda would see, `JobClock` as `spotline.aws.checking.check` builds it,
     `decide`, `next_step`, and `next_poll_seconds` for the next check."""
 
     name = "spotline"
@@ -607,7 +607,7 @@ class SpotlinePolicy:
             ended_at=None,
             state_since=self._at(view.phase_since),
         )
-        # What spotline.checking.check does with it:
+        # What spotline.aws.checking.check does with it:
         submitted = self._at(view.attempt_submitted)
         queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
         previous = [{"finalStatus": {"queueWaitSeconds": wait * step}} for wait in view.previous_waits]

@@ -6,8 +6,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.datasets import store_from_environment
-from spotline.observability import bind_execution, logger
+from spotline.aws.datasets import store_from_environment
+from spotline.aws.observability import bind_execution, logger
 
 
 @logger.inject_lambda_context

@@ -8,9 +8,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock
-from spotline.checking import check
-from spotline.observability import bind_execution, logger
+from spotline.aws import clock
+from spotline.aws.checking import check
+from spotline.aws.observability import bind_execution, logger
 
 
 @logger.inject_lambda_context

@@ -11,10 +11,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock
-from spotline.aws import client
-from spotline.datasets import release_if_ready, store_from_environment
-from spotline.observability import logger, metrics
+from spotline.aws import clock
+from spotline.aws.clients import client
+from spotline.aws.datasets import release_if_ready, store_from_environment
+from spotline.aws.observability import logger, metrics
 
 DATASET_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")  # as spec.dependsOn[].dataset in the manifest schema
 

@@ -14,9 +14,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, S3EventBridgeNotificationEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.intake import IntakeSettings, requested_manifest, start_for_manifest
-from spotline.naming import manifest_location
-from spotline.observability import add_team_dimension, logger, metrics
+from spotline.aws.intake import IntakeSettings, requested_manifest, start_for_manifest
+from spotline.aws.observability import add_team_dimension, logger, metrics
+from spotline.core.naming import manifest_location
 
 TRAINING_REQUESTED = "Training Requested"
 

@@ -8,9 +8,9 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock
-from spotline.manifest_store import load_and_validate
-from spotline.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws import clock
+from spotline.aws.manifest_store import load_and_validate
+from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
 
 
 @metrics.log_metrics

@@ -8,9 +8,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock
-from spotline.observability import bind_execution, logger, metrics
-from spotline.reporting import record_outcome
+from spotline.aws import clock
+from spotline.aws.observability import bind_execution, logger, metrics
+from spotline.aws.reporting import record_outcome
 
 
 @metrics.log_metrics

@@ -10,11 +10,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock
-from spotline.aws import client
-from spotline.model import to_rfc3339
-from spotline.observability import add_team_dimension, bind_execution, logger, metrics
-from spotline.reporting import publish_alert
+from spotline.aws import clock
+from spotline.aws.clients import client
+from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.reporting import publish_alert
+from spotline.core.model import to_rfc3339
 
 REASON_LIMIT = 256
 

@@ -12,11 +12,13 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock, links
-from spotline.aws import client
-from spotline.model import JobSpec, to_rfc3339
-from spotline.observability import add_team_dimension, bind_execution, logger, metrics
-from spotline.training_request import Attempt, submit_service_job_request, training_job_name
+from spotline.aws import clock
+from spotline.aws.clients import client
+from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.request_check import submit_service_job_request
+from spotline.core import links
+from spotline.core.model import JobSpec, to_rfc3339
+from spotline.core.training_request import Attempt, training_job_name
 
 FIRST_POLL_SECONDS = 60
 

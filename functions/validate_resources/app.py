@@ -7,10 +7,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.errors import summarize
-from spotline.model import JobSpec
-from spotline.observability import bind_execution, logger
-from spotline.resources import ResourceSettings, check_resources
+from spotline.aws.observability import bind_execution, logger
+from spotline.aws.resources import ResourceSettings, check_resources
+from spotline.core.errors import summarize
+from spotline.core.model import JobSpec
 
 
 @logger.inject_lambda_context

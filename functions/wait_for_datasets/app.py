@@ -9,10 +9,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline import clock
-from spotline.aws import client
-from spotline.datasets import release_if_ready, store_from_environment
-from spotline.observability import bind_execution, logger
+from spotline.aws import clock
+from spotline.aws.clients import client
+from spotline.aws.datasets import release_if_ready, store_from_environment
+from spotline.aws.observability import bind_execution, logger
 
 
 @logger.inject_lambda_context

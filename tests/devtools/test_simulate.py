@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-import spotline.policy
+import spotline.core.policy
 from spotline_dev import simulate as sim
 from spotline_dev.cli import main as cli_main
 from spotline_dev.simulate import (
@@ -299,7 +299,7 @@ def test_uniform_progress_catches_up_on_demand_and_goes_back_to_spot() -> None:
 
 
 def test_spotline_asks_the_production_policy_as_the_lambda_does() -> None:
-    assert sim.decide is spotline.policy.decide
+    assert sim.decide is spotline.core.policy.decide
     j = Job.from_seconds(work=4 * HOUR, deadline=8 * HOUR)
     policy = SpotlinePolicy(j, START)
     outcome = simulate(j, flags("1" * j.deadline), policy)

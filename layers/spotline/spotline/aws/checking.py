@@ -1,0 +1,154 @@
+"""CheckTrainingStatus's work: read Batch, SageMaker and progress.json, then ask the status
+mapping, the deadline policy and the lifecycle rules what they make of it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from spotline.aws.clients import client, error_code
+from spotline.aws.progress import read_progress
+from spotline.core import links
+from spotline.core.lifecycle import next_step
+from spotline.core.model import JobSpec, to_rfc3339
+from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
+from spotline.core.polling import next_poll_seconds
+from spotline.core.status import TrainingStatus, normalize, training_job_name_of
+
+STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
+"""Image download and start-up after instances are acquired (on top of the measured queue wait)."""
+
+
+def describe_training_job(name: str | None) -> dict[str, Any] | None:
+    if not name:
+        return None
+    try:
+        return client("sagemaker").describe_training_job(TrainingJobName=name)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if error_code(exc) in ("ValidationException", "ResourceNotFound"):
+            return None  # Batch knows the ARN a moment before SageMaker shows the job
+        raise
+
+
+def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None, current_capacity: str) -> float:
+    """What moving to on-demand costs in time: the longest measured on-demand wait for instances
+    plus start-up, else a default. Spot waits are not used: they include waiting for spot
+    capacity, which an on-demand restart does not."""
+    waits = [
+        float(a["finalStatus"]["queueWaitSeconds"])
+        for a in attempts
+        if a.get("capacity") == "on-demand" and (a.get("finalStatus") or {}).get("queueWaitSeconds") is not None
+    ]
+    if current_wait is not None and current_capacity == "on-demand":
+        waits.append(current_wait)
+    return max(waits) + STARTUP_AFTER_ACQUIRE_SECONDS if waits else DEFAULT_RESTART_OVERHEAD_SECONDS
+
+
+def is_spot_missing(status: TrainingStatus, seconds_since_submit: float, overhead: float) -> bool:
+    """Waiting for spot capacity: queued short of it, interrupted, or still starting after the
+    time a start normally takes."""
+    return (
+        status.capacity_short
+        or status.state == "interrupted"
+        or (status.state in ("queued", "starting") and seconds_since_submit > overhead)
+    )
+
+
+def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]]) -> dict[str, Any]:
+    saved = read_progress(spec.checkpoint_s3_uri)
+    if saved:
+        return {
+            "fraction": min(1.0, saved["step"] / saved["totalSteps"]),
+            "step": saved["step"],
+            "totalSteps": saved["totalSteps"],
+            "source": "progress.json",
+        }
+    total = spec.expected_duration_seconds or spec.max_runtime_seconds
+    trained = status.training_seconds
+    if spec.checkpoint_s3_uri:  # without checkpoints, earlier attempts' work is lost
+        trained += sum(int((a.get("finalStatus") or {}).get("trainingSeconds", 0)) for a in previous)
+    return {
+        "fraction": min(1.0, trained / total) if total else 0.0,
+        "step": None,
+        "totalSteps": None,
+        "source": "training time (no progress.json yet)",
+    }
+
+
+def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
+    spec = JobSpec.from_dict(state["manifest"]["spec"])
+    training = state["training"]
+    previous: list[dict[str, Any]] = training.get("previousAttempts", [])
+    batch_job = client("batch").describe_service_job(jobId=training["jobId"])
+    status = normalize(batch_job, describe_training_job(training_job_name_of(batch_job)), now)
+    submitted = datetime.fromisoformat(training["submittedAt"])
+    first_submitted = datetime.fromisoformat(previous[0]["submittedAt"]) if previous else submitted
+    queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
+    capacity = training["capacity"]
+    overhead = restart_overhead(previous, queue_wait, capacity)
+    progress = progress_of(spec, status, previous)
+    since_submit = (now - submitted).total_seconds()
+    decision = decide(
+        JobClock(
+            now=now,
+            started_at=first_submitted,
+            deadline=spec.deadline_at,
+            total_work_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
+            progress=progress["fraction"],
+            capacity=capacity,
+            spot_missing=is_spot_missing(status, since_submit, overhead),
+            restart_overhead_seconds=overhead,
+        )
+    )
+    spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
+    step = next_step(
+        spec,
+        status,
+        capacity=capacity,
+        spot_attempts=spot_attempts,
+        decision=decision,
+        seed=f"{execution_arn}:{training['attempt']}",
+    )
+    interval = next_poll_seconds(
+        status,
+        seconds_since_submit=since_submit,
+        expected_duration=spec.expected_duration_seconds,
+        # Only a job that may still move to on-demand needs to look often as the slack shrinks.
+        deadline_slack=decision.slack_seconds if capacity == "spot" and spec.strategy == "spot-first" else None,
+        seconds_in_state=(now - status.state_since).total_seconds() if status.state_since else None,
+    )
+    return {
+        "state": status.state,
+        "finished": status.finished,
+        "reasonClass": status.reason_class,
+        "reason": status.reason,
+        "batchStatus": status.batch_status,
+        "secondaryStatus": status.secondary_status,
+        "trainingJobName": status.training_job_name,
+        "trainingSeconds": status.training_seconds,
+        "billableSeconds": status.billable_seconds,
+        "interruptions": status.interruptions,
+        "capacityShort": status.capacity_short,
+        "queueWaitSeconds": int(queue_wait) if queue_wait is not None else None,
+        "endedAt": to_rfc3339(status.ended_at) if status.ended_at else None,
+        "progress": progress,
+        "decision": {
+            "verdict": decision.verdict,
+            "reason": decision.reason,
+            "slackSeconds": int(decision.slack_seconds) if decision.slack_seconds is not None else None,
+            "restartOverheadSeconds": int(overhead),
+        },
+        "action": step.action,
+        "explanation": step.explanation,
+        "nextCapacity": step.next_capacity,
+        "backoffSeconds": step.backoff_seconds,
+        "finishReason": step.finish_reason,
+        "checkedAt": to_rfc3339(now),
+        "nextPollSeconds": interval,
+        "links": links.for_job(
+            region,
+            execution_arn=execution_arn,
+            training_job_name=status.training_job_name,
+            batch_job_id=training["jobId"],
+        ),
+    }

@@ -1,0 +1,61 @@
+"""Reading manifest versions from S3 and writing reports beside them. Manifests are only
+ever read: the bucket is versioned and a report goes under reports/, never over the file."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from spotline.aws.clients import client, error_code
+from spotline.aws.reports import write_report
+from spotline.core.errors import DOCUMENT, ManifestError, summarize
+from spotline.core.loader import MAX_BYTES
+from spotline.core.manifest import validate_bytes
+from spotline.core.model import to_rfc3339
+from spotline.core.naming import report_key
+
+MISSING_OBJECT_CODES = {"NoSuchKey", "NoSuchVersion", "404"}
+
+
+def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
+    """At most MAX_BYTES + 1 bytes of that exact version (enough to know it is too big)."""
+    request: dict[str, Any] = {"Bucket": bucket, "Key": key}
+    if version_id and version_id != "null":
+        request["VersionId"] = version_id
+    body = client("s3").get_object(**request)["Body"]
+    try:
+        return body.read(MAX_BYTES + 1)  # type: ignore[no-any-return]
+    finally:
+        body.close()
+
+
+def load_and_validate(source: dict[str, Any], *, execution: str | None, now: datetime) -> dict[str, Any]:
+    """The LoadManifest result: {valid, errors, summary, report, spec}."""
+    bucket, key, version_id = source["bucket"], source["key"], source.get("versionId")
+    try:
+        data = read_manifest(bucket, key, version_id)
+    except Exception as exc:
+        if error_code(exc) not in MISSING_OBJECT_CODES:
+            raise
+        errors = [ManifestError(DOCUMENT, f"version {version_id} of s3://{bucket}/{key} no longer exists")]
+    else:
+        result = validate_bytes(data, now=now, expected_team=source.get("team"))
+        if result.spec is not None:
+            return {"valid": True, "errors": [], "summary": "valid", "report": None, "spec": result.spec.to_dict()}
+        errors = result.errors
+    report = {
+        "outcome": "rejected",
+        "manifest": {"bucket": bucket, "key": key, "versionId": version_id, "etag": source.get("etag")},
+        "execution": execution,
+        "checkedAt": to_rfc3339(now),
+        "errors": [e.to_dict() for e in errors],
+        "help": "Fix every error listed and upload the manifest again; `spotline validate FILE` checks it locally.",
+    }
+    location = write_report(bucket, report_key(key, "rejected"), report)
+    return {
+        "valid": False,
+        "errors": report["errors"],
+        "summary": summarize(errors),
+        "report": location,
+        "spec": None,
+    }

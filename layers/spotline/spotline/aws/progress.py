@@ -1,0 +1,30 @@
+"""Reading `progress.json`, which the training code's checkpoint helper keeps beside its
+checkpoints, to know real progress (work that survives an interruption)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spotline.aws.clients import client, error_code, split_s3_uri
+
+PROGRESS_FILE = "progress.json"
+MISSING = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied"}
+
+
+def read_progress(checkpoint_s3_uri: str | None) -> dict[str, Any] | None:
+    """{"step", "totalSteps", "updatedAt"} or None when there is none (yet)."""
+    if not checkpoint_s3_uri:
+        return None
+    bucket, prefix = split_s3_uri(checkpoint_s3_uri)
+    key = f"{prefix.rstrip('/')}/{PROGRESS_FILE}".lstrip("/")
+    try:
+        body = client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        progress = json.loads(body)
+    except Exception as exc:
+        if isinstance(exc, ValueError) or error_code(exc) in MISSING:
+            return None
+        raise
+    if not isinstance(progress, dict) or not isinstance(progress.get("totalSteps"), int) or progress["totalSteps"] <= 0:
+        return None
+    return progress

@@ -1,0 +1,118 @@
+"""RecordOutcome's side effects: metrics (EMF via Powertools), the outcome report beside the
+manifest, and the on-call message. The decision itself is `spotline.core.outcome.decide`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from spotline.aws.clients import client
+from spotline.aws.observability import add_team_dimension, metrics
+from spotline.aws.reports import write_report
+from spotline.core import links
+from spotline.core.model import to_rfc3339
+from spotline.core.naming import report_key
+from spotline.core.outcome import Outcome, attempt_records, decide
+
+
+def publish_metrics(team: str, outcome: Outcome) -> None:
+    add_team_dimension(team)
+    numbers = outcome.figures
+    metrics.add_metric(name="JobsSucceeded" if outcome.succeeded else "JobsFailed", unit=MetricUnit.Count, value=1)
+    if numbers.attempts:
+        metrics.add_metric(name="SpotInterruptions", unit=MetricUnit.Count, value=numbers.interruptions)
+        metrics.add_metric(name="TrainingSeconds", unit=MetricUnit.Seconds, value=numbers.training_seconds)
+        metrics.add_metric(name="BillableSeconds", unit=MetricUnit.Seconds, value=numbers.billable_seconds)
+        metrics.add_metric(name="SpotSavingsPercent", unit=MetricUnit.Percent, value=numbers.spot_savings_percent)
+        metrics.add_metric(name="EstimatedCostUSD", unit=MetricUnit.NoUnit, value=numbers.cost_usd)
+    if numbers.on_demand_fallback:
+        metrics.add_metric(name="JobsOnDemandFallback", unit=MetricUnit.Count, value=1)
+    if numbers.deadline_met is not None:
+        metrics.add_metric(name="DeadlinesMissed", unit=MetricUnit.Count, value=0 if numbers.deadline_met else 1)
+    if numbers.queue_wait_seconds is not None:
+        metrics.add_metric(name="QueueWaitSeconds", unit=MetricUnit.Seconds, value=numbers.queue_wait_seconds)
+
+
+def publish_alert(
+    topic_arn: str,
+    *,
+    kind: str,
+    team: str,
+    job: str,
+    owner: str | None,
+    what: str,
+    cause: str,
+    next_step: str,
+    links_: dict[str, str],
+    report: str | None = None,
+) -> None:
+    """One message on-call can act on: what happened, why, the next step, where to look.
+    The `team` and `kind` attributes let teams subscribe with a filter policy."""
+    lines = [
+        what,
+        f"Team: {team}    Job: {job}" + (f"    Owner: {owner}" if owner else ""),
+        "",
+        f"Why: {cause}",
+        f"Next step: {next_step}",
+        "",
+        "Where to look:",
+        *(f"  {label}: {url}" for label, url in links_.items()),
+        *([f"  Report: {report}"] if report else []),
+    ]
+    client("sns").publish(
+        TopicArn=topic_arn,
+        Subject=f"[Spotline] {kind}: {team}/{job}"[:100],
+        Message="\n".join(lines),
+        MessageAttributes={
+            "team": {"DataType": "String", "StringValue": team},
+            "outcome": {"DataType": "String", "StringValue": kind},
+        },
+    )
+
+
+def record_outcome(
+    state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
+) -> dict[str, Any]:
+    outcome = decide(state, now)
+    spec = (state.get("manifest") or {}).get("spec") or {}
+    team, job = spec.get("team") or state.get("team", "unknown"), spec.get("name") or state.get("key", "unknown")
+    training = state.get("training") or {}
+    links_ = links.for_job(
+        region,
+        execution_arn=execution_arn,
+        training_job_name=training.get("trainingJobName"),
+        batch_job_id=training.get("jobId"),
+    )
+    report = {
+        "outcome": outcome.name,
+        "succeeded": outcome.succeeded,
+        "cause": outcome.cause,
+        "nextStep": outcome.next_step,
+        "team": team,
+        "job": job,
+        "execution": execution_arn,
+        "manifest": {"bucket": state["bucket"], "key": state["key"], "versionId": state.get("versionId")},
+        "figures": outcome.to_dict()["figures"],
+        "attempts": [{k: v for k, v in a.items() if k != "previousAttempts"} for a in attempt_records(state)],
+        "resourceProblems": (state.get("resources") or {}).get("problems", []),
+        "links": links_,
+        "recordedAt": to_rfc3339(now),
+    }
+    location = write_report(state["bucket"], report_key(state["key"], "outcome"), report)
+    publish_metrics(team, outcome)
+    if not outcome.succeeded:
+        publish_alert(
+            topic_arn,
+            kind=outcome.name,
+            team=team,
+            job=job,
+            owner=spec.get("owner"),
+            what=f"Spotline training run ended in {outcome.name}.",
+            cause=outcome.cause,
+            next_step=outcome.next_step,
+            links_=links_,
+            report=location,
+        )
+    return {**outcome.to_dict(), "report": location, "notified": not outcome.succeeded}

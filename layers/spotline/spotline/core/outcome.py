@@ -1,0 +1,147 @@
+"""How an execution ended, in words for on-call and figures for metrics (pure).
+
+RecordOutcome reads the execution state (each step's result under its own key) and decides
+which named end it reached; the state machine then routes to the Fail or Succeed state of
+that name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from spotline.core.cost import cost_usd, spot_savings_percent
+from spotline.core.durations import format_duration
+from spotline.core.model import JobSpec, to_rfc3339
+
+SUCCEEDED = "TrainingSucceeded"
+RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
+TRAINING_FAILED = "TrainingFailed"
+SPOT_CAPACITY_EXHAUSTED = "SpotCapacityExhausted"
+DEADLINE_MISSED = "DeadlineMissed"
+DEPENDENCY_TIMEOUT = "DependencyTimeout"
+UNEXPECTED_ERROR = "UnexpectedError"
+
+NEXT_STEPS = {
+    RESOURCE_VALIDATION_FAILED: "Fix the resources listed (or the manifest fields naming them) "
+    "and upload the manifest again.",
+    TRAINING_FAILED: "Open the training logs; fix the code or data for algorithm errors, "
+    "the manifest for client errors, "
+    "then upload the manifest again.",
+    SPOT_CAPACITY_EXHAUSTED: "Spot capacity for this instance type is scarce: allow on-demand (strategy spot-first), "
+    "raise retry.maxAttempts or maxWait, or pick another instance type; then upload the manifest again.",
+    DEADLINE_MISSED: "The model is in the output location, but late. Check the attempts and interruptions "
+    "in the report; give future runs more slack or a spot-first strategy.",
+    DEPENDENCY_TIMEOUT: "Ask the preprocessing pipeline's owners about the missing datasets; once they are ready, "
+    "upload the manifest again (or raise spec.dependencyTimeout).",
+    UNEXPECTED_ERROR: "Spotline itself failed. Check the failing state's error in the execution, "
+    "then the Lambda logs; "
+    "re-upload the manifest once fixed (it is idempotent).",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    attempts: int = 0
+    interruptions: int = 0
+    training_seconds: int = 0
+    billable_seconds: int = 0
+    queue_wait_seconds: int | None = None
+    cost_usd: float = 0.0
+    on_demand_cost_usd: float = 0.0
+    spot_savings_percent: float = 0.0
+    on_demand_fallback: bool = False
+    deadline: str | None = None
+    finished_at: str | None = None
+    deadline_met: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    name: str
+    succeeded: bool
+    cause: str
+    next_step: str
+    figures: Figures = field(default_factory=Figures)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every submission of this execution with its last known status, oldest first."""
+    training = state.get("training")
+    if not training:
+        return []
+    current = {**training, "finalStatus": state.get("status")}
+    return [*training.get("previousAttempts", []), current]
+
+
+def figures(spec: JobSpec | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None) -> Figures:
+    statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
+    training = sum(int(s.get("trainingSeconds", 0)) for s in statuses)
+    billable = sum(int(s.get("billableSeconds", 0)) for s in statuses)
+    queue_wait = statuses[0].get("queueWaitSeconds") if statuses else None
+    instance, count = (spec.instance_type, spec.instance_count) if spec else ("", 0)
+    deadline = spec.deadline_at if spec else None
+    return Figures(
+        attempts=len(attempts),
+        interruptions=sum(int(s.get("interruptions", 0)) for s in statuses),
+        training_seconds=training,
+        billable_seconds=billable,
+        queue_wait_seconds=queue_wait,
+        cost_usd=cost_usd(instance, count, billable),
+        on_demand_cost_usd=cost_usd(instance, count, training),
+        spot_savings_percent=spot_savings_percent(training, billable),
+        on_demand_fallback=bool(spec and spec.uses_spot and any(a.get("capacity") == "on-demand" for a in attempts)),
+        deadline=spec.deadline if spec else None,
+        finished_at=to_rfc3339(finished_at) if finished_at else None,
+        deadline_met=finished_at <= deadline if deadline and finished_at else None,
+    )
+
+
+def decide(state: dict[str, Any], now: datetime) -> Outcome:
+    spec_dict = (state.get("manifest") or {}).get("spec")
+    spec = JobSpec.from_dict(spec_dict) if spec_dict else None
+    status = state.get("status") or {}
+    ended = status.get("endedAt")
+    completed = status.get("state") == "completed"
+    finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
+    numbers = figures(spec, attempt_records(state), finished_at)
+    if state.get("dependencyTimeout"):
+        dependencies = state.get("dependencies") or {}
+        missing = ", ".join(dependencies.get("missing") or (spec.depends_on if spec else ())) or "the datasets"
+        waited = spec.dependency_timeout_seconds if spec else 0
+        cause = f"still waiting for {missing} after {format_duration(waited)} (spec.dependencyTimeout)"
+        return Outcome(DEPENDENCY_TIMEOUT, False, cause, NEXT_STEPS[DEPENDENCY_TIMEOUT], numbers)
+    failure = state.get("failure")
+    if failure:
+        cause = f"{failure.get('Error')}: {str(failure.get('Cause', ''))[:900]}"
+        return Outcome(UNEXPECTED_ERROR, False, cause, NEXT_STEPS[UNEXPECTED_ERROR], numbers)
+    resources = state.get("resources")
+    if resources and not resources.get("valid"):
+        return Outcome(
+            RESOURCE_VALIDATION_FAILED, False, resources["summary"], NEXT_STEPS[RESOURCE_VALIDATION_FAILED], numbers
+        )
+    if completed and numbers.deadline_met is False:
+        cause = f"training completed at {numbers.finished_at}, after the deadline {numbers.deadline}"
+        return Outcome(DEADLINE_MISSED, False, cause, NEXT_STEPS[DEADLINE_MISSED], numbers)
+    if completed:
+        return Outcome(
+            SUCCEEDED,
+            True,
+            "training completed" + (" before the deadline" if numbers.deadline_met else ""),
+            "",
+            numbers,
+        )
+    if status.get("finishReason") == "spot-exhausted":
+        return Outcome(
+            SPOT_CAPACITY_EXHAUSTED, False, str(status.get("explanation")), NEXT_STEPS[SPOT_CAPACITY_EXHAUSTED], numbers
+        )
+    reason_class = status.get("reasonClass") or "unknown"
+    cause = (
+        f"{status.get('trainingJobName') or 'the training job'} failed ({reason_class}): "
+        f"{status.get('reason') or 'no reason given'}"
+    )
+    return Outcome(TRAINING_FAILED, False, cause, NEXT_STEPS[TRAINING_FAILED], numbers)

@@ -1,0 +1,121 @@
+"""From a JobSpec to the exact AWS Batch SubmitServiceJob request, with the SageMaker
+CreateTrainingJob request as its payload (pure). `spotline.aws.request_check` validates both
+against botocore's own API models before anything is sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from spotline.core.model import CHECKPOINT_LOCAL_PATH, JobSpec
+from spotline.core.naming import short_hash, slug
+
+Capacity = Literal["spot", "on-demand"]
+TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
+TAG_PREFIX = "spotline:"
+
+# Batch re-runs a service job only for SageMaker internal errors; everything else is Spotline's
+# decision (spot resubmission, on-demand fallback) or final (algorithm and client errors).
+RETRY_STRATEGY: dict[str, Any] = {
+    "attempts": 3,
+    "evaluateOnExit": [
+        {"action": "RETRY", "onStatusReason": "Received status from SageMaker: InternalServerError*"},
+        {"action": "EXIT", "onStatusReason": "*"},
+    ],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """Which submission this is: the n-th of the execution, on spot or on-demand."""
+
+    execution_arn: str
+    number: int
+    capacity: Capacity
+
+
+def training_job_name(spec: JobSpec, attempt: Attempt) -> str:
+    suffix = "spot" if attempt.capacity == "spot" else "od"
+    return f"{slug(spec.name, 40)}-{short_hash(attempt.execution_arn)}-a{attempt.number}-{suffix}"
+
+
+def client_token(attempt: Attempt) -> str:
+    """Same execution + attempt + capacity -> same token: a retried Lambda gets the same job back."""
+    return short_hash(attempt.execution_arn, str(attempt.number), attempt.capacity, length=40)
+
+
+def _tags(spec: JobSpec, attempt: Attempt) -> dict[str, str]:
+    execution_name = attempt.execution_arn.rsplit(":", 1)[-1]
+    return {
+        **spec.labels,
+        f"{TAG_PREFIX}team": spec.team,
+        f"{TAG_PREFIX}job": spec.name,
+        f"{TAG_PREFIX}execution": execution_name,
+        f"{TAG_PREFIX}attempt": str(attempt.number),
+        f"{TAG_PREFIX}capacity": attempt.capacity,
+    }
+
+
+def create_training_job_request(spec: JobSpec, attempt: Attempt) -> dict[str, Any]:
+    spot = attempt.capacity == "spot"
+    stopping: dict[str, int] = {"MaxRuntimeInSeconds": spec.max_runtime_seconds}
+    if spot:
+        stopping["MaxWaitTimeInSeconds"] = spec.max_wait_seconds or spec.max_runtime_seconds
+    environment = dict(spec.environment)
+    if spec.checkpoint_s3_uri:
+        environment[CHECKPOINT_INTERVAL_ENV] = str(spec.checkpoint_interval_minutes)
+    request: dict[str, Any] = {
+        "TrainingJobName": training_job_name(spec, attempt),
+        "AlgorithmSpecification": {"TrainingImage": spec.image, "TrainingInputMode": "File"},
+        "RoleArn": spec.role_arn,
+        "InputDataConfig": [
+            {
+                "ChannelName": channel.name,
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": channel.s3_uri,
+                        "S3DataDistributionType": "FullyReplicated",
+                    }
+                },
+                "InputMode": channel.mode,
+            }
+            for channel in spec.inputs
+        ],
+        "OutputDataConfig": {"S3OutputPath": spec.output_s3_uri},
+        "ResourceConfig": {
+            "InstanceType": spec.instance_type,
+            "InstanceCount": spec.instance_count,
+            "VolumeSizeInGB": spec.volume_size_gb,
+        },
+        "StoppingCondition": stopping,
+        "EnableManagedSpotTraining": spot,
+        "HyperParameters": dict(spec.hyperparameters),
+        "Environment": environment,
+        "Tags": [{"Key": k, "Value": v} for k, v in _tags(spec, attempt).items()],
+    }
+    if spec.checkpoint_s3_uri:
+        request["CheckpointConfig"] = {"S3Uri": spec.checkpoint_s3_uri, "LocalPath": CHECKPOINT_LOCAL_PATH}
+    return request
+
+
+def service_job_request(spec: JobSpec, attempt: Attempt, job_queue: str) -> dict[str, Any]:
+    """The SubmitServiceJob request with the CreateTrainingJob request as its payload (unvalidated:
+    `spotline.aws.request_check.submit_service_job_request` checks it against botocore's models)."""
+    training = create_training_job_request(spec, attempt)
+    execution_name = attempt.execution_arn.rsplit(":", 1)[-1]
+    return {
+        "jobName": f"{execution_name}-a{attempt.number}-{'spot' if attempt.capacity == 'spot' else 'od'}"[:128],
+        "jobQueue": job_queue,
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "serviceRequestPayload": json.dumps(training, separators=(",", ":")),
+        "retryStrategy": RETRY_STRATEGY,
+        "schedulingPriority": spec.priority,
+        "shareIdentifier": spec.team,
+        "clientToken": client_token(attempt),
+        "tags": _tags(spec, attempt),
+    }

@@ -1,0 +1,76 @@
+"""The import-linter contracts in pyproject.toml hold, and they do fail on a violation.
+
+Each deliberate violation is planted in a copy of the layer and must break exactly the
+contract written for it: a check that cannot fail would prove nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+IMPORT_LINTER = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+CONTRACTS = [contract["name"] for contract in IMPORT_LINTER["contracts"]]
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    """Run the project's contracts over `tree` (a copy of layers/spotline and devtools)."""
+    env = {**os.environ, "PYTHONPATH": f"{tree / 'layers' / 'spotline'}{os.pathsep}{tree / 'devtools'}"}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree = tmp_path_factory.mktemp("pristine")
+    shutil.copytree(ROOT / "layers" / "spotline" / "spotline", tree / "layers" / "spotline" / "spotline")
+    shutil.copytree(ROOT / "devtools" / "spotline_dev", tree / "devtools" / "spotline_dev")
+    return tree
+
+
+def _verdicts(report: str) -> dict[str, str]:
+    """Contract name -> KEPT or BROKEN, from lint-imports' report (which wraps long lines)."""
+    flat = " ".join(report.split())
+    return {name: verdict for name in CONTRACTS for verdict in ("KEPT", "BROKEN") if f"{name} {verdict}" in flat}
+
+
+def test_the_real_tree_keeps_every_contract() -> None:
+    run = _lint_imports(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _verdicts(run.stdout) == dict.fromkeys(CONTRACTS, "KEPT")
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        ("spotline/core/uses_boto3.py", "import boto3", "The domain core is pure"),
+        ("spotline/core/uses_botocore.py", "from botocore.validate import ParamValidator", "The domain core is pure"),
+        ("spotline/core/uses_adapter.py", "from spotline.aws.clients import client", "The domain core is pure"),
+        ("spotline/core/uses_powertools.py", "from aws_lambda_powertools import Logger", "The domain core is pure"),
+        ("spotline/training/uses_core.py", "from spotline.core import durations", "The training helper"),
+        ("spotline/aws/uses_devtools.py", "from spotline_dev import standin", "The layer (what Lambdas run)"),
+    ],
+)
+def test_a_planted_violation_breaks_its_contract(
+    pristine: Path, tmp_path: Path, module: str, line: str, contract: str
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(pristine, tree)
+    (tree / "layers" / "spotline" / module).write_text(f"{line}\n")
+    run = _lint_imports(tree)
+    assert run.returncode != 0, run.stdout
+    broken = [name for name, verdict in _verdicts(run.stdout).items() if verdict == "BROKEN"]
+    assert len(broken) == 1 and broken[0].startswith(contract), run.stdout

@@ -1,0 +1,95 @@
+"""The SubmitServiceJob request built from a spec, validated against botocore's models."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request, validate
+from spotline.core.manifest import validate_bytes
+from spotline.core.model import JobSpec
+from spotline.core.training_request import TRAINING_JOB_NAME, Attempt, client_token
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
+EXECUTION = (
+    "arn:aws:states:us-east-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-ranker-v2-4ddd7609"
+)
+QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/spotline-training"
+
+
+@pytest.fixture
+def spec() -> JobSpec:
+    result = validate_bytes(EXAMPLE.read_bytes(), now=datetime(2026, 11, 29, tzinfo=UTC))
+    assert result.spec
+    return result.spec
+
+
+def _payload(request: dict[str, object]) -> dict[str, object]:
+    return json.loads(str(request["serviceRequestPayload"]))  # type: ignore[no-any-return]
+
+
+def test_spot_request_uses_managed_spot_checkpoints_and_fair_share(spec: JobSpec) -> None:
+    request = submit_service_job_request(spec, Attempt(EXECUTION, 1, "spot"), QUEUE)
+    assert request["serviceJobType"] == "SAGEMAKER_TRAINING"
+    assert request["jobQueue"] == QUEUE
+    assert request["shareIdentifier"] == "search-ranking"
+    assert request["schedulingPriority"] == 100
+    assert request["retryStrategy"]["evaluateOnExit"][0] == {  # type: ignore[index]
+        "action": "RETRY",
+        "onStatusReason": "Received status from SageMaker: InternalServerError*",
+    }
+    payload = _payload(request)
+    assert payload["EnableManagedSpotTraining"] is True
+    assert payload["StoppingCondition"] == {"MaxRuntimeInSeconds": 30 * 3600, "MaxWaitTimeInSeconds": 36 * 3600}
+    assert payload["CheckpointConfig"] == {
+        "S3Uri": "s3://search-ranking-checkpoints/ranker-v2/",
+        "LocalPath": "/opt/ml/checkpoints",
+    }
+    assert payload["HyperParameters"] == {"epochs": "12", "lr": "0.0003", "mixed_precision": "true"}
+    assert payload["Environment"]["SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"] == "15"  # type: ignore[index]
+    tags = {t["Key"]: t["Value"] for t in payload["Tags"]}  # type: ignore[attr-defined]
+    assert tags["spotline:team"] == "search-ranking"
+    assert tags["spotline:execution"] == "search-ranking-ranker-v2-4ddd7609"
+    assert tags["cost-center"] == "4711"
+
+
+def test_on_demand_request_has_no_spot_settings(spec: JobSpec) -> None:
+    payload = _payload(submit_service_job_request(spec, Attempt(EXECUTION, 4, "on-demand"), QUEUE))
+    assert payload["EnableManagedSpotTraining"] is False
+    assert "MaxWaitTimeInSeconds" not in payload["StoppingCondition"]  # type: ignore[operator]
+    assert str(payload["TrainingJobName"]).endswith("-a4-od")
+
+
+def test_client_token_is_stable_per_execution_attempt_and_capacity() -> None:
+    first = client_token(Attempt(EXECUTION, 1, "spot"))
+    assert first == client_token(Attempt(EXECUTION, 1, "spot"))
+    assert len(first) <= 64
+    assert first != client_token(Attempt(EXECUTION, 2, "spot"))
+    assert first != client_token(Attempt(EXECUTION, 1, "on-demand"))
+    assert first != client_token(Attempt(EXECUTION.replace("4ddd7609", "00000000"), 1, "spot"))
+
+
+def test_names_fit_sagemaker_and_batch_rules_even_for_long_names(spec: JobSpec) -> None:
+    long_spec = replace(spec, name="a" * 40)
+    request = submit_service_job_request(long_spec, Attempt(EXECUTION, 10, "on-demand"), QUEUE)
+    assert TRAINING_JOB_NAME.match(str(_payload(request)["TrainingJobName"]))
+    assert len(str(request["jobName"])) <= 128
+
+
+def test_botocore_model_rejects_what_sagemaker_would(spec: JobSpec) -> None:
+    bad = replace(spec, role_arn="arn:aws:iam::1:role")
+    with pytest.raises(TrainingRequestInvalid, match="RoleArn"):
+        submit_service_job_request(bad, Attempt(EXECUTION, 1, "spot"), QUEUE)
+    with pytest.raises(TrainingRequestInvalid, match="naming rule"):
+        validate(
+            "sagemaker",
+            "CreateTrainingJob",
+            {
+                **_payload(submit_service_job_request(spec, Attempt(EXECUTION, 1, "spot"), QUEUE)),
+                "TrainingJobName": "-bad-",
+            },
+        )
