@@ -19,23 +19,21 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any
 from unittest import mock
 
 import boto3
 from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
-from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
-from moto.stepfunctions.parser.asl.component.state.exec import execute_state
 
 from spotline.aws import clients as spotline_aws
-from spotline.aws import clock as spotline_clock
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, load_template, resources_of_type
+from spotline_dev.virtual_time import VirtualClock, install_time_hooks
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -46,52 +44,6 @@ Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
 def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
     return TrainingBehaviour(duration=2 * 3600)
-
-
-class VirtualClock:
-    """Time that moves only when the workflow waits (Wait states, Retry back-off)."""
-
-    def __init__(self, start: datetime) -> None:
-        self._now = start.astimezone(UTC)
-        self._lock = threading.Lock()
-
-    def now(self) -> datetime:
-        with self._lock:
-            return self._now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self._now += timedelta(seconds=max(0.0, seconds))
-
-    def set(self, moment: datetime) -> None:
-        with self._lock:
-            self._now = moment.astimezone(UTC)
-
-
-class VirtualTimeoutEvent:
-    """threading.Event whose wait(timeout) times out on the virtual clock.
-
-    moto runs every Task state in a thread and waits for it with a real-time timeout; a task
-    token wait with a 24-hour timeout must time out when the *virtual* day has passed."""
-
-    def __init__(self, clock: VirtualClock) -> None:
-        self._event = threading.Event()
-        self._clock = clock
-
-    def set(self) -> None:
-        self._event.set()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if timeout is None:
-            return self._event.wait()
-        deadline = self._clock.now() + timedelta(seconds=timeout)
-        while not self._event.wait(0.002):
-            if self._clock.now() >= deadline:
-                return False
-        return True
 
 
 class RuntimeKilled(Exception):
@@ -331,7 +283,7 @@ def start_local_stack(
         standin.install(boto3._get_default_session())
         stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin)
         lambdas = _InProcessLambdas(stack)
-        _install_time_hooks(exits, clock)
+        install_time_hooks(exits, clock)
         exits.enter_context(
             mock.patch(
                 "moto.awslambda.models.LambdaFunction._invoke_lambda",
@@ -342,21 +294,6 @@ def start_local_stack(
         spotline_aws.reset_clients()
         _create_resources(stack, lambdas, exits, environment or {})
         yield stack
-
-
-def _install_time_hooks(exits: ExitStack, clock: VirtualClock) -> None:
-    exits.enter_context(
-        mock.patch(
-            "moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function.WaitFunction._wait_interval",
-            lambda self, env, wait_seconds: clock.advance(wait_seconds),
-        )
-    )
-    exits.enter_context(mock.patch.object(retrier_decl, "time", SimpleNamespace(sleep=clock.advance)))
-    exits.enter_context(
-        mock.patch.object(execute_state, "threading", SimpleNamespace(Event=lambda: VirtualTimeoutEvent(clock)))
-    )
-    spotline_clock.use(clock.now)
-    exits.callback(spotline_clock.use, None)
 
 
 def _create_resources(

@@ -7,16 +7,10 @@ import json
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import boto3
-import pytest
-from botocore.stub import Stubber
-
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, entered_states, run_upload, upload
-from spotline_dev import explain as explain_module
-from spotline_dev.cli import main as cli_main
+from spotline.core import links as console_links
 from spotline_dev.explain import Story, explain, render_text, timeline
 from spotline_dev.local_aws import LocalStack
 from spotline_dev.sandbox import Scenario, load_scenario, run_scenario
@@ -219,7 +213,7 @@ def test_unknown_states_and_keys_are_shown_generically() -> None:
         "dependencyTimeout": timed_out["dependencyTimeout"],
         "submitted": {"trainingJobName": "odd shape"},
     }
-    assert story.links == {"execution": explain_module.console_links.execution("eu-west-1", arn)}
+    assert story.links == {"execution": console_links.execution("eu-west-1", arn)}
     text = render_text(story)
     assert "Step       WaitForDatasets failed with States.Timeout" in text
     assert "Other results" in text
@@ -243,81 +237,6 @@ def test_a_running_execution_says_where_it_is_and_that_there_is_nothing_to_do_ye
     assert story.attempts[0].ending.startswith("still running: training")
     assert story.next_step and story.next_step.startswith("Nothing to do yet")
     assert story.deadline_note.startswith("2026-12-02T06:00:00Z: not reached yet")
-
-
-# --- the command line ------------------------------------------------------------------------
-
-
-def test_cli_takes_an_arn_or_a_name_with_its_state_machine_or_stack(
-    stack: LocalStack,
-    example_manifest: bytes,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    execution, _ = run_upload(stack, example_manifest)
-    arn, name, machine = execution["executionArn"], execution["name"], execution["stateMachineArn"]
-    capsys.readouterr()
-
-    assert cli_main(["explain", arn]) == 0
-    by_arn = capsys.readouterr().out
-    assert by_arn.startswith(f"== {name}: SUCCEEDED: training completed before the deadline")
-    assert cli_main(["explain", name, "--state-machine", machine]) == 0
-    assert capsys.readouterr().out == by_arn
-
-    cloudformation = boto3.client("cloudformation", region_name="us-east-1")
-    stubber = Stubber(cloudformation)
-    stubber.add_response(
-        "describe_stacks",
-        {
-            "Stacks": [
-                {
-                    "StackName": "spotline",
-                    "CreationTime": START,
-                    "StackStatus": "CREATE_COMPLETE",
-                    "Outputs": [{"OutputKey": "TrainingLifecycleArn", "OutputValue": machine}],
-                }
-            ]
-        },
-        {"StackName": "spotline"},
-    )
-    real_client = explain_module._client
-    monkeypatch.setattr(
-        explain_module, "_client", lambda s, r: cloudformation if s == "cloudformation" else real_client(s, r)
-    )
-    with stubber:
-        assert cli_main(["explain", name, "--stack", "spotline", "--region", "us-east-1", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert (data["executionArn"], data["status"], data["failure"]) == (arn, "SUCCEEDED", None)
-    assert {"timeline", "attempts", "spotInterruptions", "onDemandFallback", "deadlineMet", "links"} <= set(data)
-
-    assert cli_main(["explain", name]) == 2  # a name alone cannot be found
-    assert "--state-machine" in capsys.readouterr().err
-    assert cli_main(["explain", arn, "--state-machine", machine]) == 2
-    assert cli_main(["explain", name, "--state-machine", machine, "--stack", "spotline"]) == 2
-    assert cli_main(["explain", name, "--state-machine", "not-an-arn"]) == 2
-    capsys.readouterr()
-    assert cli_main(["explain", arn.replace(name, "no-such-execution")]) == 1
-    assert "ExecutionDoesNotExist" in capsys.readouterr().err
-
-
-def test_sandbox_explain_shows_the_failing_state_error_and_cause(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Acceptance: `spotline explain` on a failed sandbox execution shows the failing state, its error and cause."""
-    scenario = tmp_path / "failing.yaml"
-    scenario.write_text(
-        f'name: failing\nstart: "2026-12-01T00:00:00Z"\nmanifests: ["{EXAMPLE_MANIFEST}"]\n'
-        "training: {duration: 2h, failAfter: 1h}\n"
-    )
-    assert cli_main(["sandbox", "--explain", "--scenario", str(scenario)]) == 0
-    out = capsys.readouterr().out
-    normal, _, stories = out.partition("\nExplain (as `spotline explain` tells it")
-    assert "result: FAILED (TrainingFailed)" in normal
-    assert ": FAILED in TrainingFailed" in stories
-    assert "  State      TrainingFailed" in stories
-    assert "  Error      TrainingFailed" in stories
-    assert "  Cause      ranker-v2-" in stories and "failed (algorithm): AlgorithmError" in stories
-    assert "Next step\n  Open the training logs" in stories
 
 
 def test_a_dependency_timeout_from_the_state_machine_is_told_with_its_new_states(stack: LocalStack) -> None:

@@ -1,0 +1,263 @@
+"""Reading an execution: its Step Functions history, event by event, and the facts of the run.
+
+The small readers take each state's JSON document apart (input, output, the error a Catch kept);
+`walk_history` makes one pass over the events and collects the attempts, their status checks,
+the switches to on-demand and the caught errors; `links_of` gathers the console links. `fetch`,
+`execution_arn_for` and `state_machine_of_stack` are the thin boto3 part for a deployed stack.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from spotline.core import links as console_links
+
+HistoryEvent = Mapping[str, Any]
+END_EVENTS = {
+    "ExecutionSucceeded": "SUCCEEDED",
+    "ExecutionFailed": "FAILED",
+    "ExecutionTimedOut": "TIMED_OUT",
+    "ExecutionAborted": "ABORTED",
+}
+KNOWN_KEYS = frozenset(
+    {
+        "bucket",
+        "key",
+        "versionId",
+        "etag",
+        "team",
+        "receivedAt",
+        "executionArn",
+        "manifest",
+        "resources",
+        "training",
+        "status",
+        "fallback",
+        "outcome",
+        "failure",
+    }
+)
+LINK_LABELS = {"execution": "Execution", "trainingJob": "SageMaker job", "logs": "Logs", "batchJob": "Batch job"}
+_ERROR_MESSAGE = re.compile(r'"errorMessage"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+# --- small readers --------------------------------------------------------------------------
+
+
+def load_document(text: Any) -> dict[str, Any] | None:
+    """A state's JSON document, or None when it is missing, truncated or not an object."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else None
+
+
+def rfc3339(moment: datetime | None) -> str | None:
+    """`2026-12-01T07:40:42Z` (UTC, whole seconds); None stays None."""
+    if moment is None:
+        return None
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def readable_cause(cause: Any) -> str:
+    """A cause in one line: a Lambda error's JSON (even cut short) becomes its errorMessage."""
+    text = str(cause or "")
+    match = _ERROR_MESSAGE.search(text) if "errorMessage" in text else None
+    if match is None:
+        return text
+    try:
+        message = str(json.loads(match.group(1)))
+    except ValueError:
+        return text
+    brace = text.find("{")
+    return (text[:brace] if brace > 0 else "") + message  # keeps a prefix such as "Runtime.ExitError: "
+
+
+def error_text(error: Any, cause: Any) -> str:
+    readable = readable_cause(cause)
+    return f"{error}: {readable}" if readable else str(error)
+
+
+def summarize(value: Any, limit: int = 160) -> str:
+    """A short text for a value a state stored under a key this module does not know."""
+    if isinstance(value, dict):
+        if "Error" in value:
+            return error_text(value["Error"], value.get("Cause"))
+        for name in ("summary", "explanation", "reason", "message"):
+            if isinstance(value.get(name), str) and value[name]:
+                return str(value[name])
+        text = ", ".join(f"{k}={summarize(v, limit)}" for k, v in value.items() if not isinstance(v, dict))
+    elif isinstance(value, list):
+        text = "[" + ", ".join(summarize(v, limit) for v in value) + "]"
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- the facts of a run: one pass over the history ------------------------------------------
+
+
+@dataclass
+class AttemptRecord:
+    training: dict[str, Any]
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    stop: dict[str, Any] | None = None
+
+
+@dataclass
+class Walk:
+    """What one pass over the history collects."""
+
+    input: dict[str, Any] = field(default_factory=dict)
+    last: dict[str, Any] = field(default_factory=dict)  # the latest state document seen
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    switches: list[dict[str, Any]] = field(default_factory=list)  # statuses with action switch-to-on-demand
+    caught: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (state, key, {Error, Cause})
+    fail_state: str | None = None
+    last_state: str | None = None  # the state entered last
+    end: dict[str, Any] = field(default_factory=dict)
+    end_status: str | None = None  # SUCCEEDED, FAILED, TIMED_OUT, ABORTED from the history's last event
+    started_at: datetime | None = None
+    stopped_at: datetime | None = None
+
+
+def walk_history(history: Iterable[HistoryEvent]) -> Walk:
+    walk = Walk()
+    caught_keys: set[str] = set()
+    for event in history:
+        kind = str(event.get("type", ""))
+        if kind == "ExecutionStarted":
+            walk.input = load_document(as_dict(event.get("executionStartedEventDetails")).get("input")) or {}
+            walk.last = walk.input
+            walk.started_at = parse_time(event.get("timestamp"))
+        if kind in END_EVENTS:
+            walk.end = as_dict(event.get(f"execution{kind.removeprefix('Execution')}EventDetails"))
+            walk.end_status = END_EVENTS[kind]
+            walk.stopped_at = parse_time(event.get("timestamp"))
+        entered = event.get("stateEnteredEventDetails")
+        if entered:
+            walk.last_state = entered.get("name")
+            if kind == "FailStateEntered":
+                walk.fail_state = entered.get("name")
+            walk.last = load_document(entered.get("input")) or walk.last
+            continue
+        exited = event.get("stateExitedEventDetails")
+        if not exited:
+            continue
+        name = str(exited.get("name", "?"))
+        state = load_document(exited.get("output"))
+        if state is None:
+            continue
+        walk.last = state
+        for key, value in state.items():
+            if isinstance(value, dict) and "Error" in value and key not in caught_keys:
+                caught_keys.add(key)
+                walk.caught.append((name, key, value))
+        if name == "SubmitTrainingJob" and isinstance(state.get("training"), dict):
+            walk.attempts.append(AttemptRecord(state["training"]))
+        elif name == "CheckTrainingStatus" and isinstance(state.get("status"), dict):
+            status = state["status"]
+            if walk.attempts:
+                walk.attempts[-1].statuses.append(status)
+            if status.get("action") == "switch-to-on-demand":
+                walk.switches.append(status)
+        elif name == "StopSpotJob" and isinstance(state.get("fallback"), dict) and walk.attempts:
+            walk.attempts[-1].stop = state["fallback"]
+    return walk
+
+
+def _region(arn: str) -> str | None:
+    parts = arn.split(":")
+    return parts[3] if len(parts) > 3 and parts[3] else None
+
+
+def links_of(walk: Walk, arn: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for record in walk.attempts:  # the latest attempt's links win
+        found.update(as_dict(record.training.get("links")))
+        for status in record.statuses:
+            found.update(as_dict(status.get("links")))
+    found.update(as_dict(as_dict(walk.last.get("outcome")).get("links")))
+    region = _region(arn)
+    if "execution" not in found and region and arn:
+        found["execution"] = console_links.execution(region, arn)
+    ordered = {k: str(found[k]) for k in LINK_LABELS if k in found}
+    return {**ordered, **{k: str(v) for k, v in found.items() if k not in ordered}}
+
+
+# --- fetching from a deployed stack (boto3) ---------------------------------------------------
+
+
+class ExplainError(Exception):
+    """The execution cannot be found or read; the message says why."""
+
+
+def _client(service: str, region: str | None) -> Any:
+    import boto3  # noqa: PLC0415 (only for the deployed-stack path)
+
+    return boto3.client(service, region_name=region)  # type: ignore[call-overload]
+
+
+def region_of(arn: str) -> str:
+    """The region of a Step Functions ARN (`arn:aws:states:<region>:...`)."""
+    parts = arn.split(":")
+    if len(parts) < 7 or parts[0] != "arn" or parts[2] != "states" or not parts[3]:
+        raise ValueError(f"{arn!r} is not a Step Functions ARN")
+    return parts[3]
+
+
+def execution_arn_for(name: str, state_machine_arn: str) -> str:
+    """`arn:...:stateMachine:M` + name -> `arn:...:execution:M:name`."""
+    parts = state_machine_arn.split(":")
+    if len(parts) != 7 or parts[5] != "stateMachine":
+        raise ValueError(
+            f"{state_machine_arn!r} is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)"
+        )
+    region_of(state_machine_arn)
+    return ":".join([*parts[:5], "execution", parts[6], name])
+
+
+def state_machine_of_stack(stack: str, region: str | None) -> str:
+    """The `TrainingLifecycleArn` output of a CloudFormation stack."""
+    described = _client("cloudformation", region).describe_stacks(StackName=stack)["Stacks"]
+    for output in described[0].get("Outputs", []) if described else []:
+        if output.get("OutputKey") == "TrainingLifecycleArn":
+            return str(output["OutputValue"])
+    raise ExplainError(f"stack {stack} has no TrainingLifecycleArn output (is it a Spotline stack?)")
+
+
+def fetch(execution_arn: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """GetExecutionHistory (every page, oldest first) and DescribeExecution, region from the ARN."""
+    sfn = _client("stepfunctions", region_of(execution_arn))
+    described = sfn.describe_execution(executionArn=execution_arn)
+    events: list[dict[str, Any]] = []
+    for page in sfn.get_paginator("get_execution_history").paginate(
+        executionArn=execution_arn, includeExecutionData=True, PaginationConfig={"PageSize": 1000}
+    ):
+        events.extend(page["events"])
+    return events, dict(described)

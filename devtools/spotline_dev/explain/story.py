@@ -1,0 +1,398 @@
+"""The story of one execution: the `Story` data model and `explain`, which builds it from the
+facts `history` read (what happened, why, what to do next, the timeline, the attempts, the links).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from spotline.core.durations import format_duration
+from spotline_dev.explain.history import (
+    KNOWN_KEYS,
+    AttemptRecord,
+    HistoryEvent,
+    Walk,
+    as_dict,
+    error_text,
+    links_of,
+    load_document,
+    parse_time,
+    readable_cause,
+    rfc3339,
+    walk_history,
+)
+from spotline_dev.explain.timeline import offset, status_line, timeline_entries
+
+ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
+NEXT_STEPS = {
+    "ManifestInvalid": "Fix every error listed (each names its manifest field; `spotline validate` checks locally) "
+    "and upload the manifest again.",
+}
+
+
+# --- the story ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    capacity: str
+    training_job_name: str | None
+    batch_job_id: str | None
+    submitted_at: str | None
+    ended_at: str | None
+    state: str | None  # the last status seen: queued, starting, training, completed, failed, ...
+    ending: str  # how it ended, in words
+    interruptions: int
+    links: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    state: str | None  # the Fail state, or the state that was running when the execution ended
+    error: str | None
+    cause: str | None  # as the execution recorded it
+    summary: str  # the cause in one readable line
+    failed_step: str | None = None  # the Task whose error a Catch kept (e.g. $.failure for UnexpectedError)
+    failed_step_error: str | None = None
+    failed_step_cause: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Story:
+    """Everything `spotline explain` prints; `to_dict()` is the `--json` form."""
+
+    execution_arn: str
+    name: str
+    status: str
+    started_at: str | None
+    stopped_at: str | None
+    manifest: dict[str, str | None]
+    team: str | None
+    job: str | None
+    owner: str | None
+    strategy: str | None
+    instance: str | None
+    headline: str
+    outcome: dict[str, str] | None
+    failure: Failure | None
+    next_step: str | None
+    current_state: str | None
+    timeline_start: str | None
+    timeline: list[dict[str, str | None]]
+    attempts: list[Attempt]
+    spot_interruptions: int
+    on_demand_fallback: bool
+    fallback: str
+    fallback_reason: str | None
+    fallback_at: str | None
+    deadline: str | None
+    finished_at: str | None
+    deadline_met: bool | None
+    deadline_note: str
+    figures: dict[str, Any]
+    links: dict[str, str]
+    reports: dict[str, str]
+    other: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """camelCase keys, times RFC 3339, as the sandbox's `--json`."""
+        return {**_camel(asdict(self) | {"other": {}}), "other": self.other}
+
+
+def _camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_camel_key(str(k)): _camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    return value
+
+
+def _camel_key(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+# --- building it from the facts of the run --------------------------------------------------
+
+
+def _progress(status: dict[str, Any]) -> str:
+    fraction = as_dict(status.get("progress")).get("fraction")
+    return f", {fraction:.0%} done" if isinstance(fraction, int | float) else ""
+
+
+def _attempt(record: AttemptRecord, *, last: bool, running: bool) -> Attempt:
+    training = record.training
+    status = record.statuses[-1] if record.statuses else {}
+    state = status.get("state")
+    reason_class, reason = status.get("reasonClass") or "unknown", status.get("reason") or "no reason given"
+    ended_at = status.get("endedAt")
+    if state == "completed":
+        ending = "completed" + (f" at {ended_at}" if ended_at else "")
+    elif state == "failed" and status.get("action") == "resubmit-on-spot":
+        ending = f"ended by spot ({reason_class}): {reason}; resubmitted on spot from the checkpoint"
+    elif state == "failed" and status.get("action") == "switch-to-on-demand":
+        ending = f"ended by spot ({reason_class}): {reason}; continued on on-demand from the checkpoint"
+    elif state == "failed" and status.get("finishReason") == "spot-exhausted":
+        ending = f"ended by spot ({reason_class}): {reason}; no spot attempts left"
+    elif state == "failed":
+        ending = f"failed ({reason_class}): {reason}"
+    elif record.stop is not None:
+        ending = "stopped by Spotline to move to on-demand" + (
+            f" at {record.stop['at']}" if record.stop.get("at") else ""
+        )
+    elif not status:
+        ending = "submitted, no status check yet" if running and last else "submitted, never checked"
+    elif running and last:
+        ending = f"still running: {state}{_progress(status)}"
+    else:
+        ending = f"last seen {state}{_progress(status)} when the execution ended"
+    links = {**as_dict(training.get("links")), **as_dict(status.get("links"))}
+    return Attempt(
+        number=int(training.get("attempt") or 0),
+        capacity=str(training.get("capacity") or "?"),
+        training_job_name=training.get("trainingJobName"),
+        batch_job_id=training.get("jobId"),
+        submitted_at=training.get("submittedAt"),
+        ended_at=ended_at,
+        state=state,
+        ending=ending,
+        interruptions=max((int(s.get("interruptions") or 0) for s in record.statuses), default=0),
+        links={k: str(v) for k, v in links.items() if k != "execution"},
+    )
+
+
+def _problems(state: dict[str, Any]) -> list[Problem]:
+    manifest, resources = as_dict(state.get("manifest")), as_dict(state.get("resources"))
+    found: list[Any] = []
+    if manifest and manifest.get("valid") is False:
+        found = manifest.get("errors") or []
+    elif resources and resources.get("valid") is False:
+        found = resources.get("problems") or []
+    return [Problem(str(p.get("path", "")), str(p.get("message", ""))) for p in found if isinstance(p, dict)]
+
+
+def _failure(walk: Walk, status: str, describe: Mapping[str, Any]) -> Failure | None:
+    if status not in ENDED:
+        return None
+    error = walk.end.get("error") or describe.get("error")
+    cause = walk.end.get("cause") or describe.get("cause")
+    summary = readable_cause(cause) if cause else str(error or "no cause recorded")
+    step = step_error = step_cause = None
+    if walk.caught:  # the first error a Catch kept is where things went wrong
+        step, _key, value = walk.caught[0]
+        step_error = str(value.get("Error"))
+        step_cause = error_text(step_error, value.get("Cause")).removeprefix(f"{step_error}: ")
+        if not cause or str(cause).startswith(step_error):  # the Fail state only echoes the caught error
+            summary = f"{step} failed with {step_error}: {step_cause}"
+    return Failure(
+        state=walk.fail_state or walk.last_state,
+        error=error,
+        cause=cause,
+        summary=summary,
+        failed_step=step,
+        failed_step_error=step_error,
+        failed_step_cause=step_cause,
+        problems=_problems(walk.last),
+    )
+
+
+def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, Any]) -> Story:
+    """The story of one execution from its history (oldest first) and DescribeExecution."""
+    events = list(history)
+    walk = walk_history(events)
+    describe = describe_execution
+    arn = str(describe.get("executionArn") or "")
+    status = str(describe.get("status") or walk.end_status or "RUNNING")
+    state = walk.last
+    source = walk.input or load_document(describe.get("input")) or {}
+    manifest = as_dict(state.get("manifest"))
+    spec = as_dict(manifest.get("spec"))
+    outcome = as_dict(state.get("outcome"))
+    figures = as_dict(outcome.get("figures"))
+    running = status == "RUNNING"
+    attempts = [
+        _attempt(record, last=i == len(walk.attempts) - 1, running=running) for i, record in enumerate(walk.attempts)
+    ]
+    failure = _failure(walk, status, describe)
+
+    # on-demand fallback: the switch the deadline policy (or exhausted spot) asked for
+    first_capacity = attempts[0].capacity if attempts else None
+    fallback_yes = bool(figures.get("on_demand_fallback")) or (
+        first_capacity == "spot" and any(a.capacity == "on-demand" for a in attempts)
+    )
+    switch = walk.switches[-1] if walk.switches else {}
+    stop = next((r.stop for r in walk.attempts if r.stop), None) or {}
+    fallback_reason = switch.get("explanation") or (
+        str(stop["reason"]).removeprefix("Spotline: ").removeprefix("moving to on-demand: ")
+        if stop.get("reason")
+        else None
+    )
+    fallback_at = stop.get("at") or switch.get("checkedAt")
+    strategy = spec.get("strategy")
+    if fallback_yes:
+        fallback = f"yes, at {fallback_at}: {fallback_reason}" if fallback_at else f"yes: {fallback_reason}"
+    elif strategy == "on-demand":
+        fallback = "no: on-demand from the start (strategy on-demand)"
+    elif not attempts:
+        fallback = "no: no training job was submitted"
+    elif strategy == "spot-only":
+        fallback = "no: strategy spot-only never moves to on-demand"
+    else:
+        fallback = "no: stayed on spot"
+
+    deadline = figures.get("deadline") or spec.get("deadline")
+    finished_at = figures.get("finished_at")
+    deadline_met = figures.get("deadline_met") if isinstance(figures.get("deadline_met"), bool) else None
+    if not deadline:
+        deadline_note = "none"
+    elif deadline_met is True:
+        deadline_note = f"{deadline}: met (training finished {finished_at})"
+    elif deadline_met is False:
+        deadline_note = f"{deadline}: MISSED (training finished {finished_at})"
+    elif running:
+        slack = as_dict(as_dict((walk.attempts[-1].statuses or [{}])[-1] if walk.attempts else {}).get("decision"))
+        seconds = slack.get("slackSeconds")
+        deadline_note = f"{deadline}: not reached yet" + (
+            f" ({format_duration(seconds)} of slack over finishing on-demand)" if isinstance(seconds, int) else ""
+        )
+    else:
+        deadline_note = f"{deadline}: not reached (" + (
+            "the training did not complete)" if attempts else "no training ran)"
+        )
+
+    latest = walk.attempts[-1].statuses[-1] if walk.attempts and walk.attempts[-1].statuses else {}
+    entries = timeline_entries(events)
+    origin = parse_time(source.get("receivedAt")) or walk.started_at or parse_time(describe.get("startDate"))
+    other = {k: v for k, v in state.items() if k not in KNOWN_KEYS}
+
+    name = str(describe.get("name") or arn.rsplit(":", 1)[-1])
+    headline = _headline(status=status, failure=failure, outcome=outcome, running_state=walk.last_state, latest=latest)
+    next_step = _next_step(
+        status=status,
+        failure=failure,
+        outcome=outcome,
+        spec=spec,
+        manifest=manifest,
+        running_state=walk.last_state,
+        latest=latest,
+    )
+    reports = {
+        k: str(v)
+        for k, v in (("outcome", outcome.get("report")), ("rejected", manifest.get("report")))
+        if isinstance(v, str) and v
+    }
+    spot_interruptions = sum(a.interruptions for a in attempts)
+    return Story(
+        execution_arn=arn,
+        name=name,
+        status=status,
+        started_at=rfc3339(parse_time(describe.get("startDate")) or walk.started_at),
+        stopped_at=rfc3339(parse_time(describe.get("stopDate")) or walk.stopped_at),
+        manifest={
+            "bucket": source.get("bucket"),
+            "key": source.get("key"),
+            "versionId": source.get("versionId"),
+        },
+        team=spec.get("team") or source.get("team"),
+        job=spec.get("name"),
+        owner=spec.get("owner"),
+        strategy=strategy,
+        instance=(f"{spec['instance_type']} x{spec.get('instance_count', 1)}" if spec.get("instance_type") else None),
+        headline=headline,
+        outcome={"name": str(outcome.get("name")), "cause": str(outcome.get("cause"))} if outcome else None,
+        failure=failure,
+        next_step=next_step,
+        current_state=walk.last_state if running else None,
+        timeline_start=rfc3339(origin),
+        timeline=[
+            {
+                "at": rfc3339(e.at),
+                "offset": (offset(e.at, origin).strip() or None) if origin else None,
+                "state": e.state,
+                "text": e.text,
+            }
+            for e in entries
+        ],
+        attempts=attempts,
+        spot_interruptions=int(figures.get("interruptions", spot_interruptions)),
+        on_demand_fallback=fallback_yes,
+        fallback=fallback,
+        fallback_reason=fallback_reason if fallback_yes else None,
+        fallback_at=fallback_at if fallback_yes else None,
+        deadline=deadline,
+        finished_at=finished_at,
+        deadline_met=deadline_met,
+        deadline_note=deadline_note,
+        figures=figures,
+        links=links_of(walk, arn),
+        reports=reports,
+        other=other,
+    )
+
+
+def _headline(
+    *,
+    status: str,
+    failure: Failure | None,
+    outcome: dict[str, Any],
+    running_state: str | None,
+    latest: dict[str, Any],
+) -> str:
+    if failure is not None:
+        where = f" in {failure.state}" if failure.state else ""
+        error = f" ({failure.error})" if failure.error and failure.error != failure.state else ""
+        return f"{status}{where}{error}"
+    if status == "SUCCEEDED":
+        return f"SUCCEEDED: {outcome.get('cause') or 'the execution succeeded'}"
+    if status == "RUNNING":
+        now = f"; latest status: {status_line(latest)}" if latest.get("state") and latest.get("action") else ""
+        return f"RUNNING, now in {running_state or 'a transition'}{now}"
+    return status
+
+
+def _next_step(
+    *,
+    status: str,
+    failure: Failure | None,
+    outcome: dict[str, Any],
+    spec: dict[str, Any],
+    manifest: dict[str, Any],
+    running_state: str | None,
+    latest: dict[str, Any],
+) -> str | None:
+    if outcome.get("next_step"):
+        return str(outcome["next_step"])
+    if failure is not None:
+        known = NEXT_STEPS.get(failure.state or "") or NEXT_STEPS.get(failure.error or "")
+        if known:
+            report = manifest.get("report")
+            return known + (f" The rejection report is at {report}." if report else "")
+        if status == "TIMED_OUT":
+            return (
+                "The execution ran out of time in the state above; check that state in the console, "
+                "then upload the manifest again."
+            )
+        if status == "ABORTED":
+            return "Someone stopped the execution (see the cause); upload the manifest again to run it anew."
+        return (
+            "Read the cause above and the failing state's Comment in the state machine; "
+            "open the execution in the console (link below)."
+        )
+    if status == "SUCCEEDED":
+        output = spec.get("output_s3_uri")
+        return "Nothing to do" + (f": the model is in {output}." if output else ".")
+    if status == "RUNNING":
+        poll = latest.get("nextPollSeconds")
+        when = f"; the next status check is in {format_duration(poll)}" if isinstance(poll, int | float) else ""
+        return f"Nothing to do yet: it is in {running_state or 'a transition'}{when}."
+    return None

@@ -1,0 +1,160 @@
+"""The timeline: one line per meaningful change, as an on-call engineer reads the console.
+
+`timeline_entries` turns the history into entries; `format_entry` and `timeline` write them as
+`T+hh:mm` lines. States this module does not know (the workflow grows) get a line for each key
+they added or changed, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from spotline_dev.explain.history import (
+    KNOWN_KEYS,
+    HistoryEvent,
+    as_dict,
+    error_text,
+    load_document,
+    parse_time,
+    readable_cause,
+    summarize,
+)
+
+KNOWN_STATES = frozenset(
+    {"LoadManifest", "ValidateResources", "SubmitTrainingJob", "CheckTrainingStatus", "StopSpotJob", "RecordOutcome"}
+)
+TIME_FIELDS = ("checkedAt", "at", "updatedAt", "submittedAt", "readyAt", "receivedAt")
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at: datetime | None  # on the clock the handlers use (virtual in the sandbox)
+    state: str
+    text: str
+
+
+def _describe(name: str, state: dict[str, Any]) -> str | None:
+    """One line for a known state's exit, or None when it adds nothing new."""
+    describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
+        "LoadManifest": lambda s: (
+            (
+                f"manifest valid: {s['manifest']['spec']['team']}/{s['manifest']['spec']['name']}, "
+                f"{s['manifest']['spec']['strategy']}, deadline {s['manifest']['spec']['deadline'] or 'none'}"
+            )
+            if s["manifest"]["valid"]
+            else f"manifest rejected: {s['manifest']['summary']}"
+        ),
+        "ValidateResources": lambda s: s["resources"]["summary"],
+        "SubmitTrainingJob": lambda s: (
+            f"attempt {s['training']['attempt']} on {s['training']['capacity']}: {s['training']['trainingJobName']}"
+        ),
+        "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
+        "RecordOutcome": lambda s: f"{s['outcome']['name']}: {readable_cause(s['outcome']['cause'])}",
+    }
+    describer = describers.get(name)
+    return describer(state) if describer else None
+
+
+def status_line(status: dict[str, Any]) -> str:
+    progress = status.get("progress") or {}
+    done = f"{progress.get('fraction', 0):.0%} done" if progress else ""
+    parts = [status["state"], done]
+    if status.get("interruptions"):
+        parts.append(f"{status['interruptions']} interruption(s) in this job")
+    if status["action"] != "keep-waiting":
+        parts.append(f"-> {status['action']}: {status['explanation']}")
+    return ", ".join(p for p in parts if p)
+
+
+def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
+    stamp = {"SubmitTrainingJob": ("training", "submittedAt"), "StopSpotJob": ("fallback", "at")}.get(name)
+    if stamp and state.get(stamp[0]):
+        return datetime.fromisoformat(state[stamp[0]][stamp[1]])
+    if name == "RecordOutcome" and (state.get("status") or {}).get("checkedAt"):
+        return datetime.fromisoformat(state["status"]["checkedAt"])
+    return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
+
+
+def _stamp(value: Any) -> datetime | None:
+    """When a result says it happened: a known time field, else any `...At` field."""
+    fields = as_dict(value)
+    names = [*(f for f in TIME_FIELDS if f in fields), *(f for f in fields if f.endswith("At"))]
+    return next((t for t in (parse_time(fields[f]) for f in names) if t), None)
+
+
+def _generic(name: str, before: dict[str, Any] | None, after: dict[str, Any]) -> list[TimelineEntry]:
+    """Lines for a state this module does not know: each key it added or changed."""
+    entries = []
+    for key, value in after.items():
+        if before is not None and before.get(key) == value:
+            continue
+        if before is None and key in KNOWN_KEYS:
+            continue  # no input to compare with: only the keys that are not the known steps'
+        stamp = _stamp(value)
+        if isinstance(value, dict) and "Error" in value:
+            text = f"failed with {error_text(value['Error'], value.get('Cause'))} (kept in $.{key})"
+        else:
+            text = f"{key}: {summarize(value)}"
+        entries.append(TimelineEntry(stamp, name, text))
+    return entries
+
+
+def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
+    """The meaningful changes of an execution, oldest first."""
+    entries: list[TimelineEntry] = []
+    last_status = ""
+    entered: dict[str, Any] = {}  # state name -> its raw input, for states this module does not know
+    for event in history:
+        if event.get("stateEnteredEventDetails"):
+            details = event["stateEnteredEventDetails"]
+            entered[str(details.get("name", "?"))] = details.get("input")
+            continue
+        details = event.get("stateExitedEventDetails")
+        if not details:
+            continue
+        name, raw = str(details.get("name", "?")), details.get("output")
+        if name not in KNOWN_STATES and raw == entered.get(name):
+            continue  # a Choice, Wait or Pass state that changed nothing
+        state = load_document(raw)
+        if state is None:
+            continue
+        try:
+            if name == "CheckTrainingStatus":
+                status = state["status"]
+                key = (status["state"], status.get("interruptions"), status["action"], status.get("trainingJobName"))
+                if str(key) != last_status:
+                    at = datetime.fromisoformat(status["checkedAt"])
+                    entries.append(TimelineEntry(at, name, status_line(status)))
+                    last_status = str(key)
+                continue
+            described = _describe(name, state)
+            if described:
+                entries.append(TimelineEntry(_time_of(name, state), name, described))
+            if name in KNOWN_STATES:
+                continue
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # a known state whose result changed shape: shown generically below
+        entries.extend(_generic(name, load_document(entered.get(name)), state))
+    return entries
+
+
+def offset(at: datetime | None, start: datetime) -> str:
+    """`T+07:40` from `start`; blank (same width) when the time is unknown."""
+    if at is None:
+        return " " * 7
+    minutes = int((at - start).total_seconds() // 60)
+    sign, minutes = ("+", minutes) if minutes >= 0 else ("-", -minutes)
+    return f"T{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def format_entry(entry: TimelineEntry, start: datetime) -> str:
+    """`T+07:40  StopSpotJob          stopped the spot job: ...` (offset from `start`)."""
+    return f"{offset(entry.at, start)}  {entry.state:<20} {entry.text}"
+
+
+def timeline(history: Iterable[HistoryEvent], start: datetime) -> list[str]:
+    """The timeline as text lines, offsets from `start`."""
+    return [format_entry(entry, start) for entry in timeline_entries(history)]

@@ -1,0 +1,64 @@
+"""`spotline simulate` itself: the grid from the command line, the traces, the printed report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spotline_dev.simulate.grid import GridSpec, default_workers
+from spotline_dev.simulate.report import run, slack_table
+from spotline_dev.traces import DEFAULT_TRACES_DIR, REPO_ROOT, all_traces, read_logs
+
+EXIT_OK, EXIT_USAGE = 0, 2
+DEFAULT_OUT_DIR = REPO_ROOT / "out" / "simulate"
+
+
+def grid_from_args(args: argparse.Namespace) -> GridSpec:
+    return GridSpec(
+        work_hours=tuple(float(w) for w in args.work_hours),
+        slacks=tuple(float(s) / 100 for s in args.slack),
+        start_every_hours=float(args.start_every_hours),
+        overhead_seconds=float(args.overhead_minutes) * 60,
+        checkpoint_seconds=float(args.checkpoint_minutes) * 60,
+        step_seconds=int(args.step_seconds),
+        spot_price_ratio=float(args.spot_price_ratio),
+        overhead_billed=bool(args.bill_overhead),
+        work_error=float(args.work_error) / 100,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """`spotline simulate` (arguments from spotline_dev.cli)."""
+    folder = Path(args.traces) if args.traces else DEFAULT_TRACES_DIR
+    out_dir = Path(args.out) if args.out else DEFAULT_OUT_DIR
+    try:
+        grid = grid_from_args(args)
+        if min(grid.work_hours) <= 0 or min(grid.slacks) <= 0 or grid.start_every_hours <= 0:
+            raise ValueError("work hours, slack and --start-every-hours must be positive")
+        results = read_logs(folder)
+    except (ValueError, OSError) as exc:
+        print(f"spotline simulate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    traces = all_traces(results)
+    print(f"spot availability logs in {folder} (read in place):")
+    for result in results:
+        print(f"  {result.summary()}")
+    instances = sum(len(grid.starts(t, w)) for t in traces for w in grid.work_hours) * len(grid.slacks)
+    print(f"grid: {grid.describe(len(traces))}: {instances} jobs x {len(grid.policies)} policies")
+    if not instances:
+        print("spotline simulate: no job fits in these traces; try shorter --work-hours", file=sys.stderr)
+        return EXIT_USAGE
+    report = run(traces, grid, out_dir, workers=max(1, int(args.jobs or default_workers())), with_plot=not args.no_plot)
+    print()
+    print(report.table)
+    print()
+    print("mean cost / optimum by deadline slack (feasible deadlines):")
+    print(slack_table(report.rows, grid.policies))
+    print()
+    print("mean/OD, worst/OD: cost against on-demand from the start; mean/opt, worst/opt: against the offline")
+    print("optimum, per job; bill/opt: all costs over all optimal costs. Costs over feasible deadlines; a missed")
+    print("job counts what it paid until its deadline.")
+    written = [report.runs_csv, report.summary_csv, *([report.png] if report.png else [])]
+    print(f"wrote {', '.join(str(p) for p in written)} in {report.seconds:.1f}s")
+    return EXIT_OK

@@ -1,0 +1,170 @@
+"""The grid of simulated jobs (traces x job lengths x start offsets x deadline slacks) and its
+runs: a `Row` per policy and job, against the offline optimum of the same job."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+
+from spotline_dev.simulate.model import (
+    DEFAULT_CHECKPOINT_SECONDS,
+    DEFAULT_OVERHEAD_SECONDS,
+    DEFAULT_STEP_SECONDS,
+    HOUR,
+    SPOT_PRICE_RATIO,
+    Job,
+)
+from spotline_dev.simulate.optimum import optimal_costs
+from spotline_dev.simulate.policies import POLICIES, run_policy
+from spotline_dev.traces import Trace
+
+
+@dataclass(frozen=True, slots=True)
+class GridSpec:
+    work_hours: tuple[float, ...] = (4.0, 8.0, 16.0)
+    slacks: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    """Deadline = work x (1 + slack) after the submission."""
+    start_every_hours: float = 6.0
+    """Jobs start 0h, 6h, 12h, ... into each trace, as long as the loosest deadline still fits."""
+    overhead_seconds: float = DEFAULT_OVERHEAD_SECONDS
+    checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
+    step_seconds: int = DEFAULT_STEP_SECONDS
+    spot_price_ratio: float = SPOT_PRICE_RATIO
+    overhead_billed: bool = False
+    work_error: float = 0.0
+    """Jobs really need work x (1 + work_error); every policy is told the work (expectedDuration)."""
+    policies: tuple[str, ...] = tuple(POLICIES)
+
+    def job(self, work_hours: float, slack: float) -> Job:
+        return Job.from_seconds(
+            work=work_hours * HOUR,
+            deadline=work_hours * (1 + slack) * HOUR,
+            overhead=self.overhead_seconds,
+            checkpoint=self.checkpoint_seconds,
+            step_seconds=self.step_seconds,
+            spot_price_ratio=self.spot_price_ratio,
+            overhead_billed=self.overhead_billed,
+            work_error=self.work_error,
+        )
+
+    def starts(self, trace: Trace, work_hours: float) -> list[float]:
+        """Start offsets (hours into the trace) at which the loosest deadline still fits."""
+        span = trace.duration_seconds / HOUR - work_hours * (1 + max(self.slacks))
+        if span < 0:
+            return []
+        return [k * self.start_every_hours for k in range(int(span // self.start_every_hours) + 1)]
+
+    def describe(self, traces: int) -> str:
+        works = ", ".join(f"{w:g}h" for w in self.work_hours)
+        slacks = f"{100 * min(self.slacks):g}-{100 * max(self.slacks):g}%"
+        text = (
+            f"{traces} traces x work {works} x slack {slacks} x a start every {self.start_every_hours:g}h; "
+            f"restart {self.overhead_seconds / 60:g}m, checkpoint every {self.checkpoint_seconds / 60:g}m, "
+            f"spot at {self.spot_price_ratio:g} x on-demand"
+        )
+        if self.work_error:
+            text += f", jobs {100 * self.work_error:+g}% longer than declared"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One policy on one instance (trace, start, work, slack)."""
+
+    trace: str
+    source: str
+    start_hours: float
+    work_hours: float
+    slack: float
+    deadline_hours: float
+    policy: str
+    cost: float
+    """In on-demand hours (on-demand price = 1)."""
+    on_demand_cost: float
+    optimum: float
+    """`inf` when no policy can meet the deadline."""
+    met: bool
+    finished_hours: float | None
+    spot_hours: float
+    on_demand_hours: float
+    preemptions: int
+    lost_hours: float
+    switched_at_hours: float | None
+    reason: str
+
+    @property
+    def feasible(self) -> bool:
+        return math.isfinite(self.optimum)
+
+    @property
+    def vs_on_demand(self) -> float:
+        return self.cost / self.on_demand_cost
+
+    @property
+    def vs_optimum(self) -> float:
+        return self.cost / self.optimum if self.feasible and self.optimum > 0 else math.nan
+
+
+def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
+    """Every start, slack and policy for one trace and one job length (one optimum computation)."""
+    starts = grid.starts(trace, work_hours)
+    if not starts:
+        return []
+    loosest = grid.job(work_hours, max(grid.slacks))
+    windows = np.stack([trace.availability(grid.step_seconds, s * HOUR, loosest.deadline) for s in starts])
+    best = optimal_costs(loosest, windows, horizon=loosest.deadline)
+    hours = grid.step_seconds / HOUR
+    rows: list[Row] = []
+    for i, start_hours in enumerate(starts):
+        start = trace.start + timedelta(hours=start_hours)
+        for slack in grid.slacks:
+            job = grid.job(work_hours, slack)
+            window = windows[i, : job.deadline]
+            for name in grid.policies:
+                outcome = run_policy(name, job, window, start)
+                rows.append(
+                    Row(
+                        trace=trace.label,
+                        source=trace.source,
+                        start_hours=start_hours,
+                        work_hours=work_hours,
+                        slack=slack,
+                        deadline_hours=job.deadline * hours,
+                        policy=name,
+                        cost=outcome.cost,
+                        on_demand_cost=job.on_demand_cost,
+                        optimum=float(best[i, job.deadline]),
+                        met=outcome.met,
+                        finished_hours=None if outcome.finished_at is None else outcome.finished_at * hours,
+                        spot_hours=outcome.spot_steps * hours,
+                        on_demand_hours=outcome.on_demand_steps * hours,
+                        preemptions=outcome.preemptions,
+                        lost_hours=outcome.lost_steps * hours,
+                        switched_at_hours=None if outcome.switched_at is None else outcome.switched_at * hours,
+                        reason=outcome.reason,
+                    )
+                )
+    return rows
+
+
+def _run_cell(args: tuple[Trace, GridSpec, float]) -> list[Row]:
+    return run_cell(*args)
+
+
+def run_grid(traces: Sequence[Trace], grid: GridSpec, workers: int = 1) -> list[Row]:
+    """Rows in a fixed order (trace, work, start, slack, policy), whatever the number of workers."""
+    cells = [(trace, grid, work) for trace in traces for work in grid.work_hours]
+    if workers <= 1 or len(cells) <= 1:
+        return [row for cell in cells for row in run_cell(*cell)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return [row for rows in pool.map(_run_cell, cells) for row in rows]
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))

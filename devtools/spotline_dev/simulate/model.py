@@ -1,0 +1,406 @@
+"""The simulation model: the job and its billing, what a policy sees and says, and `simulate`,
+the time-stepped replay of one job on one trace.
+
+**The model** (one training job on one availability trace, in whole steps of `step_seconds`):
+
+- The job needs `W` of compute and must finish by its deadline `D` (both from its submission).
+- Every start of an instance, spot or on-demand, first spends the restart overhead `d`
+  (provisioning, image and data download, restore) before training progresses; a spot start
+  needs capacity for every step of it, and waits for capacity when there is none (as managed
+  spot training does).
+- Training writes a checkpoint every `c` of training since it (re)started. A spot preemption
+  loses the work since the last one; a stop the workflow asks for (StopTrainingJob: SIGTERM)
+  saves first, as Spotline's checkpoint helper does. Without checkpoints any stop or preemption
+  sends the job back to zero.
+- Money: a training step costs the on-demand price on on-demand and `SPOT_PRICE_RATIO` of it on
+  spot. The restart overhead costs time, not money, unless `overhead_billed` (SageMaker does not
+  bill the queueing and provisioning that make up most of it), so on-demand from the start costs
+  exactly `W` x the on-demand price. Costs are in on-demand hours (on-demand price = 1).
+- SageMaker reports TrainingStartTime when instances are acquired, the last
+  `STARTUP_AFTER_ACQUIRE_SECONDS` of the start-up before training; so the restart overhead
+  Spotline measures (that wait + 10 minutes) is `d` when capacity is at hand, and more after a
+  wait for spot capacity, as in production.
+- Policies plan with the declared work (expectedDuration); `work_error` makes jobs really need
+  more, to see what a safety margin buys.
+- A job that misses its deadline is stopped there: its cost is what it paid until then.
+
+**Spot price.** `SPOT_PRICE_RATIO = 0.3`. In the period of the traces (spring 2020) the spot
+price of the GPU instances the AWS log covers sat at about 30 % of on-demand in us-east-1
+(p3.2xlarge about $0.92 against $3.06 an hour), and GCP listed preemptible GPUs at about 30 % of
+their on-demand rate (V100 $0.74 against $2.48, K80 $0.135 against $0.45 per GPU-hour); the
+project's Batch/SageMaker stand-in uses the same ratio. Results are ratios, so only the ratio
+matters; `--spot-price-ratio` changes it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from spotline.aws.checking import STARTUP_AFTER_ACQUIRE_SECONDS
+from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
+
+SPOT_PRICE_RATIO = 0.3
+"""Spot price / on-demand price (source in the module docstring)."""
+DEFAULT_STEP_SECONDS = 60
+DEFAULT_OVERHEAD_SECONDS = int(DEFAULT_RESTART_OVERHEAD_SECONDS)
+"""Spotline's own restart estimate before anything is measured (20 minutes)."""
+DEFAULT_CHECKPOINT_SECONDS = 15 * 60
+"""The manifest default, checkpoint.intervalMinutes = 15."""
+HOUR = 3600.0
+NEVER = 1 << 62
+
+Capacity = Literal["spot", "on-demand", "none"]
+Phase = Literal["idle", "waiting", "interrupted", "starting", "training"]
+
+
+# --- the job ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One simulated job, in whole steps of `step_seconds`."""
+
+    work: int
+    """Compute the job really needs."""
+    deadline: int
+    overhead: int
+    checkpoint: int | None
+    """Training between checkpoints; None: no checkpoints at all."""
+    step_seconds: int = DEFAULT_STEP_SECONDS
+    spot_price: float = SPOT_PRICE_RATIO
+    on_demand_price: float = 1.0
+    overhead_billed: bool = False
+    declared_work: int | None = None
+    """The work the manifest declares (expectedDuration) when it differs from `work`: policies
+    plan with it, while progress.json reports the true fraction done."""
+
+    def __post_init__(self) -> None:
+        if self.work <= 0 or self.deadline <= 0 or self.overhead < 0 or self.step_seconds <= 0:
+            raise ValueError("work, deadline and step must be positive, the overhead not negative")
+        if self.checkpoint is not None and self.checkpoint <= 0:
+            raise ValueError("the checkpoint interval must be positive (None: no checkpoints)")
+        if self.declared_work is not None and self.declared_work <= 0:
+            raise ValueError("the declared work must be positive")
+
+    @property
+    def declared(self) -> int:
+        return self.work if self.declared_work is None else self.declared_work
+
+    @property
+    def step_hours(self) -> float:
+        return self.step_seconds / HOUR
+
+    @property
+    def on_demand_cost(self) -> float:
+        """On-demand from the start: the work at the on-demand price (plus one start if billed)."""
+        billed = self.overhead if self.overhead_billed else 0
+        return (self.work + billed) * self.on_demand_price * self.step_hours
+
+    @classmethod
+    def from_seconds(
+        cls,
+        *,
+        work: float,
+        deadline: float,
+        overhead: float = DEFAULT_OVERHEAD_SECONDS,
+        checkpoint: float | None = DEFAULT_CHECKPOINT_SECONDS,
+        step_seconds: int = DEFAULT_STEP_SECONDS,
+        spot_price_ratio: float = SPOT_PRICE_RATIO,
+        overhead_billed: bool = False,
+        work_error: float = 0.0,
+    ) -> Job:
+        """Work and overhead round up to whole steps, the deadline down (never in the job's
+        favour). With `work_error` the job really needs `work x (1 + work_error)`; policies are
+        told `work`."""
+        declared = math.ceil(work / step_seconds - 1e-9)
+        true = math.ceil(work * (1 + work_error) / step_seconds - 1e-9)
+        return cls(
+            work=true,
+            deadline=math.floor(deadline / step_seconds + 1e-9),
+            overhead=math.ceil(overhead / step_seconds - 1e-9),
+            checkpoint=None if checkpoint is None else max(1, math.ceil(checkpoint / step_seconds - 1e-9)),
+            step_seconds=step_seconds,
+            spot_price=spot_price_ratio,
+            overhead_billed=overhead_billed,
+            declared_work=None if true == declared else declared,
+        )
+
+
+# --- what a policy sees and says -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The job at step `t`, as a policy may see it."""
+
+    t: int
+    job: Job
+    capacity: Capacity
+    """What the current attempt asked for ("none" before the first submission)."""
+    phase: Phase
+    checkpointed: int
+    """Work safe in a checkpoint (what progress.json says), in steps of true work."""
+    spot_available: bool
+    """Spot capacity in this step: the baselines look at it, Spotline's policy does not."""
+    first_submitted: int
+    attempt_submitted: int
+    attempt_started: int | None
+    """When SageMaker reported the current attempt started (TrainingStartTime: instances acquired)."""
+    previous_waits: tuple[int, ...]
+    """Waits from submission to TrainingStartTime of the earlier attempts that started."""
+    phase_since: int
+    trained_in_attempt: int
+    preemptions_in_attempt: int
+
+    @property
+    def fraction_done(self) -> float:
+        return self.checkpointed / self.job.work
+
+    @property
+    def remaining(self) -> float:
+        """Remaining work as a policy can estimate it: the declared work not yet done."""
+        job = self.job
+        if job.declared_work is None:
+            return float(job.work - self.checkpointed)
+        return job.declared * (1 - self.fraction_done)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    capacity: Capacity
+    wake_at: int | None = None
+    """The step at which to ask again (None: only at events, for a policy that wants them)."""
+
+
+class Policy(Protocol):
+    name: str
+    wakes_on_events: bool
+    """Also asked at every event: capacity found or lost, a start-up done, a checkpoint."""
+
+    def decide(self, view: View) -> Command: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    policy: str
+    cost: float
+    finished_at: int | None
+    met: bool
+    spot_steps: int
+    on_demand_steps: int
+    preemptions: int
+    lost_steps: int
+    switched_at: int | None
+    """First step on on-demand capacity, if any."""
+    decisions: int
+    reason: str = ""
+    """Why the policy moved to on-demand, when it says."""
+
+
+# --- the simulator ---------------------------------------------------------------------------
+
+
+def _next_index(flags: npt.NDArray[np.bool_], value: bool) -> npt.NDArray[np.int64]:
+    """nxt[t] = the first index >= t where flags == value (len(flags) if none), t in 0..len."""
+    n = len(flags)
+    nxt = np.full(n + 1, n, dtype=np.int64)
+    hits = np.flatnonzero(flags == value)
+    if len(hits):
+        positions = np.searchsorted(hits, np.arange(n + 1), side="left")
+        valid = positions < len(hits)
+        nxt[valid] = hits[positions[valid]]
+    return nxt
+
+
+@dataclass(slots=True)
+class _Run:
+    """The mutable state of one simulation."""
+
+    instance: Capacity = "none"
+    """The instance that exists now."""
+    request: Capacity = "none"
+    """What the current attempt asks for."""
+    overhead_left: int = 0
+    checkpointed: int = 0
+    unsaved: int = 0
+    spot_steps: int = 0
+    on_demand_steps: int = 0
+    billed_overhead: dict[str, int] = field(default_factory=lambda: {"spot": 0, "on-demand": 0})
+    preemptions: int = 0
+    lost: int = 0
+    switched_at: int | None = None
+    first_submitted: int = -1
+    attempt_submitted: int = 0
+    attempt_started: int | None = None
+    previous_waits: list[int] = field(default_factory=list)
+    phase: Phase = "idle"
+    phase_since: int = 0
+    trained_in_attempt: int = 0
+    preemptions_in_attempt: int = 0
+
+
+def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outcome:
+    """Run `policy` on one trace window (`available[t]`: spot capacity for the whole step t).
+
+    Event-driven: between two events (the policy's wake-up, capacity found or lost, the end of a
+    start-up, a checkpoint, completion) nothing changes, so whole stretches are applied at once.
+    """
+    horizon = job.deadline
+    if len(available) < horizon:
+        raise ValueError(f"the trace window has {len(available)} steps, the deadline needs {horizon}")
+    avail = np.asarray(available[:horizon], dtype=np.bool_)
+    next_on, next_off = _next_index(avail, True), _next_index(avail, False)
+    after_acquire = math.ceil(STARTUP_AFTER_ACQUIRE_SECONDS / job.step_seconds - 1e-9)
+    run = _Run()
+    t, wake, event, decisions = 0, 0, True, 0
+    finished: int | None = None
+
+    def set_phase(phase: Phase) -> None:
+        if run.phase != phase:
+            run.phase, run.phase_since = phase, t
+
+    def forget_unreached_start() -> None:
+        if run.attempt_started is not None and run.attempt_started > t:
+            run.attempt_started = None  # gone before SageMaker reported it started
+
+    def stop_instance() -> None:
+        if run.instance == "none":
+            return
+        forget_unreached_start()
+        if run.unsaved:
+            if job.checkpoint is not None:  # SIGTERM: the helper saves once more
+                run.checkpointed += run.unsaved
+            else:
+                run.lost += run.unsaved
+            run.unsaved = 0
+        run.instance, run.overhead_left = "none", 0
+
+    def submit() -> None:
+        if run.first_submitted < 0:
+            run.first_submitted = t
+        elif run.attempt_started is not None:
+            run.previous_waits.append(run.attempt_started - run.attempt_submitted)
+        run.attempt_submitted, run.attempt_started = t, None
+        run.trained_in_attempt = run.preemptions_in_attempt = 0
+
+    def start_instance(capacity: Capacity) -> None:
+        run.instance, run.overhead_left = capacity, job.overhead
+        if capacity == "on-demand" and run.switched_at is None:
+            run.switched_at = t
+        set_phase("starting" if job.overhead else "training")
+        if run.attempt_started is None:  # TrainingStartTime; the last 10 minutes of start-up follow it
+            run.attempt_started = t + max(0, job.overhead - after_acquire)
+
+    def apply(command: Command) -> None:
+        wanted = command.capacity
+        if wanted == run.request:
+            return
+        stop_instance()
+        run.request = wanted
+        if wanted == "none":
+            set_phase("idle")
+            return
+        submit()
+        if wanted == "on-demand" or avail[t]:
+            start_instance(wanted)
+        else:
+            set_phase("waiting")
+
+    while t < horizon:
+        if t and avail[t] != avail[t - 1]:
+            event = True  # capacity came or went (heard only by policies that want events)
+        if run.instance == "spot" and not avail[t]:  # reclaimed: the work since the last checkpoint is lost
+            run.lost += run.unsaved
+            run.unsaved, run.instance, run.overhead_left = 0, "none", 0
+            forget_unreached_start()
+            run.preemptions += 1
+            run.preemptions_in_attempt += 1
+            set_phase("interrupted")
+            event = True
+        if run.instance == "none" and run.request == "spot" and avail[t]:
+            start_instance("spot")
+            event = True
+        if t >= wake or (event and policy.wakes_on_events):
+            started = run.attempt_started if run.attempt_started is not None and run.attempt_started <= t else None
+            command = policy.decide(
+                View(
+                    t=t,
+                    job=job,
+                    capacity=run.request,
+                    phase=run.phase,
+                    checkpointed=run.checkpointed,
+                    spot_available=bool(avail[t]),
+                    first_submitted=max(run.first_submitted, 0),
+                    attempt_submitted=run.attempt_submitted,
+                    attempt_started=started,
+                    previous_waits=tuple(run.previous_waits),
+                    phase_since=run.phase_since,
+                    trained_in_attempt=run.trained_in_attempt,
+                    preemptions_in_attempt=run.preemptions_in_attempt,
+                )
+            )
+            decisions += 1
+            apply(command)
+            wake = NEVER if command.wake_at is None else max(command.wake_at, t + 1)
+        event = False
+        # How long nothing changes.
+        span = min(horizon, wake) - t
+        if policy.wakes_on_events:
+            span = min(span, int(next_off[t] if avail[t] else next_on[t]) - t)
+        if run.instance == "spot":
+            span = min(span, int(next_off[t]) - t)
+        elif run.instance == "none" and run.request == "spot":
+            span = min(span, int(next_on[t]) - t)
+        if run.instance != "none":
+            if run.overhead_left:
+                span = min(span, run.overhead_left)
+            else:
+                span = min(span, job.work - run.checkpointed - run.unsaved)
+                if job.checkpoint is not None:
+                    span = min(span, job.checkpoint - run.unsaved)
+        span = max(span, 1)
+        if run.instance != "none" and run.overhead_left:
+            run.overhead_left -= span
+            if job.overhead_billed:
+                run.billed_overhead[run.instance] += span
+            if run.overhead_left == 0:
+                t += span
+                set_phase("training")
+                event = True
+                continue
+        elif run.instance != "none":
+            if run.instance == "spot":
+                run.spot_steps += span
+            else:
+                run.on_demand_steps += span
+            run.unsaved += span
+            run.trained_in_attempt += span
+            if run.checkpointed + run.unsaved >= job.work:
+                finished = t + span
+                run.checkpointed, run.unsaved = job.work, 0
+                break
+            if job.checkpoint is not None and run.unsaved >= job.checkpoint:
+                run.checkpointed += run.unsaved
+                run.unsaved = 0
+                event = True
+        t += span
+    spot = run.spot_steps + run.billed_overhead["spot"]
+    on_demand = run.on_demand_steps + run.billed_overhead["on-demand"]
+    return Outcome(
+        policy=policy.name,
+        cost=(spot * job.spot_price + on_demand * job.on_demand_price) * job.step_hours,
+        finished_at=finished,
+        met=finished is not None and finished <= job.deadline,
+        spot_steps=run.spot_steps,
+        on_demand_steps=run.on_demand_steps,
+        preemptions=run.preemptions,
+        lost_steps=run.lost,
+        switched_at=run.switched_at,
+        decisions=decisions,
+        reason=str(getattr(policy, "reason", "")),
+    )

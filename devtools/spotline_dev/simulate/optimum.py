@@ -1,0 +1,89 @@
+"""The best any policy could do on a trace.
+
+**The offline optimum** (`optimal_costs`) knows the whole trace: a dynamic program over (time,
+progress, mode), vectorized over progress and start offsets, gives the least cost of finishing
+by every deadline at once. Knowing the future it never needs to lose work (it stops before a
+preemption), so it is a lower bound on the cost of any run that meets its deadline. A deadline
+is *feasible* when the optimum can meet it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from spotline_dev.simulate.model import Job
+
+
+def optimal_costs(job: Job, available: npt.NDArray[np.bool_], horizon: int | None = None) -> npt.NDArray[np.float64]:
+    """The least cost of having finished the job by each step 0..horizon, knowing the trace.
+
+    `available` is one trace window (T,) or a batch of them (B, T); the result is (horizon + 1,)
+    or (B, horizon + 1), `inf` where no schedule can finish in time. Read the column of any
+    deadline up to `horizon` (default: the job's deadline).
+
+    A forward dynamic program over (time, progress, mode), vectorized over progress and the
+    batch. At a step a job is idle (no instance), or on spot or on-demand with an instance past
+    its start-up. Moves: stop (free); start spot (needs capacity for the whole start-up) or
+    on-demand, arriving `d` steps later ready to train; train a step (on spot only with capacity:
+    a spot instance without capacity is gone). Nothing is ever lost: with the trace known,
+    stopping before a preemption does as well as any checkpoint, so no run can be cheaper.
+    """
+    flags = np.atleast_2d(np.asarray(available, dtype=np.bool_))
+    batch, length = flags.shape
+    steps = job.deadline if horizon is None else horizon
+    if length < steps:
+        raise ValueError(f"the trace window has {length} steps, the horizon needs {steps}")
+    work, d = job.work, job.overhead
+    spot_step, od_step = job.spot_price * job.step_hours, job.on_demand_price * job.step_hours
+    spot_start = d * spot_step if job.overhead_billed else 0.0
+    od_start = d * od_step if job.overhead_billed else 0.0
+    inf = np.inf
+    idle = np.full((batch, work + 1), inf)
+    idle[:, 0] = 0.0
+    spot = np.full_like(idle, inf)
+    ondemand = np.full_like(idle, inf)
+    slots = d + 1  # arrivals of starts in flight, by arrival step modulo d + 1
+    arriving_spot = np.full((slots, batch, work + 1), inf)
+    arriving_od = np.full_like(arriving_spot, inf)
+    if d > 0:  # a spot start at t needs capacity in steps t .. t+d-1
+        counts = np.concatenate([np.zeros((batch, 1), dtype=np.int64), np.cumsum(flags, axis=1)], axis=1)
+        starts = np.arange(length)
+        fits = starts + d <= length
+        can_start = np.zeros((batch, length), dtype=np.bool_)
+        can_start[:, fits] = counts[:, starts[fits] + d] - counts[:, starts[fits]] == d
+    done = np.full((batch, steps + 1), inf)
+    for t in range(steps + 1):
+        if d > 0:
+            slot = t % slots
+            np.minimum(spot, arriving_spot[slot], out=spot)
+            np.minimum(ondemand, arriving_od[slot], out=ondemand)
+            arriving_spot[slot] = inf
+            arriving_od[slot] = inf
+        if t < steps:
+            gone = ~flags[:, t]
+            if gone.any():
+                idle[gone] = np.minimum(idle[gone], spot[gone])
+                spot[gone] = inf
+        best = np.minimum(np.minimum(idle, spot), ondemand)
+        done[:, t] = best[:, work]
+        if t == steps:
+            break
+        if d > 0:
+            target = (t + d) % slots
+            starters = can_start[:, t]
+            if starters.any():
+                landing = arriving_spot[target]
+                landing[starters] = np.minimum(landing[starters], best[starters] + spot_start)
+            np.minimum(arriving_od[target], best + od_start, out=arriving_od[target])
+        else:
+            here = flags[:, t]
+            spot[here] = np.minimum(spot[here], best[here])
+            ondemand = np.minimum(ondemand, best)
+        next_spot = np.full_like(spot, inf)
+        next_spot[:, 1:] = spot[:, :-1] + spot_step
+        next_od = np.full_like(ondemand, inf)
+        next_od[:, 1:] = ondemand[:, :-1] + od_step
+        idle, spot, ondemand = best, next_spot, next_od
+    result: npt.NDArray[np.float64] = np.minimum.accumulate(done, axis=1)
+    return result[0] if np.ndim(available) == 1 else result

@@ -1,0 +1,270 @@
+"""The online policies the simulator replays: Spotline's production policy and the baselines.
+
+**Policies** (`POLICIES`):
+
+- `on-demand`: on-demand from the start.
+- `spot-no-ckpt`: spot for as long as it takes, no checkpoints, no fallback (what the product
+  exists to prevent); `spot-ckpt`: the same with checkpoints.
+- `greedy`: spot (waiting out gaps) until the last safe moment, then on-demand for good.
+- `uniform`: Uniform Progress as in Wu et al., "Can't Be Late", NSDI 2024 (`UniformProgress`).
+- `spotline`: the production policy, `spotline.core.policy.decide(JobClock(...))` then
+  `spotline.core.lifecycle.next_step`, with the status and the clock built as the CheckTrainingStatus
+  Lambda builds them (`spotline.aws.checking`: progress = checkpointed progress as progress.json
+  says, `spot_missing`, restart overhead = the longest measured wait for instances + 10 minutes),
+  asked at the Lambda's cadence: `FIRST_POLL_SECONDS` after the submission, then
+  `spotline.core.polling.next_poll_seconds`. It never sees spot capacity directly. Spot endings
+  (MaxWaitTimeExceeded, capacity errors) are not modelled: a spot attempt waits for capacity as
+  managed spot does within MaxWait (2 x maxRuntime by default, past every deadline here), so
+  `next_step` answers keep-waiting or switch-to-on-demand, never resubmit.
+
+The baselines see the same checkpointed progress and the true restart overhead, decide at every
+step (and at every event), and look at spot capacity whenever they like, as in the paper's
+simulator: advantages Spotline does not have.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from spotline.aws.checking import is_spot_missing, restart_overhead
+from spotline.core.lifecycle import next_step
+from spotline.core.model import JobSpec
+from spotline.core.policy import JobClock, decide
+from spotline.core.polling import next_poll_seconds
+from spotline.core.status import State, TrainingStatus
+from spotline_dev.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
+
+FIRST_POLL_SECONDS = 60
+"""SubmitTrainingJob's firstPollSeconds (functions/submit_training_job/app.py)."""
+
+
+class OnDemandOnly:
+    name = "on-demand"
+    wakes_on_events = False
+
+    def decide(self, view: View) -> Command:
+        return Command("on-demand")
+
+
+class SpotOnly:
+    """Spot for as long as it takes, no fallback (with or without checkpoints: the job says)."""
+
+    wakes_on_events = False
+
+    def __init__(self, name: str = "spot-ckpt") -> None:
+        self.name = name
+
+    def decide(self, view: View) -> Command:
+        return Command("spot")
+
+
+class Greedy:
+    """Spot (waiting out gaps) until the last safe moment, then on-demand for good: the moment the
+    time left is down to the remaining work plus one restart overhead."""
+
+    name = "greedy"
+    wakes_on_events = True
+
+    def __init__(self) -> None:
+        self.locked = False
+
+    def decide(self, view: View) -> Command:
+        job = view.job
+        last_safe = math.ceil(job.deadline - view.remaining - job.overhead - 1e-9)
+        if self.locked or view.t >= last_safe:
+            self.locked = True
+            return Command("on-demand")
+        return Command("spot", last_safe)
+
+
+class UniformProgress:
+    """Uniform Progress (Wu et al., "Can't Be Late", NSDI 2024): the paper's rules on the line
+    ep(t) = W t / D from the job's start to its deadline, with checkpointed progress cp:
+
+    1. idle (spot missing) and cp < ep(t): on-demand, to catch up;
+    2. spot available: spot, even when behind (kept until preempted);
+    3. on on-demand: stay until cp >= ep(t + 2d), then back to spot if it is available;
+    4. safety net: idle and the time left < remaining work + 2d: on-demand to the end.
+
+    Plus the last-safe-moment guard of the authors' simulator (on-demand to the end once the time
+    left is down to the remaining work + d, whatever the state), so it cannot miss by design.
+    """
+
+    name = "uniform"
+    wakes_on_events = True
+
+    def __init__(self) -> None:
+        self.locked = False
+        self.on_demand = False
+
+    def decide(self, view: View) -> Command:
+        job, t = view.job, view.t
+        deadline, d = job.deadline, job.overhead
+        cp, work = view.checkpointed, job.work  # cp / work: the fraction done, as progress.json says
+        remaining = view.remaining
+        idle = view.phase in ("idle", "waiting", "interrupted")
+        last_safe = math.ceil(deadline - remaining - d - 1e-9)
+        if self.locked or t >= last_safe or (idle and deadline - t < remaining + 2 * d):
+            self.locked = True
+            return Command("on-demand")
+        if self.on_demand:
+            if view.spot_available and cp * deadline >= work * (t + 2 * d):  # cp >= ep(t + 2d)
+                self.on_demand = False
+        elif not view.spot_available and cp * deadline < work * t:  # cp < ep(t)
+            self.on_demand = True
+        # When a rule may change its answer without an event: the line passing cp, the safety net
+        # and the last safe moment.
+        line_passes = (cp * deadline) // work + 1
+        net = math.floor(deadline - remaining - 2 * d + 1e-9) + 1
+        wake = min(x for x in (line_passes, net, last_safe, NEVER) if x > t)
+        return Command("on-demand" if self.on_demand else "spot", wake)
+
+
+_STATE_OF_PHASE: dict[Phase, State] = {
+    "idle": "queued",
+    "waiting": "starting",  # SageMaker "Starting": insufficient capacity, retrying
+    "starting": "starting",
+    "training": "training",
+    "interrupted": "interrupted",
+}
+
+
+def _spec(job: Job, deadline: datetime) -> JobSpec:
+    """The smallest spot-first manifest; next_step reads its strategy and retry settings."""
+    return JobSpec(
+        team="simulate",
+        name="job",
+        image="123456789012.dkr.ecr.us-east-1.amazonaws.com/simulate:1",
+        role_arn="arn:aws:iam::123456789012:role/simulate",
+        instance_type="ml.p3.2xlarge",
+        inputs=(),
+        output_s3_uri="s3://simulate/output/",
+        strategy="spot-first",
+        checkpoint_s3_uri=None if job.checkpoint is None else "s3://simulate/checkpoints/",
+        checkpoint_interval_minutes=max(1, round((job.checkpoint or 15) * job.step_seconds / 60)),
+        expected_duration_seconds=job.declared * job.step_seconds,
+        max_runtime_seconds=max(job.work, job.declared) * job.step_seconds,
+        deadline=deadline.isoformat(),
+    )
+
+
+class SpotlinePolicy:
+    """The production policy through the CheckTrainingStatus Lambda's interface: at each check,
+    the normalized status the Lambda would see, `JobClock` as `spotline.aws.checking.check` builds it,
+    `decide`, `next_step`, and `next_poll_seconds` for the next check."""
+
+    name = "spotline"
+    wakes_on_events = False
+
+    def __init__(self, job: Job, start: datetime, seed: str = "simulate") -> None:
+        self.job, self.start, self.seed = job, start, seed
+        self.deadline = start + timedelta(seconds=job.deadline * job.step_seconds)
+        self.spec = _spec(job, self.deadline)
+        self.reason = ""
+        self.clocks: list[JobClock] = []
+        """Every clock the policy was asked about, in order (for tests and reports)."""
+
+    def _at(self, step: int) -> datetime:
+        return self.start + timedelta(seconds=step * self.job.step_seconds)
+
+    def _steps(self, seconds: float) -> int:
+        return max(1, math.ceil(seconds / self.job.step_seconds - 1e-9))
+
+    def decide(self, view: View) -> Command:
+        if view.capacity == "none":  # SubmitTrainingJob (spot-first), then WaitForJobToStart
+            return Command("spot", view.t + self._steps(FIRST_POLL_SECONDS))
+        if view.capacity == "on-demand":  # decide() answers "continue" on on-demand: nothing left to ask
+            return Command("on-demand")
+        step = self.job.step_seconds
+        now = self._at(view.t)
+        started_at = None if view.attempt_started is None else self._at(view.attempt_started)
+        status = TrainingStatus(
+            state=_STATE_OF_PHASE[view.phase],
+            reason_class=None,
+            reason=view.phase,
+            batch_status="RUNNING" if view.phase == "training" else "SCHEDULED",
+            secondary_status=None,
+            training_job_name=None,
+            training_seconds=view.trained_in_attempt * step,
+            billable_seconds=0,
+            interruptions=view.preemptions_in_attempt,
+            capacity_short=False,
+            started_at=started_at,
+            ended_at=None,
+            state_since=self._at(view.phase_since),
+        )
+        # What spotline.aws.checking.check does with it:
+        submitted = self._at(view.attempt_submitted)
+        queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
+        previous = [{"finalStatus": {"queueWaitSeconds": wait * step}} for wait in view.previous_waits]
+        overhead = restart_overhead(previous, queue_wait, "spot")
+        since_submit = (now - submitted).total_seconds()
+        spot_missing = is_spot_missing(status, since_submit, overhead)
+        clock = JobClock(
+            now=now,
+            started_at=self._at(view.first_submitted),
+            deadline=self.deadline,
+            total_work_seconds=float(self.job.declared * step),
+            progress=view.fraction_done,
+            capacity="spot",
+            spot_missing=spot_missing,
+            restart_overhead_seconds=overhead,
+        )
+        self.clocks.append(clock)
+        decision = decide(clock)
+        action = next_step(self.spec, status, capacity="spot", spot_attempts=1, decision=decision, seed=self.seed)
+        if action.action == "switch-to-on-demand":
+            self.reason = decision.reason
+            return Command("on-demand")
+        interval = next_poll_seconds(
+            status,
+            seconds_since_submit=since_submit,
+            expected_duration=self.spec.expected_duration_seconds,
+            deadline_slack=decision.slack_seconds,
+            seconds_in_state=(now - status.state_since).total_seconds() if status.state_since else None,
+        )
+        return Command("spot", view.t + self._steps(interval))
+
+
+class Scripted:
+    """Plays a fixed capacity per step, asked at every step (tests: every mode sequence)."""
+
+    name = "scripted"
+    wakes_on_events = False
+
+    def __init__(self, capacities: Sequence[Capacity]) -> None:
+        self.capacities = capacities
+
+    def decide(self, view: View) -> Command:
+        capacity = self.capacities[view.t] if view.t < len(self.capacities) else "none"
+        return Command(capacity, view.t + 1)
+
+
+PolicyFactory = Callable[[Job, datetime], Policy]
+
+
+def _spotline(job: Job, start: datetime) -> Policy:
+    return SpotlinePolicy(job, start)
+
+
+POLICIES: dict[str, PolicyFactory] = {
+    "on-demand": lambda job, start: OnDemandOnly(),
+    "spot-no-ckpt": lambda job, start: SpotOnly("spot-no-ckpt"),
+    "spot-ckpt": lambda job, start: SpotOnly("spot-ckpt"),
+    "greedy": lambda job, start: Greedy(),
+    "uniform": lambda job, start: UniformProgress(),
+    "spotline": _spotline,
+}
+"""Every online policy of the table by name (`spot-no-ckpt` runs its job without checkpoints)."""
+
+
+def run_policy(name: str, job: Job, available: npt.NDArray[np.bool_], start: datetime) -> Outcome:
+    if name == "spot-no-ckpt":
+        job = replace(job, checkpoint=None)
+    return simulate(job, available, POLICIES[name](job, start))

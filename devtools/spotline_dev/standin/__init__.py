@@ -1,0 +1,31 @@
+"""A local stand-in for AWS Batch service jobs (SAGEMAKER_TRAINING) and the SageMaker training
+jobs they start.
+
+moto has no Batch service jobs, and its training jobs finish at once, so the workflow's real
+decisions (spot interruptions, MaxWait, capacity errors, progress) could not be exercised. The
+stand-in answers those few calls at botocore's `before-send` hook: handlers run unchanged,
+botocore parses (and retries) its answers exactly as it would AWS's, and moto serves the rest.
+
+Time comes from the clock passed in. A training job's whole timeline is computed once, when the
+job is created, from the weather, the behaviour and the progress restored from its checkpoint
+(cut short if it is stopped); every intercepted call then replays events up to `clock()`. No
+randomness, no wall clock, no threads.
+
+`stand_in` wires the parts: `batch_queues` and `batch_jobs` (Batch's side), `training_jobs` and
+`training_timeline` (SageMaker's), `spot_weather`, `http_answers` (the hook's responses), `clock`.
+"""
+
+from spotline_dev.standin.batch_jobs import ServiceJobView
+from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
+from spotline_dev.standin.stand_in import BatchSageMakerStandIn
+from spotline_dev.standin.training_jobs import CheckpointStore, InMemoryCheckpointStore, TrainingJobView
+
+__all__ = [
+    "BatchSageMakerStandIn",
+    "CheckpointStore",
+    "InMemoryCheckpointStore",
+    "ServiceJobView",
+    "SpotWeather",
+    "TrainingBehaviour",
+    "TrainingJobView",
+]

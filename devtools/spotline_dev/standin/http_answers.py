@@ -1,0 +1,78 @@
+"""How the stand-in answers at botocore's `before-send` hook: the request body it reads, the
+response (or error) it hands back for botocore to parse, and the service models' shapes."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from functools import cache
+from io import BytesIO
+from typing import Any
+from urllib.parse import urlsplit
+
+import botocore.session
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.compat import HTTPHeaders
+
+_ANSWERED_HOST = "answered-by-spotline-standin.invalid"
+
+
+class ApiError(Exception):
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code, self.message, self.status = code, message, status
+
+
+class RawBody(BytesIO):
+    """What botocore reads a response body from (moto's MockRawResponse does the same)."""
+
+    def stream(self, **_: Any) -> Any:
+        contents = self.read()
+        while contents:
+            yield contents
+            contents = self.read()
+
+
+@cache
+def shape(service: str, operation: str, which: str) -> Any:
+    model = botocore.session.get_session().get_service_model(service).operation_model(operation)
+    return model.input_shape if which == "input" else model.output_shape
+
+
+def json_body(request: AWSPreparedRequest) -> dict[str, Any]:
+    body = request.body
+    if body is None or body in (b"", ""):
+        return {}
+    if hasattr(body, "read"):
+        return {}  # streaming bodies belong to no operation the stand-in serves
+    parsed = json.loads(body.decode() if isinstance(body, bytes) else str(body))
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def answer(request: AWSPreparedRequest, protocol: str, serial: int, run: Callable[[], dict[str, Any]]) -> AWSResponse:
+    """Run the operation and serialize its result or error the way botocore parses them.
+
+    botocore still calls every later `before-send` handler (it takes the first response,
+    but emits to all), and moto's stubber, registered on every session, would then serve
+    the same request again (and raise NotImplementedError for StopTrainingJob). Pointing
+    the answered request at a host that nothing stubs makes it a no-op for them.
+    """
+    url = request.url
+    parts = urlsplit(url)
+    request.url = parts._replace(netloc=_ANSWERED_HOST).geturl()
+    headers = HTTPHeaders()
+    headers["x-amzn-RequestId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"standin/request/{serial}"))
+    headers["Content-Type"] = "application/json" if protocol == "rest-json" else "application/x-amz-json-1.1"
+    try:
+        status, payload = 200, run()
+    except ApiError as error:
+        status = error.status
+        if protocol == "rest-json":
+            headers["x-amzn-ErrorType"] = error.code
+            payload = {"message": error.message}
+        else:
+            payload = {"__type": error.code, "message": error.message}
+    raw = json.dumps(payload).encode()
+    headers["Content-Length"] = str(len(raw))
+    return AWSResponse(url, status, headers, RawBody(raw))

@@ -1,0 +1,62 @@
+"""Spot weather (capacity gaps, interruptions, start delays) and what the training code does."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from spotline_dev.standin.clock import EPS
+
+
+@dataclass
+class SpotWeather:
+    """Spot capacity, the same for every job (times in seconds)."""
+
+    capacity_gaps: list[tuple[datetime, datetime]] = field(default_factory=list)
+    interruptions: list[float] = field(default_factory=list)
+    spot_start_delay: float = 300.0
+    on_demand_start_delay: float = 480.0
+    queue_delay: float = 30.0
+    restart_delay: float | None = None
+    spot_price_ratio: float = 0.3
+
+
+@dataclass
+class TrainingBehaviour:
+    """What the training code in the image does (times in seconds)."""
+
+    duration: float
+    fail_after: float | None = None
+    upload_seconds: float = 60.0
+    steps_per_hour: int = 60
+
+    @property
+    def total_steps(self) -> int:
+        return max(1, math.ceil(self.duration / 3600 * self.steps_per_hour))
+
+
+def merged_gaps(gaps: list[tuple[datetime, datetime]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted((a.timestamp(), b.timestamp()) for a, b in gaps if b > a):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def capacity_from(gaps: list[tuple[float, float]], t: float, length: float) -> float:
+    """The earliest time from `t` with spot capacity for `length` seconds in a row."""
+    candidate = t
+    for start, end in gaps:
+        if end <= candidate + EPS:
+            continue
+        if start >= candidate + length - EPS:
+            break
+        candidate = end
+    return candidate
+
+
+def next_gap_start(gaps: list[tuple[float, float]], t: float) -> float:
+    return next((start for start, _ in gaps if start >= t - EPS), math.inf)

@@ -1,0 +1,176 @@
+"""The stand-in installed on a boto3 session: it routes the Batch and SageMaker calls it serves
+to the job queues, service jobs and training jobs, after replaying events up to the clock."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import boto3
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+
+from spotline_dev.standin.batch_jobs import ServiceJobs, ServiceJobView
+from spotline_dev.standin.batch_queues import JobQueues
+from spotline_dev.standin.clock import EPS, ObservedTime
+from spotline_dev.standin.http_answers import ApiError, answer, json_body
+from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
+from spotline_dev.standin.training_jobs import CheckpointStore, SageMakerTrainingJobs
+
+_BATCH_PATHS = {
+    "/v1/submitservicejob": "SubmitServiceJob",
+    "/v1/describeservicejob": "DescribeServiceJob",
+    "/v1/listservicejobs": "ListServiceJobs",
+    "/v1/terminateservicejob": "TerminateServiceJob",
+    "/v1/describejobqueues": "DescribeJobQueues",
+}
+_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob"}
+
+
+class BatchSageMakerStandIn:
+    """Batch service jobs and their SageMaker training jobs, on a clock, below boto3."""
+
+    def __init__(
+        self,
+        clock: Callable[[], datetime],
+        weather: SpotWeather,
+        behaviour: Callable[[dict[str, Any]], TrainingBehaviour],
+        checkpoint_store: CheckpointStore,
+        *,
+        account: str = "123456789012",
+        region: str = "us-east-1",
+    ) -> None:
+        self.clock, self.weather, self.behaviour, self.store = clock, weather, behaviour, checkpoint_store
+        self.account, self.region = account, region
+        self._lock = threading.RLock()
+        self._time = ObservedTime(clock)
+        self._trainings = SageMakerTrainingJobs(
+            self._time, weather, behaviour, checkpoint_store, account=account, region=region, advance=self._advance
+        )
+        self._queues = JobQueues(account=account, region=region)
+        self._service_jobs = ServiceJobs(
+            self._time, weather, self._queues, self._trainings, account=account, region=region
+        )
+        self._operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "SubmitServiceJob": self._service_jobs.submit_service_job,
+            "DescribeServiceJob": self._service_jobs.describe_service_job,
+            "ListServiceJobs": self._service_jobs.list_service_jobs,
+            "TerminateServiceJob": self._service_jobs.terminate_service_job,
+            "DescribeJobQueues": self._queues.describe_job_queues,
+            "DescribeTrainingJob": self._trainings.describe_training_job,
+            "StopTrainingJob": self._trainings.stop_training_job,
+        }
+        self._throttles: dict[str, int] = {}
+        self._serial = 0
+
+    # --- set-up and controls ----------------------------------------------------------------
+
+    def install(self, session: boto3.Session) -> None:
+        """Answer Batch and SageMaker calls of clients created from `session` from now on.
+
+        Clients copy the session's event hooks when they are created, so install first.
+        """
+        events = session.events
+        # botocore-stubs type event handlers as returning None; before-send handlers return a response.
+        events.register_first(
+            "before-send.batch", cast(Callable[..., None], self._on_batch), unique_id=f"standin-batch-{id(self)}"
+        )
+        events.register_first(
+            "before-send.sagemaker",
+            cast(Callable[..., None], self._on_sagemaker),
+            unique_id=f"standin-sagemaker-{id(self)}",
+        )
+
+    def register_queue(
+        self, name: str, *, state: str = "ENABLED", status: str = "VALID", scheduling_policy_arn: str | None = None
+    ) -> str:
+        """A SAGEMAKER_TRAINING job queue. With a scheduling policy (fair share), submissions
+        without a shareIdentifier are refused, as Batch does; without one, shareIdentifier is not checked."""
+        with self._lock:
+            return self._queues.register_queue(
+                name, state=state, status=status, scheduling_policy_arn=scheduling_policy_arn
+            )
+
+    def throttle(self, operation: str, times: int = 1) -> None:
+        """The next `times` calls of `operation` answer ThrottlingException (HTTP 400)."""
+        with self._lock:
+            self._throttles[operation] = self._throttles.get(operation, 0) + times
+
+    def fail_next_attempt(self, reason: str) -> None:
+        """The next training job created fails at start-up with this FailureReason."""
+        with self._lock:
+            self._trainings.fail_next_attempt(reason)
+
+    @property
+    def jobs(self) -> list[ServiceJobView]:
+        """Every service job as of clock() (reading them replays events up to now)."""
+        with self._lock:
+            now = self._advance()
+            return [self._service_jobs.view(job, now) for job in self._service_jobs.jobs.values()]
+
+    # --- botocore hooks ---------------------------------------------------------------------
+
+    def _on_batch(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        operation = _BATCH_PATHS.get(urlsplit(request.url).path.rstrip("/").lower())
+        if operation is None:
+            return None
+        body = json_body(request)
+        with self._lock:
+            if operation == "DescribeJobQueues" and not self._queues.serves_queues(body):
+                return None
+            return self._answer(request, "rest-json", operation, body)
+
+    def _on_sagemaker(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        target = request.headers.get("X-Amz-Target", "")
+        target = target.decode() if isinstance(target, bytes) else str(target)
+        operation = target.rpartition(".")[2]
+        if operation not in _SAGEMAKER_OPERATIONS:
+            return None
+        body = json_body(request)
+        with self._lock:
+            self._advance()  # a training job created by now is ours
+            if str(body.get("TrainingJobName", "")).lower() not in self._trainings.jobs:
+                return None  # not one of ours: moto answers
+            return self._answer(request, "json", operation, body)
+
+    def _answer(self, request: AWSPreparedRequest, protocol: str, operation: str, body: dict[str, Any]) -> AWSResponse:
+        """Replay events up to now, then run the operation (unless it is throttled) and answer."""
+        self._serial += 1
+        return answer(request, protocol, self._serial, lambda: self._run(operation, body))
+
+    def _run(self, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+        self._advance()
+        if self._throttles.get(operation, 0) > 0:
+            self._throttles[operation] -= 1
+            raise ApiError("ThrottlingException", "Rate exceeded")
+        return self._operations[operation](body)
+
+    # --- simulation -------------------------------------------------------------------------
+
+    def _advance(self) -> float:
+        """Replay every event up to clock(), in time order: checkpoint writes, training job ends
+        (Batch decides: done, retry, fail), new attempts."""
+        now = self._time.advance()
+        while True:
+            best: tuple[float, int, int] | None = None
+            action: Callable[[], None] | None = None
+            for order, job in enumerate(self._trainings.jobs.values()):
+                if job.written < len(job.plan.checkpoints):
+                    t = job.plan.checkpoints[job.written][0]
+                    if t <= now + EPS and (best is None or (t, 0, order) < best):
+                        best, action = (t, 0, order), self._bind(self._trainings.write_checkpoint, job)
+                if not job.handled and job.plan.end <= now + EPS and (best is None or (job.plan.end, 1, order) < best):
+                    best, action = (job.plan.end, 1, order), self._bind(self._service_jobs.training_ended, job)
+            for order, sjob in enumerate(self._service_jobs.jobs.values()):
+                when = sjob.next_attempt_at
+                if when is not None and when <= now + EPS and (best is None or (when, 2, order) < best):
+                    best, action = (when, 2, order), self._bind(self._service_jobs.start_attempt, sjob)
+            if action is None:
+                return now
+            action()
+
+    @staticmethod
+    def _bind(method: Callable[[Any], None], arg: Any) -> Callable[[], None]:
+        return lambda: method(arg)

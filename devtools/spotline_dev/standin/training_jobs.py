@@ -1,0 +1,362 @@
+"""The SageMaker training jobs Batch starts (one per attempt): CreateTrainingJob's checks, the
+timeline each job follows, DescribeTrainingJob and StopTrainingJob, the checkpoint progress the
+training code writes, and the views the stand-in reports."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.validate import ParamValidator
+
+from spotline_dev.standin.clock import EPS, ObservedTime, dt, rfc3339
+from spotline_dev.standin.http_answers import ApiError, shape
+from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
+from spotline_dev.standin.training_timeline import BILLED, Plan, cut, plan_training
+
+if TYPE_CHECKING:
+    from spotline_dev.standin.batch_jobs import ServiceJob
+
+CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
+DEFAULT_CHECKPOINT_INTERVAL_S = 15 * 60
+DEFAULT_MAX_RUNTIME_S = 86_400  # SageMaker's default when StoppingCondition omits it
+MAX_RUNTIME_LIMIT_S = 28 * 86_400
+
+TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+class CheckpointStore(Protocol):
+    """Where progress.json lives (the local stack backs it with moto S3)."""
+
+    def read(self, s3_uri: str) -> dict[str, Any] | None: ...
+
+    def write(self, s3_uri: str, progress: dict[str, Any]) -> None: ...
+
+
+class InMemoryCheckpointStore:
+    """Dict-backed CheckpointStore that also keeps every write, for assertions."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, dict[str, Any]] = {}
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+
+    def read(self, s3_uri: str) -> dict[str, Any] | None:
+        return self.files.get(s3_uri)
+
+    def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
+        self.files[s3_uri] = dict(progress)
+        self.writes.append((s3_uri, dict(progress)))
+
+
+@dataclass(frozen=True)
+class TrainingJobView:
+    """One SageMaker training job (one Batch attempt), as of the stand-in's last advance."""
+
+    name: str
+    arn: str
+    capacity: str  # "spot" | "on-demand"
+    created_at: datetime
+    status: str  # TrainingJobStatus
+    secondary_status: str
+    ended_at: datetime | None
+    failure_reason: str | None
+    training_seconds: float  # Downloading + Training + Uploading so far
+    billable_seconds: float
+    interrupted_at: tuple[datetime, ...]
+    lost_work_seconds: float
+    restored_from_step: int | None
+
+    @property
+    def interruptions(self) -> int:
+        return len(self.interrupted_at)
+
+
+@dataclass
+class TrainingJob:
+    name: str
+    arn: str
+    request: dict[str, Any]
+    key: str | None  # CheckpointConfig.S3Uri: progress and cumulative training are kept per key
+    spot: bool
+    created: float
+    behaviour: TrainingBehaviour
+    plan: Plan
+    restored_from_step: int | None
+    service_job: ServiceJob
+    written: int = 0  # checkpoints of the plan already written to the store
+    handled: bool = False  # its end has been reported to the Batch job
+
+
+class SageMakerTrainingJobs:
+    """Every training job the stand-in created, keyed by lower-case name, on the shared clock."""
+
+    def __init__(
+        self,
+        clock: ObservedTime,
+        weather: SpotWeather,
+        behaviour: Callable[[dict[str, Any]], TrainingBehaviour],
+        store: CheckpointStore,
+        *,
+        account: str,
+        region: str,
+        advance: Callable[[], float],
+    ) -> None:
+        self.clock, self.weather, self.behaviour, self.store = clock, weather, behaviour, store
+        self.account, self.region = account, region
+        self._advance = advance  # replays every event (of both services) up to clock()
+        self.jobs: dict[str, TrainingJob] = {}
+        self._failures: deque[str] = deque()
+
+    def fail_next_attempt(self, reason: str) -> None:
+        self._failures.append(reason)
+
+    def write_checkpoint(self, job: TrainingJob) -> None:
+        t, step = job.plan.checkpoints[job.written]
+        job.written += 1
+        if job.key is not None:
+            progress = {"step": step, "totalSteps": job.behaviour.total_steps, "updatedAt": rfc3339(t)}
+            self.store.write(job.key, progress)
+
+    def training_arn(self, name: str) -> str:
+        return f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}"
+
+    def validated_payload(self, payload: str) -> dict[str, Any]:
+        """What SageMaker's CreateTrainingJob would reject (botocore's model plus its own rules)."""
+        try:
+            request = json.loads(payload)
+        except json.JSONDecodeError as error:
+            raise ApiError("ValidationException", f"The request payload is not valid JSON: {error}") from error
+        if not isinstance(request, dict):
+            raise ApiError("ValidationException", "The request payload must be a JSON object")
+        report = ParamValidator().validate(request, shape("sagemaker", "CreateTrainingJob", "input"))
+        if report.has_errors():
+            lines = report.generate_report().splitlines()
+            raise ApiError("ValidationException", "; ".join(line.strip() for line in lines[1:] or lines))
+        name = request["TrainingJobName"]
+        if not TRAINING_JOB_NAME.match(name):
+            raise ApiError(
+                "ValidationException",
+                f"1 validation error detected: Value '{name}' at 'trainingJobName' failed to satisfy constraint: "
+                "Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
+            )
+        for required in ("AlgorithmSpecification", "ResourceConfig"):
+            if required not in request:
+                raise ApiError("ValidationException", f"{required} is required for a training job")
+        stopping = request.get("StoppingCondition") or {}
+        max_runtime = stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S)
+        max_wait = stopping.get("MaxWaitTimeInSeconds")
+        if max_runtime > MAX_RUNTIME_LIMIT_S:
+            raise ApiError(
+                "ValidationException", f"MaxRuntimeInSeconds must be less than or equal to {MAX_RUNTIME_LIMIT_S}"
+            )
+        if max_wait is not None and not request.get("EnableManagedSpotTraining"):
+            raise ApiError(
+                "ValidationException",
+                "Invalid MaxWaitTimeInSeconds. It is only supported when EnableManagedSpotTraining is set to true",
+            )
+        if max_wait is not None and max_wait < max_runtime:
+            raise ApiError(
+                "ValidationException",
+                "Invalid MaxWaitTimeInSeconds. It must be greater than or equal to MaxRuntimeInSeconds",
+            )
+        return request
+
+    def create_training(self, request: dict[str, Any], created: float, sjob: ServiceJob) -> TrainingJob:
+        name = request["TrainingJobName"]
+        key = (request.get("CheckpointConfig") or {}).get("S3Uri")
+        spot = bool(request.get("EnableManagedSpotTraining"))
+        behaviour = self.behaviour(request)
+        restored_step, restored = None, 0.0
+        progress = self.store.read(key) if key else None
+        if progress and int(progress.get("totalSteps") or 0) > 0:
+            restored_step = int(progress["step"])
+            restored = min(behaviour.duration, restored_step / int(progress["totalSteps"]) * behaviour.duration)
+        trained_before = (
+            sum(other.plan.seconds_in({"Training"}, created) for other in self.jobs.values() if other.key == key)
+            if key
+            else 0.0
+        )
+        interval = _checkpoint_interval(request.get("Environment") or {})
+        injected = self._failures.popleft() if self._failures else None
+        plan = plan_training(
+            self.weather,
+            created,
+            spot=spot,
+            behaviour=behaviour,
+            restored=restored,
+            trained_before=trained_before,
+            interval=interval,
+            checkpointed=key is not None,
+            injected=injected,
+        )
+        stopping = request.get("StoppingCondition") or {}
+        limits: list[tuple[float, str, str]] = []
+        max_runtime = float(stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S))
+        at = plan.when_seconds_in(BILLED, max_runtime)
+        if at is not None:
+            message = f"Training job stopped: it reached MaxRuntimeInSeconds ({int(max_runtime)} seconds)"
+            limits.append((at, "MaxRuntimeExceeded", message))
+        if spot and stopping.get("MaxWaitTimeInSeconds") is not None:
+            max_wait = float(stopping["MaxWaitTimeInSeconds"])
+            message = f"Training job stopped: it exceeded MaxWaitTimeInSeconds ({int(max_wait)} seconds)"
+            limits.append((created + max_wait, "MaxWaitTimeExceeded", message))
+        if limits:
+            at, final, message = min(limits)
+            if at < plan.end - EPS:
+                plan = cut(
+                    plan,
+                    at,
+                    behaviour=behaviour,
+                    checkpointed=key is not None,
+                    final=final,
+                    message=message,
+                    kind="limit",
+                )
+        timeout = (sjob.request.get("timeoutConfig") or {}).get("attemptDurationSeconds")
+        if timeout and created + timeout < plan.end - EPS:
+            plan = cut(
+                plan,
+                created + timeout,
+                behaviour=behaviour,
+                checkpointed=key is not None,
+                final="Stopped",
+                message="Training job stopped",
+                kind="timeout",
+            )
+        job = TrainingJob(
+            name, self.training_arn(name), request, key, spot, created, behaviour, plan, restored_step, sjob
+        )
+        self.jobs[name.lower()] = job
+        return job
+
+    # --- stopping ---------------------------------------------------------------------------
+
+    def stop(self, job: TrainingJob, kind: str) -> None:
+        """SIGTERM now: the plan ends after Stopping, and its last checkpoint is written at once."""
+        job.plan = cut(
+            job.plan,
+            self.clock.now,
+            behaviour=job.behaviour,
+            checkpointed=job.key is not None,
+            final="Stopped",
+            message="Training job stopped",
+            kind=kind,
+        )
+        self._advance()
+
+    def training_status(self, job: TrainingJob, now: float) -> tuple[str, str]:
+        """(TrainingJobStatus, SecondaryStatus) at `now`."""
+        plan = job.plan
+        if plan.end <= now + EPS:
+            return plan.status, plan.final
+        secondary = plan.segment_at(now).status
+        return ("Stopping" if secondary == "Stopping" else "InProgress"), secondary
+
+    # --- SageMaker operations ---------------------------------------------------------------
+
+    def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        job, now = self.jobs[body["TrainingJobName"].lower()], self.clock.now
+        plan, request = job.plan, job.request
+        status, secondary = self.training_status(job, now)
+        members = shape("sagemaker", "DescribeTrainingJob", "output").members
+        described: dict[str, Any] = {k: v for k, v in request.items() if k in members and k != "TrainingJobName"}
+        stopping = dict(request.get("StoppingCondition") or {})
+        stopping.setdefault("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S)
+        transitions = _transitions(plan, now)
+        described.update(
+            TrainingJobName=job.name,
+            TrainingJobArn=job.arn,
+            TrainingJobStatus=status,
+            SecondaryStatus=secondary,
+            StoppingCondition=stopping,
+            EnableManagedSpotTraining=job.spot,
+            EnableNetworkIsolation=bool(request.get("EnableNetworkIsolation")),
+            EnableInterContainerTrafficEncryption=bool(request.get("EnableInterContainerTrafficEncryption")),
+            CreationTime=job.created,
+            LastModifiedTime=max([job.created, *(t["StartTime"] for t in transitions)]),
+            SecondaryStatusTransitions=transitions,
+        )
+        downloads = [s.start for s in plan.segments if s.status == "Downloading" and s.start <= now + EPS]
+        if downloads:
+            described["TrainingStartTime"] = downloads[0]
+        if plan.end <= now + EPS:
+            training = round(plan.seconds_in(BILLED, plan.end))
+            described["TrainingEndTime"] = plan.end
+            described["TrainingTimeInSeconds"] = training
+            described["BillableTimeInSeconds"] = (
+                round(training * self.weather.spot_price_ratio) if job.spot else training
+            )
+            if plan.failure_reason:
+                described["FailureReason"] = plan.failure_reason
+            if plan.status == "Completed":
+                output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
+                described["ModelArtifacts"] = {"S3ModelArtifacts": f"{output}/{job.name}/output/model.tar.gz"}
+        return described
+
+    def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        job = self.jobs[body["TrainingJobName"].lower()]
+        status, _ = self.training_status(job, self.clock.now)
+        if status != "InProgress":
+            raise ApiError(
+                "ValidationException", f"The request was rejected because the training job is in status {status}."
+            )
+        self.stop(job, "user")
+        return {}
+
+    # --- views ------------------------------------------------------------------------------
+
+    def training_view(self, job: TrainingJob, now: float) -> TrainingJobView:
+        plan = job.plan
+        status, secondary = self.training_status(job, now)
+        training = plan.seconds_in(BILLED, now)
+        return TrainingJobView(
+            name=job.name,
+            arn=job.arn,
+            capacity="spot" if job.spot else "on-demand",
+            created_at=dt(job.created),
+            status=status,
+            secondary_status=secondary,
+            ended_at=dt(plan.end) if plan.end <= now + EPS else None,
+            failure_reason=plan.failure_reason if plan.end <= now + EPS else None,
+            training_seconds=training,
+            billable_seconds=training * self.weather.spot_price_ratio if job.spot else training,
+            interrupted_at=tuple(dt(t) for t, _ in plan.interruptions if t <= now + EPS),
+            lost_work_seconds=sum((lost for t, lost in plan.interruptions if t <= now + EPS), 0.0),
+            restored_from_step=job.restored_from_step,
+        )
+
+
+def _checkpoint_interval(environment: dict[str, Any]) -> float:
+    """Seconds between checkpoints: the training code reads Spotline's variable, else 15 minutes."""
+    try:
+        minutes = float(environment.get(CHECKPOINT_INTERVAL_ENV) or 0)
+    except ValueError:
+        minutes = 0
+    return minutes * 60 if minutes > 0 else DEFAULT_CHECKPOINT_INTERVAL_S
+
+
+def _transitions(plan: Plan, now: float) -> list[dict[str, Any]]:
+    """SecondaryStatusTransitions as the API lists them: one entry per status change, its
+    message the latest one, and the terminal status as a last entry."""
+    entries: list[dict[str, Any]] = []
+    for segment in plan.segments:
+        if segment.start > now + EPS:
+            break
+        if entries and entries[-1]["Status"] == segment.status:
+            entries[-1]["StatusMessage"] = segment.message
+            continue
+        if entries:
+            entries[-1]["EndTime"] = segment.start
+        entries.append({"Status": segment.status, "StartTime": segment.start, "StatusMessage": segment.message})
+    if plan.end <= now + EPS:
+        if entries:
+            entries[-1]["EndTime"] = plan.end
+        entries.append(
+            {"Status": plan.final, "StartTime": plan.end, "EndTime": plan.end, "StatusMessage": plan.message}
+        )
+    return entries

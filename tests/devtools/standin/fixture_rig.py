@@ -1,0 +1,202 @@
+"""The rig the stand-in's tests drive it through: real boto3 clients on a manual clock.
+
+Every expected time in these tests follows from the default weather: the Batch job is SUBMITTED
+for 15 s and RUNNABLE for 15 s, so the SageMaker job is created at +30 s; it then needs 300 s
+(spot) or 480 s (on-demand) to reach Training, the last 60 s of which are Downloading.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import botocore.session
+
+from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, ServiceJobView
+
+T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+REGION = "us-east-1"
+CHECKPOINT = "s3://spotline-checkpoints/search-ranking/ranker-v2/"
+PROJECT_RETRY = {
+    "attempts": 3,
+    "evaluateOnExit": [
+        {"action": "RETRY", "onStatusReason": "Received status from SageMaker: InternalServerError*"},
+        {"action": "EXIT", "onStatusReason": "*"},
+    ],
+}
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def at(self, seconds: float) -> None:
+        """Move to T0 + seconds."""
+        self.now = T0 + timedelta(seconds=seconds)
+
+
+@dataclass
+class Rig:
+    clock: ManualClock
+    standin: BatchSageMakerStandIn
+    store: InMemoryCheckpointStore
+    batch: Any
+    sagemaker: Any
+    queue: str
+    raw_bodies: list[tuple[str, dict[str, Any]]]
+
+    def submit(self, payload: dict[str, Any], name: str = "ranker-v2-a1-spot", **extra: Any) -> str:
+        request = {
+            "jobName": name,
+            "jobQueue": "spotline-training",
+            "serviceJobType": "SAGEMAKER_TRAINING",
+            "serviceRequestPayload": json.dumps(payload),
+            **extra,
+        }
+        return self.batch.submit_service_job(**request)["jobId"]  # type: ignore[no-any-return]
+
+    def batch_job(self, job_id: str) -> dict[str, Any]:
+        return self.batch.describe_service_job(jobId=job_id)  # type: ignore[no-any-return]
+
+    def training(self, name: str) -> dict[str, Any]:
+        return self.sagemaker.describe_training_job(TrainingJobName=name)  # type: ignore[no-any-return]
+
+    def view(self, job_id: str) -> ServiceJobView:
+        return next(job for job in self.standin.jobs if job.job_id == job_id)
+
+    def status_at(self, seconds: float, job_id: str) -> tuple[str, str | None]:
+        self.clock.at(seconds)
+        job = self.batch_job(job_id)
+        if not job.get("latestAttempt"):
+            return job["status"], None
+        name = job["latestAttempt"]["serviceResourceId"]["value"].rsplit("/", 1)[1]
+        return job["status"], self.training(name)["SecondaryStatus"]
+
+
+RigFactory = Callable[..., Rig]
+
+
+def training_payload(
+    name: str = "ranker-v2-1a2b3c4d-a1-spot",
+    *,
+    spot: bool = True,
+    max_runtime: int = 86_400,
+    max_wait: int | None = 172_800,
+    checkpoint: str | None = CHECKPOINT,
+    interval_minutes: int | None = None,
+) -> dict[str, Any]:
+    """A CreateTrainingJob request shaped like the one Spotline renders."""
+    stopping: dict[str, int] = {"MaxRuntimeInSeconds": max_runtime}
+    if spot and max_wait is not None:
+        stopping["MaxWaitTimeInSeconds"] = max_wait
+    environment = {"LOG_LEVEL": "info"}
+    if interval_minutes is not None:
+        environment["SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"] = str(interval_minutes)
+    payload: dict[str, Any] = {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {
+            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1.4.2",
+            "TrainingInputMode": "File",
+        },
+        "RoleArn": "arn:aws:iam::123456789012:role/spotline-training",
+        "InputDataConfig": [
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": "s3://datasets/clicks-2026-11-28/train/",
+                        "S3DataDistributionType": "FullyReplicated",
+                    }
+                },
+                "InputMode": "File",
+            }
+        ],
+        "OutputDataConfig": {"S3OutputPath": "s3://models/search-ranking/ranker-v2/"},
+        "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100},
+        "StoppingCondition": stopping,
+        "EnableManagedSpotTraining": spot,
+        "HyperParameters": {"epochs": "12", "lr": "0.0003"},
+        "Environment": environment,
+        "Tags": [{"Key": "spotline:team", "Value": "search-ranking"}],
+    }
+    if checkpoint:
+        payload["CheckpointConfig"] = {"S3Uri": checkpoint, "LocalPath": "/opt/ml/checkpoints"}
+    return payload
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def ms(seconds: float) -> int:
+    return int(at(seconds).timestamp() * 1000)
+
+
+def statuses(training: dict[str, Any]) -> list[str]:
+    return [transition["Status"] for transition in training["SecondaryStatusTransitions"]]
+
+
+# --- shapes -------------------------------------------------------------------------------
+
+SHAPE_CHECKED = {
+    "SubmitServiceJob": "batch",
+    "DescribeServiceJob": "batch",
+    "ListServiceJobs": "batch",
+    "DescribeJobQueues": "batch",
+    "DescribeTrainingJob": "sagemaker",
+}
+
+
+def assert_matches_shape(value: Any, shape: Any, path: str = "") -> None:
+    """Every key the stand-in sends exists in botocore's output shape, with the wire type
+    botocore expects (botocore's parser silently drops unknown keys, so check the raw body)."""
+    kind = shape.type_name
+    if kind == "structure":
+        assert isinstance(value, dict), path
+        for key, item in value.items():
+            assert key in shape.members, f"{path}.{key} is not in {shape.name}"
+            assert_matches_shape(item, shape.members[key], f"{path}.{key}")
+    elif kind == "list":
+        assert isinstance(value, list), path
+        for index, item in enumerate(value):
+            assert_matches_shape(item, shape.member, f"{path}[{index}]")
+    elif kind == "map":
+        assert isinstance(value, dict), path
+        for item in value.values():
+            assert_matches_shape(item, shape.value, path)
+    elif kind in ("integer", "long"):
+        assert isinstance(value, int) and not isinstance(value, bool), path
+    elif kind == "timestamp":
+        assert isinstance(value, int | float) and not isinstance(value, bool), path
+    elif kind == "boolean":
+        assert isinstance(value, bool), path
+    elif kind in ("double", "float"):
+        assert isinstance(value, int | float), path
+    else:
+        assert isinstance(value, str), path
+        if "enum" in shape.metadata:
+            assert value in shape.metadata["enum"], f"{path}={value}"
+
+
+def check_shapes(rig: Rig) -> None:
+    session = botocore.session.get_session()
+    assert rig.raw_bodies
+    for operation, body in rig.raw_bodies:
+        model = session.get_service_model(SHAPE_CHECKED[operation]).operation_model(operation)
+        assert_matches_shape(body, model.output_shape, operation)
+
+
+def run_to_end(rig: Rig, job_id: str, step: float = 600) -> float:
+    seconds = 0.0
+    while rig.batch_job(job_id)["status"] not in ("SUCCEEDED", "FAILED"):
+        seconds += step
+        rig.clock.at(seconds)
+    stopped: int = rig.batch_job(job_id)["stoppedAt"]
+    return stopped / 1000 - T0.timestamp()

@@ -1,0 +1,165 @@
+"""Batch service jobs: retry decisions, timeouts, idempotent submission, termination, listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from devtools.standin.fixture_rig import (
+    CHECKPOINT,
+    PROJECT_RETRY,
+    RigFactory,
+    check_shapes,
+    run_to_end,
+    training_payload,
+)
+from spotline_dev.standin import TrainingBehaviour
+
+
+def test_retry_when_no_rule_matches_counts_training_across_attempts(make_rig: RigFactory) -> None:
+    rig = make_rig(behaviour=TrainingBehaviour(duration=7200, fail_after=1800))
+    retry = {"attempts": 2, "evaluateOnExit": [{"action": "EXIT", "onStatusReason": "*CapacityError*"}]}
+    job_id = rig.submit(training_payload(), retryStrategy=retry)
+
+    assert rig.status_at(2140, job_id) == ("RUNNABLE", "Failed")  # latestAttempt: the failed one
+    # The second attempt restores the last checkpoint and fails as soon as it trains again:
+    # the training code has already used up its 1800 s under this checkpoint prefix.
+    assert rig.status_at(2160 + 300, job_id) == ("FAILED", "Failed")
+    job = rig.batch_job(job_id)
+    assert [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job["attempts"]] == [
+        "ranker-v2-1a2b3c4d-a1-spot",
+        "ranker-v2-1a2b3c4d-a1-spot-2",
+    ]
+    assert rig.view(job_id).attempts[1].restored_from_step == 30
+
+
+def test_internal_server_error_is_retried_by_the_batch_retry_strategy(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    rig.standin.fail_next_attempt("InternalServerError: We encountered an internal error. Please try again.")
+    job_id = rig.submit(training_payload(), retryStrategy=PROJECT_RETRY)
+
+    assert rig.status_at(89, job_id) == ("SCHEDULED", "Starting")
+    assert rig.status_at(91, job_id)[0] == "RUNNABLE"
+    assert rig.status_at(121, job_id) == ("SCHEDULED", "Starting")
+    assert rig.status_at(120 + 300 + 3600 + 60, job_id) == ("SUCCEEDED", "Completed")
+    job = rig.batch_job(job_id)
+    assert len(job["attempts"]) == 2
+    assert job["attempts"][0]["statusReason"] == (
+        "Received status from SageMaker: InternalServerError: We encountered an internal error. Please try again."
+    )
+    assert job["latestAttempt"]["serviceResourceId"]["value"].endswith("/ranker-v2-1a2b3c4d-a1-spot-2")
+    failed = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    assert (failed["TrainingJobStatus"], failed["FailureReason"][:19]) == ("Failed", "InternalServerError")
+
+
+def test_capacity_errors_are_retried_without_using_attempts(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    for _ in range(2):
+        rig.standin.fail_next_attempt("CapacityError: Unable to provision requested ML compute capacity.")
+    job_id = rig.submit(training_payload(spot=False), retryStrategy={"attempts": 1})
+
+    rig.clock.at(100)
+    job = rig.batch_job(job_id)
+    assert (job["status"], job["statusReason"]) == ("RUNNABLE", "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    assert run_to_end(rig, job_id, step=60) > 0
+    job = rig.batch_job(job_id)
+    assert job["status"] == "SUCCEEDED"
+    assert len(job["attempts"]) == 3
+
+
+def test_batch_timeout_stops_the_attempt(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    job_id = rig.submit(training_payload(), timeoutConfig={"attemptDurationSeconds": 600}, retryStrategy=PROJECT_RETRY)
+
+    assert rig.status_at(630, job_id) == ("RUNNING", "Stopping")
+    assert rig.status_at(660, job_id) == ("FAILED", "Stopped")
+    job = rig.batch_job(job_id)
+    assert (job["statusReason"], len(job["attempts"])) == ("Job attempt duration exceeded timeout", 1)
+    assert rig.store.files[CHECKPOINT]["step"] == 5  # SIGTERM after 300 s of training
+
+
+def test_client_token_makes_submission_idempotent(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    first = rig.submit(training_payload(), clientToken="execution-1-attempt-1-spot")
+    again = rig.submit(training_payload(), clientToken="execution-1-attempt-1-spot")
+
+    assert again == first
+    assert len(rig.standin.jobs) == 1
+    with pytest.raises(ClientError, match="different parameters"):
+        rig.submit(training_payload(max_runtime=3600), clientToken="execution-1-attempt-1-spot")
+    rig.submit(training_payload("ranker-v2-1a2b3c4d-a2-spot"), clientToken="execution-1-attempt-2-spot")
+    assert len(rig.standin.jobs) == 2
+
+
+def test_terminate_stops_the_training_job_after_a_final_checkpoint(make_rig: RigFactory) -> None:
+    rig = make_rig(behaviour=TrainingBehaviour(duration=7200))
+    job_id = rig.submit(training_payload())
+    rig.clock.at(330 + 40 * 60)  # 40 minutes into training: checkpoints at 15 and 30 minutes
+    rig.batch.terminate_service_job(jobId=job_id, reason="Deadline at risk: switching to on-demand")
+
+    job = rig.batch_job(job_id)
+    assert (job["status"], job["isTerminated"]) == ("RUNNING", True)
+    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    assert (training["TrainingJobStatus"], training["SecondaryStatus"]) == ("Stopping", "Stopping")
+    assert rig.store.files[CHECKPOINT] == {"step": 40, "totalSteps": 120, "updatedAt": "2026-11-29T08:45:30Z"}
+
+    rig.clock.at(330 + 40 * 60 + 30)
+    job = rig.batch_job(job_id)
+    assert (job["status"], job["statusReason"]) == ("FAILED", "Terminated: Deadline at risk: switching to on-demand")
+    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    assert (training["TrainingJobStatus"], training["SecondaryStatus"]) == ("Stopped", "Stopped")
+    assert training["TrainingTimeInSeconds"] == 60 + 40 * 60
+    assert [p["step"] for _, p in rig.store.writes] == [15, 30, 40]
+    rig.batch.terminate_service_job(jobId=job_id, reason="again")  # a finished job: nothing happens
+    with pytest.raises(ClientError, match="ValidationException"):
+        rig.sagemaker.stop_training_job(TrainingJobName="ranker-v2-1a2b3c4d-a1-spot")
+
+    # The resubmission (on-demand, same checkpoint prefix) picks up at step 40 of 120.
+    rig.clock.at(3000)
+    second = rig.submit(training_payload("ranker-v2-1a2b3c4d-a2-od", spot=False), name="ranker-v2-a2-od")
+    assert rig.status_at(3000 + 30 + 480 + 1, second) == ("RUNNING", "Training")
+    assert rig.view(second).restored_from_step == 40
+    assert rig.status_at(3000 + 30 + 480 + 80 * 60 + 60, second) == ("SUCCEEDED", "Completed")
+    assert rig.store.files[CHECKPOINT]["step"] == 120
+
+
+def test_list_service_jobs_filters_by_queue_and_status(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    rig.standin.register_queue("other-queue")
+    running = rig.submit(training_payload("job-a"), name="ranker-a")
+    rig.clock.at(600)
+    queued = rig.submit(training_payload("job-b"), name="ranker-b")
+    elsewhere = rig.submit(training_payload("job-c"), name="ranker-c", jobQueue="other-queue")
+    failed = rig.submit(training_payload("job-d"), name="other-d")
+    rig.batch.terminate_service_job(jobId=failed, reason="not needed")
+
+    def ids(**query: Any) -> list[str]:
+        return [job["jobId"] for job in rig.batch.list_service_jobs(**query)["jobSummaryList"]]
+
+    assert ids(jobQueue="spotline-training") == [running]  # RUNNING unless told otherwise
+    assert ids(jobQueue="spotline-training", jobStatus="SUBMITTED") == [queued]
+    assert ids(jobQueue=rig.queue, jobStatus="FAILED") == [failed]
+    assert ids(jobQueue="other-queue", jobStatus="SUBMITTED") == [elsewhere]
+    assert ids(jobQueue="spotline-training", filters=[{"name": "JOB_NAME", "values": ["ranker-*"]}]) == [
+        queued,
+        running,
+    ]
+
+    first = rig.batch.list_service_jobs(
+        jobQueue="spotline-training", filters=[{"name": "JOB_NAME", "values": ["*"]}], maxResults=2
+    )
+    assert len(first["jobSummaryList"]) == 2
+    rest = rig.batch.list_service_jobs(
+        jobQueue="spotline-training", filters=[{"name": "JOB_NAME", "values": ["*"]}], nextToken=first["nextToken"]
+    )
+    assert [j["jobId"] for j in rest["jobSummaryList"]] == [running]
+    assert "nextToken" not in rest
+    summary = next(j for j in first["jobSummaryList"] if j["jobId"] == failed)
+    assert (summary["status"], summary["isTerminated"]) == ("FAILED", True)
+    pages = rig.batch.get_paginator("list_service_jobs").paginate(
+        jobQueue="spotline-training", jobStatus="FAILED", PaginationConfig={"PageSize": 1}
+    )
+    assert [j["jobId"] for page in pages for j in page["jobSummaryList"]] == [failed]
+    check_shapes(rig)

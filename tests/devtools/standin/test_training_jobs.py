@@ -1,0 +1,55 @@
+"""SageMaker training jobs: CreateTrainingJob's checks on the payload, StopTrainingJob."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from devtools.standin.fixture_rig import RigFactory, training_payload
+
+
+def test_stop_training_job_directly_fails_the_batch_job(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    job_id = rig.submit(training_payload())
+    rig.clock.at(1000)
+    rig.sagemaker.stop_training_job(TrainingJobName="ranker-v2-1a2b3c4d-a1-spot")
+    assert rig.status_at(1030, job_id) == ("FAILED", "Stopped")
+    assert rig.batch_job(job_id)["statusReason"] == "Received status from SageMaker: Stopped: Training job stopped"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda p: p.pop("RoleArn"), 'Missing required parameter in input: "RoleArn"'),
+        (lambda p: p["ResourceConfig"].update(InstanceCount="1"), "Invalid type for parameter"),
+        (lambda p: p.update(TrainingJobName="ranker_v2"), "failed to satisfy constraint"),
+        (lambda p: p["StoppingCondition"].update(MaxWaitTimeInSeconds=60), "greater than or equal"),
+        (lambda p: p.update(EnableManagedSpotTraining=False), "only supported when EnableManagedSpotTraining"),
+    ],
+)
+def test_invalid_payload_fails_when_sagemaker_sees_it(
+    make_rig: RigFactory, change: Callable[[dict[str, Any]], Any], expected: str
+) -> None:
+    rig = make_rig()
+    payload = training_payload()
+    change(payload)
+    job_id = rig.submit(payload)  # Batch accepts it: it does not look inside the payload
+
+    assert rig.status_at(29, job_id) == ("RUNNABLE", None)
+    job = rig.batch_job(job_id)
+    rig.clock.at(30)
+    job = rig.batch_job(job_id)
+    assert job["status"] == "FAILED"
+    assert job["statusReason"].startswith("Received status from SageMaker: ValidationException: ")
+    assert expected in job["statusReason"]
+    assert job["attempts"] == []
+
+
+def test_duplicate_training_job_name_is_refused(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    rig.submit(training_payload())
+    second = rig.submit(training_payload(), name="ranker-v2-a1-spot-again")
+    rig.clock.at(30)
+    assert rig.batch_job(second)["statusReason"].startswith("Received status from SageMaker: ResourceInUse: ")
