@@ -118,6 +118,9 @@ def _reject_json_constant(name: str) -> Any:
     raise ManifestLoadError(f"{name} is not valid JSON")
 
 
+TOO_MANY_DIGITS = "a number has more than 4300 digits; no field takes a number that long"
+
+
 def parse_manifest(data: bytes) -> dict[str, Any]:
     """The manifest document as a dict; ManifestLoadError says why it cannot be read."""
     if len(data) > MAX_BYTES:
@@ -137,6 +140,8 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
             raise ManifestLoadError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
         except RecursionError:
             raise ManifestLoadError("document is nested too deeply") from None
+        except ValueError:  # Python refuses to read integers of more than 4,300 digits
+            raise ManifestLoadError(TOO_MANY_DIGITS) from None
     else:
         loader = _StrictLoader(text)
         try:
@@ -152,6 +157,8 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
             raise ManifestLoadError(f"invalid YAML: {exc}") from None
         except RecursionError:
             raise ManifestLoadError("document is nested too deeply") from None
+        except ValueError:  # Python refuses to read integers of more than 4,300 digits
+            raise ManifestLoadError(TOO_MANY_DIGITS) from None
         finally:
             loader.dispose()
     if not isinstance(document, dict):

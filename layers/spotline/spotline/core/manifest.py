@@ -1,5 +1,12 @@
 """Manifest validation: the JSON Schema (the one definition of the shape) plus the rules a
-schema cannot express, all reported together, each naming its field by path."""
+schema cannot express, all reported together, each naming its field by path.
+
+Messages come from the schema's `x-message`: a string words the shape keywords (pattern,
+const, type, not) of the subschema it sits in; a mapping keyword -> text words the keywords it
+names. Limits (maxLength, maxProperties, ...) always say the limit and the actual size, with the
+mapping's text, if any, as the reason. The list is capped at MAX_ERRORS, keys are cut in paths
+and messages are bounded, so a hostile manifest cannot produce a huge report.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +45,14 @@ from spotline.core.model import (
 
 SCHEMA_RESOURCE = "schemas/manifest-v1.schema.json"
 MAX_BACKOFF_SECONDS = 6 * 3600
-MAX_DURATION_TEXT = 40
+MAX_ERRORS = 50
+"""Errors listed for one manifest; the rest are counted in one last error."""
+MAX_PATH_PART = 100
+"""Keys longer than this are cut in paths (`spec.environment.AAAA...`)."""
+MAX_NAMES_LISTED = 10
+"""Further unknown fields named in an 'unknown field' message."""
+MAX_MESSAGE = 1000
+SHAPE_KEYWORDS = frozenset({"pattern", "const", "type", "not"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +86,33 @@ def validate_bytes(data: bytes, *, now: datetime, expected_team: str | None = No
 
 
 def validate_document(document: dict[str, Any], *, now: datetime, expected_team: str | None = None) -> ValidationResult:
-    errors = [_from_schema_error(e) for e in _validator().iter_errors(document)]
+    errors = [schema_error(e) for e in _validator().iter_errors(document)]
     errors.extend(_semantic_errors(document, now=now, expected_team=expected_team))
     errors = sorted(set(errors), key=lambda e: (e.path, e.message))
     if errors:
-        return ValidationResult(None, errors)
+        return ValidationResult(None, _capped(errors))
     return ValidationResult(_build_spec(document), [])
+
+
+def _capped(errors: list[ManifestError]) -> list[ManifestError]:
+    shown = [ManifestError(e.path, _clip(e.message, MAX_MESSAGE)) for e in errors[:MAX_ERRORS]]
+    if len(errors) > MAX_ERRORS:
+        more = len(errors) - MAX_ERRORS
+        shown.append(ManifestError(DOCUMENT, f"... and {more} more error(s) not listed; fix the ones above first"))
+    return shown
+
+
+@cache
+def _subschema(*keys: str) -> dict[str, Any]:
+    """The schema node at `keys`, to read a limit the rules below share with the schema."""
+    node: Any = schema()
+    for key in keys:
+        node = node[key]
+    return node  # type: ignore[no-any-return]
+
+
+def _spec_field(*keys: str) -> dict[str, Any]:
+    return _subschema("properties", "spec", "properties", *keys)
 
 
 # --- schema errors -----------------------------------------------------------------------
@@ -86,50 +121,87 @@ def validate_document(document: dict[str, Any], *, now: datetime, expected_team:
 def format_path(parts: Iterable[str | int]) -> str:
     text = ""
     for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            name = _clip(str(part), MAX_PATH_PART)
+            text += f".{name}" if text else name
     return text or DOCUMENT
 
 
 def _join(parent: str, child: str) -> str:
+    child = _clip(child, MAX_PATH_PART)
     return child if parent == DOCUMENT else f"{parent}.{child}"
 
 
-def _from_schema_error(error: ValidationError) -> ManifestError:
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _x_message(subschema: dict[str, Any], kind: str) -> str | None:
+    custom = subschema.get("x-message")
+    if isinstance(custom, dict):
+        return custom.get(kind)
+    return str(custom) if custom and kind in SHAPE_KEYWORDS else None
+
+
+_LIMITS = {
+    "maxLength": "must be at most {limit} characters, got {size}",
+    "minLength": "must be at least {limit} character(s), got {size}",
+    "maxItems": "allows at most {limit} items, got {size}",
+    "minItems": "needs at least {limit} item(s)",
+    "maxProperties": "allows at most {limit} entries, got {size}",
+}
+
+
+def _limit_words(kind: str, limit: Any, instance: Any, reason: str | None) -> str | None:
+    """The message for a size limit (with the schema's reason, if any); None for other keywords."""
+    template = _LIMITS.get(kind)
+    if template is None:
+        return None
+    words = template.format(limit=limit, size=len(instance))
+    return f"{words}: {reason}" if reason else words
+
+
+def schema_error(error: ValidationError) -> ManifestError:
     path = format_path(error.absolute_path)
-    subschema: Any = error.schema
+    subschema: Any = error.schema if isinstance(error.schema, dict) else {}
     instance: Any = error.instance
     expected: Any = error.validator_value
-    custom = subschema.get("x-message") if isinstance(subschema, dict) else None
-    kind = error.validator
+    kind = str(error.validator)
+    custom = _x_message(subschema, kind)
+    limit = _limit_words(kind, expected, instance, custom)
     if "propertyNames" in error.relative_schema_path:
-        return ManifestError(_join(path, str(error.instance)), str(custom or f"invalid key: {error.message}"))
+        message = f"name {limit}" if limit else custom or f"invalid name: {_clip(error.message, 200)}"
+        return ManifestError(_join(path, str(instance)), message)
+    if limit:
+        return ManifestError(path, limit)
     if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else "?"
         return ManifestError(_join(path, missing), "is required")
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(subschema.get("properties", {}))
         unknown = sorted(set(error.instance) - set(allowed))
-        key = unknown[0] if unknown else "?"
+        key, others = (unknown[0], unknown[1:]) if unknown else ("?", [])
         hint = difflib.get_close_matches(key, allowed, n=1)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-        more = f"; also unknown: {', '.join(unknown[1:])}" if len(unknown) > 1 else ""
+        listed = ", ".join(_clip(other, 40) for other in others[:MAX_NAMES_LISTED])
+        if len(others) > MAX_NAMES_LISTED:
+            listed += f" and {len(others) - MAX_NAMES_LISTED} more"
+        more = f"; also unknown: {listed}" if others else ""
         return ManifestError(_join(path, key), f"unknown field{suggestion}; allowed here: {', '.join(allowed)}{more}")
-    if custom and kind in {"pattern", "const", "type", "maxLength"}:
-        return ManifestError(path, f"{custom} (got {_show(error.instance)})")
+    if custom:
+        return ManifestError(path, f"{custom} (got {_show(instance)})")
     messages = {
         "type": lambda: f"must be {_type_words(expected)}, got {_show(instance)}",
         "enum": lambda: f"must be one of {', '.join(map(str, expected))}, got {_show(instance)}",
         "const": lambda: f"must be {expected!r}, got {_show(instance)}",
-        "minimum": lambda: f"must be at least {expected}, got {instance}",
-        "maximum": lambda: f"must be at most {expected}, got {instance}",
-        "minItems": lambda: f"needs at least {expected} item(s)",
-        "maxItems": lambda: f"allows at most {expected} items, got {len(instance)}",
-        "maxProperties": lambda: f"allows at most {expected} entries, got {len(instance)}",
-        "maxLength": lambda: f"must be at most {expected} characters",
+        "minimum": lambda: f"must be at least {expected}, got {_show(instance)}",
+        "maximum": lambda: f"must be at most {expected}, got {_show(instance)}",
         "pattern": lambda: f"{_show(instance)} does not match {expected}",
     }
-    make = messages.get(str(kind))
-    return ManifestError(path, make() if make else error.message)
+    make = messages.get(kind)
+    return ManifestError(path, make() if make else _clip(error.message, 200))
 
 
 def _type_words(value: Any) -> str:
@@ -148,7 +220,7 @@ def _type_words(value: Any) -> str:
 
 def _show(value: Any) -> str:
     text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return _clip(text, 60)
 
 
 # --- rules the schema cannot express -------------------------------------------------------
@@ -162,13 +234,16 @@ def _get(document: Any, *keys: str) -> Any:
     return document
 
 
+def _within_limit(text: Any, field: dict[str, Any]) -> bool:
+    """A string the schema's maxLength accepts; longer ones are reported by the schema alone."""
+    return isinstance(text, str) and len(text) <= field["maxLength"]
+
+
 def _duration(capacity: Any, key: str) -> tuple[int | None, ManifestError | None]:
     raw = _get(capacity, key)
-    if not isinstance(raw, str):
+    if not _within_limit(raw, _subschema("$defs", "duration")):
         return None, None
     path = f"spec.capacity.{key}"
-    if len(raw) > MAX_DURATION_TEXT:
-        return None, ManifestError(path, f"is longer than SageMaker's limit of 28d ({len(raw)} characters)")
     try:
         seconds = parse_duration(raw)
     except ValueError:
@@ -185,7 +260,7 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
     if expected_team is not None and isinstance(team, str) and team != expected_team:
         yield ManifestError(
             "metadata.team",
-            f"is {team!r} but the manifest was uploaded under manifests/{expected_team}/; "
+            f"is {_show(team)} but the manifest was uploaded under manifests/{expected_team}/; "
             "a team may only submit from its own folder",
         )
 
@@ -195,7 +270,8 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         yield ManifestError("spec.image", "the tag 'latest' is not allowed: pin a version tag or a @sha256 digest")
 
     instance = _get(spec, "resources", "instanceType")
-    if isinstance(instance, str) and instance.startswith("ml.") and catalog.instance_type(instance) is None:
+    known_shape = _within_limit(instance, _spec_field("resources", "properties", "instanceType"))
+    if known_shape and instance.startswith("ml.") and catalog.instance_type(instance) is None:
         close = difflib.get_close_matches(instance, catalog.instance_type_names(), n=3)
         hint = f"; closest: {', '.join(close)}" if close else ""
         yield ManifestError(
@@ -210,7 +286,8 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
             if isinstance(name, str):
                 if name in seen:
                     yield ManifestError(
-                        f"spec.inputs[{index}].name", f"channel {name!r} is already used by spec.inputs[{seen[name]}]"
+                        f"spec.inputs[{index}].name",
+                        f"channel {_show(name)} is already used by spec.inputs[{seen[name]}]",
                     )
                 else:
                     seen[name] = index
@@ -254,11 +331,9 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         yield ManifestError("spec.capacity.retry.backoff", f"must be at most {format_duration(MAX_BACKOFF_SECONDS)}")
 
     timeout_text = _get(spec, "dependencyTimeout")
-    if isinstance(timeout_text, str):
+    if _within_limit(timeout_text, _subschema("$defs", "duration")):
         try:
-            timeout = (
-                parse_duration(timeout_text) if len(timeout_text) <= MAX_DURATION_TEXT else MAX_DEPENDENCY_TIMEOUT_S + 1
-            )
+            timeout = parse_duration(timeout_text)
         except ValueError:
             timeout = None  # the schema pattern reported it
         if timeout is not None and not 0 < timeout <= MAX_DEPENDENCY_TIMEOUT_S:
@@ -269,8 +344,27 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         yield ManifestError("spec.dependencyTimeout", "applies only with dependsOn; remove it or list the datasets")
 
     deadline_text = _get(capacity, "deadline")
-    if isinstance(deadline_text, str):
+    if _within_limit(deadline_text, _spec_field("capacity", "properties", "deadline")):
         yield from _deadline_errors(deadline_text, expected, capacity, now)
+
+    yield from _string_form_errors(spec)
+
+
+def _string_form_errors(spec: Any) -> Iterator[ManifestError]:
+    """Numbers reach SageMaker as strings, so their string form has the schema's string limit
+    (a 3,000-digit integer is a 3,000-character hyperparameter)."""
+    for field in ("hyperparameters", "environment"):
+        values = _get(spec, field)
+        if not isinstance(values, dict):
+            continue
+        limit = _spec_field(field, "additionalProperties")["maxLength"]
+        for key, value in values.items():
+            if isinstance(value, int | float) and len(text := scalar_to_string(value)) > limit:
+                yield ManifestError(
+                    format_path(("spec", field, key)),
+                    f"must be at most {limit} characters once sent to SageMaker as a string, "
+                    f"got a number of {len(text)}",
+                )
 
 
 def _deadline_errors(text: str, expected: int | None, capacity: Any, now: datetime) -> Iterator[ManifestError]:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from spotline.core.errors import DOCUMENT, ManifestError
-from spotline.core.manifest import ValidationResult, validate_bytes
+from spotline.core.manifest import ValidationResult, format_path, validate_bytes
 from spotline_dev.cli import main
 
 HERE = Path(__file__).resolve().parent
@@ -81,6 +81,111 @@ def _file_cases() -> list[Case]:
     return cases
 
 
+_BASE = EXAMPLE.read_text()
+HYPERPARAMETERS = "hyperparameters: {epochs: 12, lr: 0.0003, mixed_precision: true}"
+ENVIRONMENT = "environment: {WANDB_MODE: offline}"
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11.28"
+ROLE = "arn:aws:iam::123456789012:role/spotline/ranker-training"
+
+
+def _variant(old: str, new: str) -> bytes:
+    assert old in _BASE
+    return _BASE.replace(old, new, 1).encode()
+
+
+def _one_past_each_limit() -> list[Case]:
+    """SageMaker's limits (and Spotline's bounds) one character or entry past the limit; the
+    exact limits are accepted (test_limits.py)."""
+    long_name = "k" * 257
+    long_env_name = "K" * 513
+    return [
+        Case(
+            "generated:hyperparameter-value-2501-chars",
+            _variant("lr: 0.0003", "lr: " + "x" * 2501),
+            "spec.hyperparameters.lr",
+            "at most 2500 characters, got 2501",
+        ),
+        Case(
+            "generated:hyperparameter-value-3000-digit-number",
+            _variant("epochs: 12", "epochs: " + "9" * 3000),
+            "spec.hyperparameters.epochs",
+            "once sent to SageMaker as a string, got a number of 3000",
+        ),
+        Case(
+            "generated:hyperparameter-name-257-chars",
+            _variant("lr: 0.0003", f"{long_name}: 0.0003"),
+            format_path(["spec", "hyperparameters", long_name]),
+            "name must be at most 256 characters, got 257",
+        ),
+        Case(
+            "generated:hyperparameters-101",
+            _variant(HYPERPARAMETERS, "hyperparameters: {" + ", ".join(f"h{i}: {i}" for i in range(101)) + "}"),
+            "spec.hyperparameters",
+            "at most 100 entries, got 101",
+        ),
+        Case(
+            "generated:environment-value-513-chars",
+            _variant("WANDB_MODE: offline", "WANDB_MODE: " + "x" * 513),
+            "spec.environment.WANDB_MODE",
+            "at most 512 characters, got 513",
+        ),
+        Case(
+            "generated:environment-value-513-digit-number",
+            _variant("WANDB_MODE: offline", "WANDB_MODE: " + "7" * 513),
+            "spec.environment.WANDB_MODE",
+            "as a string, got a number of 513",
+        ),
+        Case(
+            "generated:environment-name-513-chars",
+            _variant(ENVIRONMENT, f"environment: {{{long_env_name}: x}}"),
+            format_path(["spec", "environment", long_env_name]),
+            "environment variable names must be 1-512",
+        ),
+        Case(
+            "generated:image-256-chars",
+            _variant(IMAGE, IMAGE.replace("ranker:", "r" * (256 - len(IMAGE) + 6) + ":")),
+            "spec.image",
+            "at most 255 characters, got 256",
+        ),
+        Case(
+            "generated:owner-255-chars",
+            _variant("alice@example.com", "a" * 243 + "@example.com"),
+            "metadata.owner",
+            "at most 254 characters, got 255",
+        ),
+        Case(
+            "generated:rolearn-2049-chars",
+            _variant(ROLE, ROLE.replace("aws:", "aws" + "-" * (2049 - len(ROLE)) + ":")),
+            "spec.roleArn",
+            "at most 2048 characters, got 2049",
+        ),
+        Case(
+            "generated:label-value-257-chars",
+            _variant('"4711"', "v" * 257),
+            "metadata.labels.cost-center",
+            "at most 256 characters, got 257",
+        ),
+        Case(
+            "generated:deadline-41-chars",
+            _variant('"2026-12-02T06:00:00Z"', '"2026-12-02T06:00:00.' + "0" * 20 + 'Z"'),
+            "spec.capacity.deadline",
+            "at most 40 characters, got 41",
+        ),
+        Case(
+            "generated:duration-41-chars",
+            _variant("maxRuntime: 30h", "maxRuntime: " + "0" * 38 + "30h"),
+            "spec.capacity.maxRuntime",
+            "at most 40 characters, got 41",
+        ),
+        Case(
+            "generated:instancetype-65-chars",
+            _variant("ml.g5.2xlarge", "ml.g5." + "x" * 59),
+            "spec.resources.instanceType",
+            "at most 64 characters, got 65",
+        ),
+    ]
+
+
 def _generated_cases() -> list[Case]:
     example = EXAMPLE.read_bytes()
     padding = b"# padding so the upload is larger than the 256 KiB limit\n" * (300 * 1024 // 57 + 1)
@@ -96,6 +201,7 @@ def _generated_cases() -> list[Case]:
         Case("generated:json-scalar-root", b"42\n", DOCUMENT, "found the number 42"),
         Case("generated:yaml-null-root", b"~\n", DOCUMENT, "found nothing"),
         Case("generated:team-mismatch", example, "metadata.team", "manifests/recommendations/", "recommendations"),
+        *_one_past_each_limit(),
     ]
 
 
@@ -290,13 +396,6 @@ def test_cli_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[
 
 
 # --- known package bugs (see the report); strict, so a fix makes these fail until unmarked -----
-
-_BASE = EXAMPLE.read_text()
-
-
-def _variant(old: str, new: str) -> bytes:
-    assert old in _BASE
-    return _BASE.replace(old, new, 1).encode()
 
 
 @pytest.mark.parametrize(

@@ -282,3 +282,9 @@ def test_size_is_counted_in_bytes_not_characters() -> None:
 
 def test_size_is_checked_before_decoding() -> None:
     assert "the limit is" in _refusal(b"\xff" * (MAX_BYTES + 1)).message
+
+
+@pytest.mark.parametrize("document", [b"a: " + b"9" * 5000 + b"\n", b'{"a": ' + b"9" * 5000 + b"}"])
+def test_a_number_past_pythons_digit_limit_is_a_clear_error_not_a_crash(document: bytes) -> None:
+    with pytest.raises(ManifestLoadError, match="more than 4300 digits"):
+        parse_manifest(document)
