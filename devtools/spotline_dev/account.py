@@ -10,7 +10,8 @@ from collections.abc import Collection
 from typing import Any
 
 from spotline.aws.clients import split_s3_uri
-from spotline.aws.resources import DLC_REGISTRY_ACCOUNTS
+from spotline.aws.resources import TEAM_TAG
+from spotline.core.images import DLC_REGISTRY_ACCOUNTS, parse_image
 from spotline.core.model import JobSpec
 
 SAGEMAKER_TRUST = {
@@ -22,17 +23,23 @@ INPUT_OBJECTS = ("part-00000.parquet", "part-00001.parquet", "_SUCCESS")
 
 def team_allowance(spec: JobSpec) -> dict[str, Any]:
     """A TeamPolicy entry that allows exactly what this spec asks for."""
+    uris = [channel.s3_uri for channel in spec.inputs] + [spec.output_s3_uri, spec.checkpoint_s3_uri or ""]
+    image = parse_image(spec.image)
     return {
         "instanceFamilies": [spec.instance_type.split(".")[1]],
         "maxInstances": spec.instance_count,
         "maxPriority": spec.priority,
+        "roles": [spec.role_arn],
+        "s3Prefixes": sorted({uri if uri.endswith("/") else f"{uri}/" for uri in uris if uri}),
+        "images": [spec.image],
+        "deepLearningContainers": bool(image and image.is_deep_learning_container),
     }
 
 
 def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) -> None:
     """`clients(service)` returns a boto3 client of the local stack."""
     if "spec.roleArn" not in missing:
-        _ensure_role(clients("iam"), spec.role_arn)
+        _ensure_role(clients("iam"), spec.role_arn, spec.team)
     if "spec.image" not in missing:
         _ensure_image(clients("ecr"), spec.image)
     s3 = clients("s3")
@@ -55,14 +62,18 @@ def _ensure_bucket(s3: Any, bucket: str) -> None:
         s3.create_bucket(Bucket=bucket)
 
 
-def _ensure_role(iam: Any, role_arn: str) -> None:
+def _ensure_role(iam: Any, role_arn: str, team: str) -> None:
+    """The team's SageMaker execution role, tagged with its team as the platform team would."""
     resource = role_arn.split(":role/", 1)[1]
     path, _, name = resource.rpartition("/")
     try:
         iam.get_role(RoleName=name)
     except Exception:
         iam.create_role(
-            RoleName=name, Path=f"/{path}/" if path else "/", AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST)
+            RoleName=name,
+            Path=f"/{path}/" if path else "/",
+            AssumeRolePolicyDocument=json.dumps(SAGEMAKER_TRUST),
+            Tags=[{"Key": TEAM_TAG, "Value": team}],
         )
 
 

@@ -9,10 +9,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from spotline.aws import training_settings
 from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request
 from spotline.core.errors import DOCUMENT, ManifestError
 from spotline.core.manifest import validate_bytes
-from spotline.core.training_request import Attempt, Capacity
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.training_request import (
+    Attempt,
+    Capacity,
+    TrainingSettings,
+    TrainingSettingsInvalid,
+    has_instance_storage,
+)
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
@@ -24,14 +32,36 @@ def _read(path: str) -> bytes | ManifestError:
         return ManifestError(DOCUMENT, f"cannot read file: {exc.strerror or exc}")
 
 
+def _team_policy(path: str) -> TeamPolicy | str:
+    """The TeamPolicy JSON in `path`, or why it cannot be used."""
+    data = _read(path)
+    if isinstance(data, ManifestError):
+        return f"{path}: {data.message}"
+    try:
+        return TeamPolicy.from_json(data.decode("utf-8", errors="replace"))
+    except TeamPolicyInvalid as exc:
+        return "\n".join(f"{path}: {error.path}: {error.message}" for error in exc.errors)
+
+
+def _manifest_errors(
+    data: bytes, args: argparse.Namespace, now: datetime, policy: TeamPolicy | None
+) -> list[ManifestError]:
+    result = validate_bytes(data, now=now, expected_team=args.team)
+    if result.spec is None or policy is None:
+        return result.errors
+    return policy.check(result.spec)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     now = args.now or datetime.now(UTC)
+    policy = _team_policy(args.team_policy) if args.team_policy else None
+    if isinstance(policy, str):
+        print(f"spotline validate: the team policy is unusable:\n{policy}", file=sys.stderr)
+        return EXIT_USAGE
     reports = []
     for path in args.files:
         data = _read(path)
-        errors = (
-            [data] if isinstance(data, ManifestError) else validate_bytes(data, now=now, expected_team=args.team).errors
-        )
+        errors = [data] if isinstance(data, ManifestError) else _manifest_errors(data, args, now, policy)
         reports.append({"file": path, "valid": not errors, "errors": [e.to_dict() for e in errors]})
     if args.json:
         print(json.dumps(reports, indent=2))
@@ -44,7 +74,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r["valid"] for r in reports) else EXIT_INVALID
 
 
+def _stack_settings(args: argparse.Namespace) -> TrainingSettings:
+    """The render flags read as SubmitTrainingJob reads the stack parameters from its environment."""
+    return training_settings.from_environment(
+        {
+            training_settings.SUBNET_IDS: args.subnets or "",
+            training_settings.SECURITY_GROUP_IDS: args.security_groups or "",
+            training_settings.NETWORK_ISOLATION: str(args.network_isolation).lower(),
+            training_settings.INTER_CONTAINER_ENCRYPTION: str(args.inter_container_encryption).lower(),
+            training_settings.VOLUME_KMS_KEY_ID: args.volume_kms_key or "",
+            training_settings.OUTPUT_KMS_KEY_ID: args.output_kms_key or "",
+        }
+    )
+
+
 def cmd_render(args: argparse.Namespace) -> int:
+    try:
+        settings = _stack_settings(args)
+    except TrainingSettingsInvalid as exc:
+        print(f"spotline render: usage error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     data = _read(args.file)
     if isinstance(data, ManifestError):
         print(f"{args.file}: {data.path}: {data.message}", file=sys.stderr)
@@ -61,10 +110,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     capacity: Capacity = args.capacity or ("on-demand" if spec.strategy == "on-demand" else "spot")
     queue = args.job_queue or f"arn:aws:batch:{args.region}:{args.account}:job-queue/spotline-training"
     try:
-        request = submit_service_job_request(spec, Attempt(execution, args.attempt, capacity), queue)
+        request = submit_service_job_request(spec, Attempt(execution, args.attempt, capacity), queue, settings)
     except TrainingRequestInvalid as exc:
         print(f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    if settings.volume_kms_key_id and has_instance_storage(spec.instance_type):
+        print(
+            f"note: TrainingVolumeKmsKeyId left out: {spec.instance_type} trains on local NVMe storage, which "
+            "the instance encrypts itself (SageMaker refuses a volume key for it)",
+            file=sys.stderr,
+        )
     if args.payload:
         print(json.dumps(json.loads(request["serviceRequestPayload"]), indent=2))
     else:
@@ -152,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="machine-readable report")
     validate.add_argument("--team", help="also require metadata.team to be this team (as the S3 folder does)")
     validate.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
+    validate.add_argument(
+        "--team-policy",
+        metavar="FILE",
+        help="also apply this TeamPolicy JSON (the stack's parameter): the team's roles, S3 prefixes, images, "
+        "families and limits, as ValidateResources does (maxConcurrentJobs needs the live queue: not checked here)",
+    )
     validate.set_defaults(run=cmd_validate)
 
     render = commands.add_parser("render", help="print the Batch SubmitServiceJob request for a manifest (dry run)")
@@ -164,6 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--account", default="123456789012")
     render.add_argument("--region", default="us-east-1")
     render.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time")
+    stack = render.add_argument_group("the stack's training settings (template parameters; default: none)")
+    stack.add_argument("--subnets", metavar="IDS", help="TrainingSubnetIds: comma-separated subnet ids")
+    stack.add_argument("--security-groups", metavar="IDS", help="TrainingSecurityGroupIds: comma-separated")
+    stack.add_argument("--network-isolation", action="store_true", help="EnableNetworkIsolation=true")
+    stack.add_argument(
+        "--inter-container-encryption", action="store_true", help="EnableInterContainerTrafficEncryption=true"
+    )
+    stack.add_argument("--volume-kms-key", metavar="KEY", help="TrainingVolumeKmsKeyId")
+    stack.add_argument("--output-kms-key", metavar="KEY", help="TrainingOutputKmsKeyId")
     render.set_defaults(run=cmd_render)
 
     sandbox = commands.add_parser("sandbox", help="run the whole system locally on a virtual clock (no AWS account)")

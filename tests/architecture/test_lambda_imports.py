@@ -17,7 +17,7 @@ TRAINING_SIDE = LAYER / "training"  # runs in the training container, standard l
 LAYER_CODE = [path for path in LAYER.rglob("*.py") if TRAINING_SIDE not in path.parents]
 LAMBDA_CODE = sorted([*ROOT.glob("functions/*/*.py"), *LAYER_CODE])
 LAYER_REQUIREMENTS = (ROOT / "layers" / "spotline" / "requirements.txt").read_text()
-THIRD_PARTY = {"aws_lambda_powertools", "boto3", "botocore", "jsonschema", "yaml"}
+THIRD_PARTY = {"aws_lambda_powertools", "boto3", "botocore", "jsonschema", "referencing", "yaml"}
 ALLOWED = {"spotline"} | THIRD_PARTY | set(sys.stdlib_module_names)
 
 
@@ -49,6 +49,7 @@ def test_every_third_party_import_is_in_the_layer_requirements() -> None:
         "boto3": "boto3",
         "botocore": "botocore",
         "jsonschema": "jsonschema",
+        "referencing": "referencing",
         "yaml": "PyYAML",
     }
     used = set().union(*(imported(p) for p in LAMBDA_CODE)) - set(sys.stdlib_module_names) - {"spotline"}

@@ -20,7 +20,7 @@ from conftest import (
     run_upload,
     team_policy_for,
 )
-from spotline_dev.account import prepare_account
+from spotline_dev.account import prepare_account, team_allowance
 from spotline_dev.local_aws import LocalStack, start_local_stack
 from spotline_dev.standin import TrainingBehaviour
 from spotline_dev.template import load_template
@@ -79,7 +79,10 @@ def test_the_deployed_definition_is_the_file_with_the_template_substitutions(sta
 
 
 def test_upload_to_completed_training_with_metrics_and_report(
-    alert_inbox: LocalStack, example_manifest: bytes, capsys: pytest.CaptureFixture[str]
+    alert_inbox: LocalStack,
+    example_manifest: bytes,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     stack = alert_inbox
     execution, history = run_upload(stack, example_manifest)
@@ -91,6 +94,10 @@ def test_upload_to_completed_training_with_metrics_and_report(
     output = json.loads(execution["output"])
     assert output["training"]["capacity"] == "spot"
     assert output["status"]["state"] == "completed"
+    manifest = output["manifest"]
+    assert "spec" not in manifest  # the spec travels by reference: specs/<execution>.json, version pinned
+    assert manifest["specRef"]["key"] == f"specs/{execution['name']}.json"
+    assert (manifest["job"]["team"], manifest["job"]["dependsOnDatasets"]) == ("search-ranking", False)
     figures = output["outcome"]["figures"]
     assert figures["attempts"] == 1
     assert figures["training_seconds"] >= 2 * 3600
@@ -105,6 +112,7 @@ def test_upload_to_completed_training_with_metrics_and_report(
     )
     assert report["outcome"] == "TrainingSucceeded"
     assert report["links"]["trainingJob"].endswith(output["training"]["trainingJobName"])
+    assert "NoSuchJsonPathError" not in caplog.text  # no Choice reads a path that may be absent
     metrics = {name: doc[name] for doc in emitted_metrics(capsys.readouterr().out) for name in doc if name[0].isupper()}
     for name in (
         "ManifestsAccepted",
@@ -151,9 +159,7 @@ def test_algorithm_error_fails_once_as_training_failed_and_tells_on_call(failing
 
 def test_every_resource_problem_is_reported_at_once() -> None:
     spec = example_spec()
-    narrow_policy = json.dumps(
-        {"teams": {"search-ranking": {"instanceFamilies": ["p4d"], "maxInstances": 1, "maxPriority": 500}}}
-    )
+    narrow_policy = json.dumps({"teams": {"search-ranking": {**team_allowance(spec), "instanceFamilies": ["p4d"]}}})
     with start_local_stack(NOW, environment={"TEAM_POLICY": narrow_policy}) as stack:
         prepare_account(stack.client, spec, missing={"spec.image", "spec.inputs[1].s3Uri"})
         execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())

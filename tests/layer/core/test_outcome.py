@@ -8,7 +8,6 @@ from typing import Any
 
 from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import RESOURCE_VALIDATION_FAILED, SUCCEEDED, TRAINING_FAILED, UNEXPECTED_ERROR, decide
-from spotline.core.team_policy import TeamPolicy
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -73,21 +72,3 @@ def test_resource_problems_and_unexpected_errors() -> None:
     assert (invalid.name, invalid.cause) == (RESOURCE_VALIDATION_FAILED, "1 error(s): spec.image: not found")
     crashed = decide(_state(failure={"Error": "States.Timeout", "Cause": "took too long"}), NOW)
     assert (crashed.name, crashed.cause) == (UNEXPECTED_ERROR, "States.Timeout: took too long")
-
-
-def test_team_policy_refuses_unlisted_teams_and_oversized_requests() -> None:
-    spec = validate_bytes(EXAMPLE.read_bytes(), now=NOW).spec
-    assert spec
-    assert [e.path for e in TeamPolicy.from_json('{"teams": {}}').check(spec)] == ["metadata.team"]
-    policy = TeamPolicy.from_json(
-        '{"teams": {"search-ranking": {"instanceFamilies": ["p4d"], "maxInstances": 0, "maxPriority": 10}}}'
-    )
-    assert [e.path for e in policy.check(spec)] == [
-        "spec.resources.instanceType",
-        "spec.resources.instanceCount",
-        "spec.priority",
-    ]
-    allowed = TeamPolicy.from_json(
-        '{"teams": {"search-ranking": {"instanceFamilies": ["g5"], "maxInstances": 1, "maxPriority": 100}}}'
-    )
-    assert allowed.check(spec) == []

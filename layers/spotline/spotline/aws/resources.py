@@ -8,40 +8,19 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.core.errors import ManifestError
+from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
-from spotline.core.team_policy import TeamPolicy
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
-# Registries of the AWS Deep Learning Containers (github.com/aws/deep-learning-containers,
-# available_images.md): their images are public to every account and are not looked up.
-DLC_REGISTRY_ACCOUNTS = frozenset(
-    {
-        "763104351884",
-        "871362719292",
-        "364406365360",
-        "217643126080",
-        "727897471807",
-        "626614931356",
-        "692866216735",
-        "503227376785",
-        "914824155844",
-        "446045086412",
-        "780543022126",
-        "007439368137",
-        "380420809688",
-    }
-)
 STACK_PATH = "(stack)"
-_IMAGE = re.compile(
-    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
-    r"(?P<repo>[^:@]+)(:(?P<tag>[^@]+)|@(?P<digest>sha256:[a-f0-9]{64}))$"
-)
+TEAM_TAG = "spotline:team"  # on roles: the team a SageMaker execution role belongs to
+ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
 NOT_FOUND = {"NoSuchBucket", "NoSuchEntity", "404", "NotFound", "RepositoryNotFoundException", "ImageNotFoundException"}
 DENIED = {"AccessDenied", "AccessDeniedException", "403", "Forbidden"}
 
@@ -49,21 +28,28 @@ DENIED = {"AccessDenied", "AccessDeniedException", "403", "Forbidden"}
 @dataclass(frozen=True, slots=True)
 class ResourceSettings:
     job_queue: str
-    team_policy: TeamPolicy
+    team_policy: TeamPolicy | TeamPolicyInvalid  # a broken policy is the stack's problem, reported as such
     training_role_pattern: str  # fnmatch pattern of role ARNs this stack may pass to SageMaker
 
     @classmethod
     def from_environment(cls) -> ResourceSettings:
+        try:
+            policy: TeamPolicy | TeamPolicyInvalid = TeamPolicy.from_json(os.environ.get("TEAM_POLICY", "{}"))
+        except TeamPolicyInvalid as exc:
+            policy = exc
         return cls(
             job_queue=os.environ["JOB_QUEUE"],
-            team_policy=TeamPolicy.from_json(os.environ.get("TEAM_POLICY", "{}")),
+            team_policy=policy,
             training_role_pattern=os.environ["TRAINING_ROLE_ARN_PATTERN"],
         )
 
 
 def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestError]:
-    problems = list(settings.team_policy.check(spec))
-    problems += _check_role(spec.role_arn, settings.training_role_pattern)
+    policy = settings.team_policy
+    if isinstance(policy, TeamPolicyInvalid):
+        return [ManifestError(STACK_PATH, f"the stack's TeamPolicy is invalid ({policy}); page the platform team")]
+    problems = list(policy.check(spec))
+    problems += _check_role(spec.role_arn, settings.training_role_pattern, spec.team)
     problems += _check_image(spec.image)
     for index, channel in enumerate(spec.inputs):
         problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri)
@@ -71,10 +57,13 @@ def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestE
     if spec.checkpoint_s3_uri:
         problems += _check_bucket("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)
     problems += _check_queue(settings.job_queue)
+    allowance = policy.allowance(spec.team)
+    if allowance is not None and allowance.max_concurrent_jobs is not None and not problems:
+        problems += _check_concurrency(spec.team, allowance.max_concurrent_jobs, settings.job_queue)
     return problems
 
 
-def _check_role(role_arn: str, pattern: str) -> list[ManifestError]:
+def _check_role(role_arn: str, pattern: str, team: str) -> list[ManifestError]:
     path = "spec.roleArn"
     if not fnmatch.fnmatchcase(role_arn, pattern):
         return [ManifestError(path, f"{role_arn} is not a role this stack may pass to SageMaker ({pattern})")]
@@ -88,6 +77,14 @@ def _check_role(role_arn: str, pattern: str) -> list[ManifestError]:
         document = json.loads(unquote(document))
     if not _trusts_sagemaker(document):
         return [ManifestError(path, f"role {name} does not trust sagemaker.amazonaws.com (add it to the trust policy)")]
+    tags = {tag.get("Key"): tag.get("Value") for tag in role.get("Tags") or []}
+    if tags.get(TEAM_TAG) != team:
+        found = f"it is tagged {tags[TEAM_TAG]!r}" if TEAM_TAG in tags else "it has no such tag"
+        return [
+            ManifestError(
+                path, f"role {name} is not tagged {TEAM_TAG}={team} ({found}): a team passes only its own roles"
+            )
+        ]
     return []
 
 
@@ -105,15 +102,15 @@ def _trusts_sagemaker(document: dict[str, Any]) -> bool:
 
 def _check_image(image: str) -> list[ManifestError]:
     path = "spec.image"
-    match = _IMAGE.match(image)
-    if not match:
+    reference = parse_image(image)
+    if reference is None:
         return [ManifestError(path, "is not an ECR image reference")]
-    if match["account"] in DLC_REGISTRY_ACCOUNTS:
+    if reference.is_deep_learning_container:
         return []
-    image_id = {"imageDigest": match["digest"]} if match["digest"] else {"imageTag": match["tag"]}
+    image_id = {"imageDigest": reference.digest} if reference.digest else {"imageTag": reference.tag}
     try:
-        client("ecr", match["region"]).describe_images(
-            registryId=match["account"], repositoryName=match["repo"], imageIds=[image_id]
+        client("ecr", reference.region).describe_images(
+            registryId=reference.account, repositoryName=reference.repository, imageIds=[image_id]
         )
     except Exception as exc:
         code = error_code(exc)
@@ -122,8 +119,8 @@ def _check_image(image: str) -> list[ManifestError]:
             _access_problem(
                 path,
                 exc,
-                f"{what} {match['repo']}{':' + match['tag'] if match['tag'] else ''} "
-                f"not found in registry {match['account']}",
+                f"{what} {reference.repository}{':' + reference.tag if reference.tag else ''} "
+                f"not found in registry {reference.account}",
             )
         ]
     return []
@@ -158,6 +155,33 @@ def _check_queue(queue: str) -> list[ManifestError]:
     state, status = queues[0].get("state"), queues[0].get("status")
     if state != "ENABLED" or status != "VALID":
         return [ManifestError(STACK_PATH, f"job queue {queue} is {state}/{status}; it must be ENABLED and VALID")]
+    return []
+
+
+def _check_concurrency(team: str, limit: int, queue: str) -> list[ManifestError]:
+    """The team's service jobs queued or running now (Batch's SHARE_IDENTIFIER filter may be
+    combined with jobStatus), against its maxConcurrentJobs."""
+    batch, active = client("batch"), 0
+    for status in ACTIVE_STATUSES:
+        request: dict[str, Any] = {
+            "jobQueue": queue,
+            "jobStatus": status,
+            "filters": [{"name": "SHARE_IDENTIFIER", "values": [team]}],
+        }
+        while True:
+            page = batch.list_service_jobs(**request)
+            active += len(page.get("jobSummaryList", []))
+            if not page.get("nextToken"):
+                break
+            request["nextToken"] = page["nextToken"]
+    if active >= limit:
+        return [
+            ManifestError(
+                "metadata.team",
+                f"team {team} already has {active} training job(s) queued or running, its limit "
+                f"(team policy maxConcurrentJobs) is {limit}: upload again when one has finished",
+            )
+        ]
     return []
 
 

@@ -1,25 +1,81 @@
-"""What each team may run: instance families, instance count, Batch priority (pure).
+"""What each team may run on a shared stack (pure): its roles, S3 prefixes, images, instance
+families and sizes, priority, runtime and concurrency.
 
-The stack is configured with it as JSON (template parameter TeamPolicy):
-{"teams": {"search-ranking": {"instanceFamilies": ["g5", "p4d"], "maxInstances": 4, "maxPriority": 500}}}
-A team that is not listed may not train: access is granted, never assumed.
+The stack is configured with it as JSON (template parameter TeamPolicy), shaped by
+`schemas/team-policy-v1.schema.json`, e.g.
+{"teams": {"search-ranking": {"instanceFamilies": ["g5"], "maxInstances": 4, "maxPriority": 500,
+  "roles": ["arn:aws:iam::123456789012:role/spotline/search-ranking/*"],
+  "s3Prefixes": ["s3://ml-data/search-ranking/"],
+  "images": ["123456789012.dkr.ecr.us-east-1.amazonaws.com/search-ranking/*"]}}}
+A team that is not listed may not train, and a resource class its entry does not list is
+closed to it: access is granted, never assumed. `maxConcurrentJobs` needs the live queue, so
+the adapter (`spotline.aws.resources`) checks it; everything else is checked here, the same
+in ValidateResources and in `spotline validate --team-policy`.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
 
 from spotline.core.catalog import family_of
+from spotline.core.durations import format_duration, parse_duration
 from spotline.core.errors import ManifestError
+from spotline.core.images import parse_image
+from spotline.core.manifest import schema as manifest_schema
+from spotline.core.manifest import schema_error
 from spotline.core.model import JobSpec
+
+SCHEMA_RESOURCE = "schemas/team-policy-v1.schema.json"
+SHOWN_PATTERNS = 3  # a refusal lists this many of the allowed patterns, then "..."
+
+
+class TeamPolicyInvalid(ValueError):
+    """The TeamPolicy JSON breaks its schema; `errors` name each field (teams.<team>.roles[0])."""
+
+    def __init__(self, errors: list[ManifestError]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{e.path}: {e.message}" for e in errors))
 
 
 @dataclass(frozen=True, slots=True)
 class TeamAllowance:
     instance_families: frozenset[str]
-    max_instances: int
-    max_priority: int
+    max_instances: int = 1
+    max_priority: int = 100
+    roles: tuple[str, ...] = ()
+    s3_prefixes: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    deep_learning_containers: bool = False
+    max_runtime_seconds: int | None = None
+    max_runtime_text: str | None = None  # as the policy wrote it, for messages
+    max_volume_size_gb: int | None = None
+    max_concurrent_jobs: int | None = None
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
+        max_runtime = entry.get("maxRuntime")
+        return cls(
+            instance_families=frozenset(entry.get("instanceFamilies", [])),
+            max_instances=int(entry.get("maxInstances", 1)),
+            max_priority=int(entry.get("maxPriority", 100)),
+            roles=tuple(entry.get("roles", ())),
+            s3_prefixes=tuple(entry.get("s3Prefixes", ())),
+            images=tuple(entry.get("images", ())),
+            deep_learning_containers=bool(entry.get("deepLearningContainers", False)),
+            max_runtime_seconds=parse_duration(max_runtime) if max_runtime else None,
+            max_runtime_text=max_runtime,
+            max_volume_size_gb=entry.get("maxVolumeSizeGB"),
+            max_concurrent_jobs=entry.get("maxConcurrentJobs"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,19 +84,21 @@ class TeamPolicy:
 
     @classmethod
     def from_json(cls, text: str) -> TeamPolicy:
-        raw = json.loads(text or "{}")
-        return cls(
-            {
-                team: TeamAllowance(
-                    instance_families=frozenset(entry.get("instanceFamilies", [])),
-                    max_instances=int(entry.get("maxInstances", 1)),
-                    max_priority=int(entry.get("maxPriority", 100)),
-                )
-                for team, entry in raw.get("teams", {}).items()
-            }
-        )
+        """Parse and validate the policy; raises TeamPolicyInvalid naming every bad field."""
+        try:
+            raw = json.loads(text or "{}")
+        except json.JSONDecodeError as exc:
+            raise TeamPolicyInvalid([ManifestError("(team policy)", f"is not JSON: {exc.msg} at {exc.pos}")]) from exc
+        errors = sorted({schema_error(e) for e in _validator().iter_errors(raw)}, key=lambda e: (e.path, e.message))
+        if errors:
+            raise TeamPolicyInvalid(errors)
+        return cls({team: TeamAllowance.from_dict(entry) for team, entry in raw.get("teams", {}).items()})
+
+    def allowance(self, team: str) -> TeamAllowance | None:
+        return self.teams.get(team)
 
     def check(self, spec: JobSpec) -> list[ManifestError]:
+        """Every way `spec` steps outside its team's allowance, each naming its manifest field."""
         allowance = self.teams.get(spec.team)
         if allowance is None:
             return [
@@ -50,6 +108,7 @@ class TeamPolicy:
                     "ask the platform team to add it (TeamPolicy parameter)",
                 )
             ]
+        team = spec.team
         errors = []
         family = family_of(spec.instance_type)
         if family not in allowance.instance_families:
@@ -57,21 +116,104 @@ class TeamPolicy:
             errors.append(
                 ManifestError(
                     "spec.resources.instanceType",
-                    f"family {family} is not allowed for team {spec.team} (allowed: {allowed})",
+                    f"family {family} is not allowed for team {team} (allowed: {allowed})",
                 )
             )
         if spec.instance_count > allowance.max_instances:
             errors.append(
                 ManifestError(
                     "spec.resources.instanceCount",
-                    f"{spec.instance_count} exceeds team {spec.team}'s limit of {allowance.max_instances}",
+                    f"{spec.instance_count} exceeds team {team}'s limit of {allowance.max_instances}",
                 )
             )
         if spec.priority > allowance.max_priority:
             errors.append(
                 ManifestError(
-                    "spec.priority",
-                    f"{spec.priority} exceeds team {spec.team}'s maximum priority {allowance.max_priority}",
+                    "spec.priority", f"{spec.priority} exceeds team {team}'s maximum priority {allowance.max_priority}"
+                )
+            )
+        errors += _check_role(team, spec.role_arn, allowance)
+        errors += _check_image(team, spec.image, allowance)
+        for path, uri in _s3_uris(spec):
+            if not any(_within(uri, prefix) for prefix in allowance.s3_prefixes):
+                errors.append(
+                    ManifestError(path, f"{uri} is outside team {team}'s S3 prefixes ({_some(allowance.s3_prefixes)})")
+                )
+        limit = allowance.max_runtime_seconds
+        if limit is not None and spec.max_runtime_seconds > limit:
+            errors.append(
+                ManifestError(
+                    "spec.capacity.maxRuntime",
+                    f"{format_duration(spec.max_runtime_seconds)} exceeds team {team}'s limit "
+                    f"of {allowance.max_runtime_text}",
+                )
+            )
+        volume = allowance.max_volume_size_gb
+        if volume is not None and spec.volume_size_gb > volume:
+            errors.append(
+                ManifestError(
+                    "spec.resources.volumeSizeGB",
+                    f"{spec.volume_size_gb} GB exceeds team {team}'s limit of {volume} GB",
                 )
             )
         return errors
+
+
+def _check_role(team: str, role_arn: str, allowance: TeamAllowance) -> list[ManifestError]:
+    if any(fnmatch.fnmatchcase(role_arn, pattern) for pattern in allowance.roles):
+        return []
+    if not allowance.roles:
+        return [ManifestError("spec.roleArn", f"team {team} may pass no roles (its team policy lists no roles)")]
+    return [ManifestError("spec.roleArn", f"{role_arn} is not a role team {team} may pass ({_some(allowance.roles)})")]
+
+
+def _check_image(team: str, image: str, allowance: TeamAllowance) -> list[ManifestError]:
+    reference = parse_image(image)
+    if reference is not None and reference.is_deep_learning_container:
+        if allowance.deep_learning_containers:
+            return []
+        return [
+            ManifestError(
+                "spec.image",
+                f"AWS Deep Learning Containers images are not allowed for team {team} "
+                "(team policy deepLearningContainers)",
+            )
+        ]
+    if any(fnmatch.fnmatchcase(image, pattern) for pattern in allowance.images):
+        return []
+    allowed = _some(allowance.images) if allowance.images else "its team policy lists no images"
+    return [ManifestError("spec.image", f"{image} is not an image team {team} may use ({allowed})")]
+
+
+def _s3_uris(spec: JobSpec) -> Iterable[tuple[str, str]]:
+    for index, channel in enumerate(spec.inputs):
+        yield f"spec.inputs[{index}].s3Uri", channel.s3_uri
+    yield "spec.output.s3Uri", spec.output_s3_uri
+    if spec.checkpoint_s3_uri:
+        yield "spec.checkpoint.s3Uri", spec.checkpoint_s3_uri
+
+
+def _within(uri: str, prefix: str) -> bool:
+    """`prefix` ends in '/', so s3://b/team-a/ never covers s3://b/team-ab; s3://b/team-a itself
+    (the folder named without its slash) is within s3://b/team-a/."""
+    return uri.startswith(prefix) or uri + "/" == prefix
+
+
+def _some(patterns: tuple[str, ...]) -> str:
+    if not patterns:
+        return "none"
+    shown = ", ".join(patterns[:SHOWN_PATTERNS])
+    return f"allowed: {shown}, ..." if len(patterns) > SHOWN_PATTERNS else f"allowed: {shown}"
+
+
+@cache
+def schema() -> dict[str, Any]:
+    return json.loads(resources.files("spotline.core").joinpath(SCHEMA_RESOURCE).read_text())  # type: ignore[no-any-return]
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    manifest = manifest_schema()
+    registry: Registry[Any] = Registry().with_resource(manifest["$id"], Resource.from_contents(manifest))
+    Draft202012Validator.check_schema(schema())
+    return Draft202012Validator(schema(), registry=registry)

@@ -1,0 +1,76 @@
+"""ValidateResources' AWS side on the local stack: the role must be tagged with the team that
+names it, a team over its maxConcurrentJobs is refused, and a broken stack policy is reported
+as the stack's problem rather than crashing the run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from conftest import example_spec
+from spotline.aws.request_check import submit_service_job_request
+from spotline.aws.resources import STACK_PATH, ResourceSettings, check_resources
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.training_request import Attempt
+from spotline_dev.account import team_allowance
+from spotline_dev.local_aws import LocalStack
+from spotline_dev.template import resources_of_type
+
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-ranker-v2-"
+
+
+def _settings(stack: LocalStack, **allowance: object) -> ResourceSettings:
+    spec = example_spec()
+    (queue,) = resources_of_type(stack.template, "AWS::Batch::JobQueue")
+    policy = TeamPolicy.from_json(json.dumps({"teams": {spec.team: {**team_allowance(spec), **allowance}}}))
+    pattern = "arn:aws:iam::123456789012:role/spotline/*"
+    return ResourceSettings(job_queue=stack.physical[queue], team_policy=policy, training_role_pattern=pattern)
+
+
+def test_the_prepared_account_passes(stack: LocalStack) -> None:
+    assert check_resources(example_spec(), _settings(stack)) == []
+
+
+def test_a_role_tagged_for_another_team_is_refused(stack: LocalStack) -> None:
+    iam = stack.client("iam")
+    role = example_spec().role_arn.rsplit("/", 1)[-1]
+    iam.tag_role(RoleName=role, Tags=[{"Key": "spotline:team", "Value": "team-b"}])
+    (problem,) = check_resources(example_spec(), _settings(stack))
+    assert problem.path == "spec.roleArn"
+    assert "not tagged spotline:team=search-ranking (it is tagged 'team-b')" in problem.message
+    iam.untag_role(RoleName=role, TagKeys=["spotline:team"])
+    (problem,) = check_resources(example_spec(), _settings(stack))
+    assert "(it has no such tag)" in problem.message
+
+
+def test_a_team_at_its_concurrency_limit_is_refused_until_a_job_ends(stack: LocalStack) -> None:
+    spec = example_spec()
+    settings = _settings(stack, maxConcurrentJobs=2)
+    batch = stack.client("batch")
+    jobs = [
+        batch.submit_service_job(
+            **submit_service_job_request(spec, Attempt(f"{EXECUTION}{n:08x}", 1, "spot"), settings.job_queue)
+        )
+        for n in range(2)
+    ]
+    other_team = replace(spec, team="team-b")
+    batch.submit_service_job(
+        **submit_service_job_request(other_team, Attempt(f"{EXECUTION}ffffffff", 1, "spot"), settings.job_queue)
+    )
+    (problem,) = check_resources(spec, settings)
+    assert problem.path == "metadata.team"
+    assert "already has 2 training job(s) queued or running" in problem.message
+    batch.terminate_service_job(jobId=jobs[0]["jobId"], reason="test")
+    stack.clock.advance(120)
+    assert check_resources(spec, settings) == []
+
+
+def test_a_broken_stack_policy_fails_the_run_as_the_stacks_problem(stack: LocalStack) -> None:
+    with pytest.raises(TeamPolicyInvalid) as raised:
+        TeamPolicy.from_json('{"teams": {"search-ranking": {"s3Prefixes": ["s3://b/x"]}}}')
+    broken = replace(_settings(stack), team_policy=raised.value)
+    (problem,) = check_resources(example_spec(), broken)
+    assert problem.path == STACK_PATH
+    assert "TeamPolicy is invalid (teams.search-ranking.s3Prefixes[0]:" in problem.message
