@@ -1,37 +1,32 @@
 """DatasetGate: a "Dataset Ready" event from the preprocessing pipeline records readiness and
 releases every execution waiting on that dataset (whose other datasets are ready too).
-Duplicate events are harmless: readiness is overwritten, releases are idempotent."""
+Duplicate events are harmless: readiness is overwritten, releases are idempotent. A malformed
+event is rejected once (events dead-letter queue, with the reason) and records nothing."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.clients import client
 from spotline.aws.datasets import release_if_ready, store_from_environment
 from spotline.aws.observability import logger, metrics
-
-DATASET_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")  # as spec.dependsOn[].dataset in the manifest schema
+from spotline.aws.rejections import reject
+from spotline.core.events import Rejection, check_dataset_ready
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
-@event_source(data_class=EventBridgeEvent)
-def handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
-    detail = event.detail
-    dataset = detail.get("dataset")
-    if not isinstance(dataset, str) or not DATASET_NAME.match(dataset):
-        # Retrying cannot fix a malformed event: say so and drop it instead of filling the DLQ.
-        logger.error("Dataset Ready event without a valid detail.dataset", extra={"detail": detail})
-        metrics.add_metric(name="DatasetEventsIgnored", unit=MetricUnit.Count, value=1)
-        return {"ignored": "detail.dataset must match ^[A-Za-z0-9._-]{1,128}$ (the manifest's dependsOn names)"}
+def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
+    ready = check_dataset_ready(event)
+    if isinstance(ready, Rejection):
+        return reject(ready, event)  # once, with the reason: retrying cannot fix a malformed event
+    dataset = ready.dataset
     store, now, sfn = store_from_environment(), clock.now(), client("stepfunctions")
-    store.record_ready(dataset, location=detail.get("location"), produced_at=detail.get("producedAt"), now=now)
+    store.record_ready(dataset, location=ready.location, produced_at=ready.produced_at, now=now)
     released = [
         waiter["execution"]
         for waiter in store.waiters(dataset)

@@ -3,7 +3,9 @@
 Two events lead here: S3 "Object Created" for manifests/<team>/... in the ingest bucket, and
 "Training Requested" from the preprocessing pipeline naming a manifest there. The execution
 name is derived from bucket/key/version, so redeliveries of either event (EventBridge delivers
-at least once), or both events for the same version, find it and start nothing.
+at least once), or both events for the same version, find it and start nothing. A malformed
+event, one for another bucket, or a request for a version that is not the current one (unless
+it sets allowNonCurrentVersion) is rejected once, to the events dead-letter queue with the reason.
 """
 
 from __future__ import annotations
@@ -11,37 +13,35 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, S3EventBridgeNotificationEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws.intake import IntakeSettings, requested_manifest, start_for_manifest
 from spotline.aws.observability import add_team_dimension, logger, metrics
-from spotline.core.naming import manifest_location
-
-TRAINING_REQUESTED = "Training Requested"
+from spotline.aws.rejections import reject
+from spotline.core.events import TRAINING_REQUESTED, Rejection, check_object_created, check_training_requested
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     settings = IntakeSettings.from_environment()
-    if event.get("detail-type") == TRAINING_REQUESTED:
-        request = EventBridgeEvent(event)
-        found = requested_manifest(settings, request.detail)
-        if isinstance(found, str):
-            logger.warning("Training request ignored", extra={"reason": found, "detail": request.detail})
-            metrics.add_metric(name="TrainingRequestsIgnored", unit=MetricUnit.Count, value=1)
-            return {"status": "ignored", "reason": found}
-        location, etag = found
+    if isinstance(event, dict) and event.get("detail-type") == TRAINING_REQUESTED:
+        request = check_training_requested(event, ingest_bucket=settings.ingest_bucket)
+        if isinstance(request, Rejection):
+            return reject(request, event)
+        found = requested_manifest(request)
+        if isinstance(found, Rejection):
+            return reject(found, event)
+        (location, etag), received_at = found, request.received_at
     else:
-        upload = S3EventBridgeNotificationEvent(event)
-        obj = upload.detail.object
-        location = manifest_location(upload.detail.bucket.name, obj.key, obj.get("version-id"))
-        etag = obj.get("etag")
-        if location is None:
-            logger.info("Ignored: not a manifest under manifests/<team>/", extra={"key": obj.key})
-            return {"status": "ignored", "key": obj.key}
-    result = start_for_manifest(settings, location, etag=etag, received_at=event["time"])
+        upload = check_object_created(event, ingest_bucket=settings.ingest_bucket)
+        if isinstance(upload, Rejection):
+            return reject(upload, event)
+        if upload.location is None:
+            logger.info("Ignored: not a manifest under manifests/<team>/", extra={"key": upload.key})
+            return {"status": "ignored", "key": upload.key}
+        location, etag, received_at = upload.location, upload.etag, upload.received_at
+    result = start_for_manifest(settings, location, etag=etag, received_at=received_at)
     add_team_dimension(location.team)
     name = "DuplicateDeliveries" if result["status"] == "duplicate" else "ExecutionsStarted"
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
-from conftest import sample_event, upload
+import pytest
+
+from conftest import emitted_metrics, sample_event, upload
 from spotline_dev.local_aws import LocalStack
 
 
@@ -87,3 +90,137 @@ def test_rule_pattern_from_the_template_routes_only_manifest_uploads(
     upload(stack, "datasets/clicks.csv", b"a,b\n")
     delivered = stack.deliver_events()
     assert [r["status"] for r in delivered] == ["started"]
+
+
+# --- events checked at the door ---------------------------------------------------------------
+
+
+def _dead_letters(stack: LocalStack) -> list[dict[str, Any]]:
+    sqs, url, letters = stack.client("sqs"), stack.physical["EventsDeadLetterQueue"], []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
+        "Messages", []
+    ):
+        for message in messages:
+            attributes = {k: v["StringValue"] for k, v in message.get("MessageAttributes", {}).items()}
+            letters.append({"body": json.loads(message["Body"]), "attributes": attributes})
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return letters
+
+
+def _request(**detail: Any) -> dict[str, Any]:
+    return sample_event("training_requested.json") | {"detail": detail}
+
+
+def _assert_rejected_once(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str], result: dict[str, Any], event_type: str, path: str
+) -> str:
+    """One clear rejection: the answer, one dead letter with the reason, one metric, no execution."""
+    assert result["status"] == "rejected", result
+    assert [e["path"] for e in result["errors"]] == [path]
+    (letter,) = _dead_letters(stack)
+    assert letter["attributes"] == {"reason": result["reason"], "eventType": event_type}
+    assert (letter["body"]["reason"], letter["body"]["errors"]) == (result["reason"], result["errors"])
+    emitted = emitted_metrics(capsys.readouterr().out)
+    assert [(m["EventsRejected"], m["eventType"]) for m in emitted if "EventsRejected" in m] == [([1.0], event_type)]
+    assert not [m for m in emitted if "ExecutionsStarted" in m]
+    assert _executions(stack) == []
+    return str(result["errors"][0]["message"])
+
+
+def test_an_upload_event_for_another_bucket_is_rejected_once(
+    stack: LocalStack, example_manifest: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "manifests/search-ranking/ranker-v2.yaml"
+    version = upload(stack, key, example_manifest)
+    event = _event_for(stack, key, version)
+    event["detail"]["bucket"]["name"] = "someone-elses-bucket"
+    message = _assert_rejected_once(
+        stack, capsys, stack.invoke("IntakeFunction", event), "Object Created", "detail.bucket.name"
+    )
+    assert message == f"'someone-elses-bucket' is not the ingest bucket {stack.bucket}"
+    valid = stack.invoke("IntakeFunction", _event_for(stack, key, version))
+    assert valid["status"] == "started"
+    stack.wait_for_execution(valid["executionArn"])  # nothing left running into the next test
+
+
+HUGE = "x" * 140 * 1024
+INGEST = "<the ingest bucket>"  # replaced by the local stack's
+
+
+@pytest.mark.parametrize(
+    ("detail", "path"),
+    [
+        ({"bucket": "someone-elses-bucket", "key": "manifests/search-ranking/ranker-v2.yaml"}, "detail.bucket"),
+        ({"key": "manifests/search-ranking/ranker-v2.yaml"}, "detail.bucket"),
+        ({"bucket": INGEST, "key": f"manifests/search-ranking/{HUGE}.yaml"}, "detail.key"),
+        ({"bucket": INGEST, "key": 1.5}, "detail.key"),
+        ({"bucket": INGEST, "key": "manifests/search-ranking/absent.yaml"}, "detail.key"),
+        ({"bucket": INGEST, "key": "manifests/search-ranking/ranker-v2.yaml", "versionId": HUGE}, "detail.versionId"),
+    ],
+)
+def test_a_bad_training_request_is_rejected_once(
+    stack: LocalStack,
+    example_manifest: bytes,
+    capsys: pytest.CaptureFixture[str],
+    detail: dict[str, Any],
+    path: str,
+) -> None:
+    upload(stack, "manifests/search-ranking/ranker-v2.yaml", example_manifest)
+    detail = {name: stack.bucket if value == INGEST else value for name, value in detail.items()}
+    result = stack.invoke("IntakeFunction", _request(**detail))
+    _assert_rejected_once(stack, capsys, result, "Training Requested", path)
+    assert len(result["reason"]) < 600
+    valid = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key="manifests/search-ranking/ranker-v2.yaml"))
+    assert valid["status"] == "started"
+    stack.wait_for_execution(valid["executionArn"])
+
+
+def test_a_request_for_a_version_that_is_no_longer_current_is_refused_unless_allowed(
+    stack: LocalStack, example_manifest: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "manifests/search-ranking/ranker-v2.yaml"
+    old = upload(stack, key, example_manifest)
+    current = upload(stack, key, example_manifest + b"\n")
+
+    refused = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key, versionId=old))
+    message = _assert_rejected_once(stack, capsys, refused, "Training Requested", "detail.versionId")
+    assert message == (
+        f"{old} is not the current version of s3://{stack.bucket}/{key} (the current one is {current}); "
+        "set detail.allowNonCurrentVersion to true to train it anyway"
+    )
+
+    allowed = stack.invoke(
+        "IntakeFunction", _request(bucket=stack.bucket, key=key, versionId=old, allowNonCurrentVersion=True)
+    )
+    assert allowed["status"] == "started"
+    started_with = json.loads(
+        stack.client("stepfunctions").describe_execution(executionArn=allowed["executionArn"])["input"]
+    )
+    assert started_with["versionId"] == old
+    assert "allowNonCurrentVersion" not in started_with
+    latest = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key, versionId=current))
+    assert latest["status"] == "started"
+    assert stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key))["status"] == "duplicate"
+    assert _dead_letters(stack) == []
+    for started in (allowed, latest):
+        stack.wait_for_execution(started["executionArn"])
+
+
+def test_a_request_for_a_deleted_or_unknown_version_is_refused(stack: LocalStack, example_manifest: bytes) -> None:
+    key = "manifests/search-ranking/ranker-v2.yaml"
+    version = upload(stack, key, example_manifest)
+    stack.client("s3").delete_object(Bucket=stack.bucket, Key=key)
+    deleted = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key, versionId=version))
+    assert deleted["errors"] == [
+        {
+            "path": "detail.versionId",
+            "message": f"{version} is not the current version of s3://{stack.bucket}/{key} (the manifest has been "
+            "deleted); set detail.allowNonCurrentVersion to true to train it anyway",
+        }
+    ]
+    unknown = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key, versionId="no-such-version"))
+    assert unknown["errors"] == [
+        {"path": "detail.versionId", "message": f"version no-such-version of s3://{stack.bucket}/{key} does not exist"}
+    ]
+    assert len(_dead_letters(stack)) == 2
+    assert _executions(stack) == []

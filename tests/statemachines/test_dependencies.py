@@ -23,8 +23,8 @@ WITH_DEPENDENCY = (
 )
 
 
-def _dataset_ready(stack: LocalStack, dataset: str = DATASET) -> None:
-    detail = sample_event("dataset_ready.json")["detail"] | {"dataset": dataset}
+def _dataset_ready(stack: LocalStack, dataset: str = DATASET, **fields: Any) -> None:
+    detail = sample_event("dataset_ready.json")["detail"] | {"dataset": dataset} | fields
     stack.client("events").put_events(
         Entries=[
             {
@@ -159,20 +159,63 @@ def test_training_requested_runs_like_an_upload_with_the_same_name_and_dedupe(st
     assert json.loads(execution["input"])["versionId"] == version
 
 
-def test_training_requests_outside_the_ingest_bucket_or_for_missing_manifests_are_ignored(stack: LocalStack) -> None:
+def _dead_letter_reasons(stack: LocalStack) -> list[str]:
+    sqs, url, reasons = stack.client("sqs"), stack.physical["EventsDeadLetterQueue"], []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            reasons.append(json.loads(message["Body"])["reason"])
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return reasons
+
+
+def test_training_requests_outside_the_ingest_bucket_or_for_missing_manifests_are_rejected(stack: LocalStack) -> None:
     request = sample_event("training_requested.json")
-    for detail in (
-        {"bucket": "someone-elses-bucket", "key": EXAMPLE_KEY},
-        {"bucket": stack.bucket, "key": "manifests/search-ranking/absent.yaml"},
-        {"bucket": stack.bucket, "key": "notes/readme.txt"},
+    for detail, path in (
+        ({"bucket": "someone-elses-bucket", "key": EXAMPLE_KEY}, "detail.bucket"),
+        ({"bucket": stack.bucket, "key": "manifests/search-ranking/absent.yaml"}, "detail.key"),
+        ({"bucket": stack.bucket, "key": "notes/readme.txt"}, "detail.key"),
     ):
         result = stack.invoke("IntakeFunction", copy.deepcopy(request) | {"detail": detail})
-        assert result["status"] == "ignored"
+        assert result["status"] == "rejected"
+        assert [e["path"] for e in result["errors"]] == [path]
+    assert len(_dead_letter_reasons(stack)) == 3
     assert stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn())["executions"] == []
 
 
-def test_malformed_dataset_events_are_dropped_with_a_reason(stack: LocalStack) -> None:
+def test_malformed_dataset_events_are_rejected_with_a_reason(stack: LocalStack) -> None:
     event = sample_event("dataset_ready.json")
     for detail in ({}, {"dataset": ""}, {"dataset": "no spaces allowed"}, {"dataset": 42}):
         result = stack.invoke("DatasetGateFunction", event | {"detail": detail})
-        assert "detail.dataset" in result["ignored"]
+        assert result["status"] == "rejected"
+        assert "detail.dataset: " in result["reason"]
+    assert [reason.split(": ")[1] for reason in _dead_letter_reasons(stack)] == ["detail.dataset"] * 4
+
+
+def test_oversized_dataset_events_release_nothing_and_the_valid_one_still_does(stack: LocalStack) -> None:
+    """Two Dataset Ready events with a 140 KB location once became readiness records too large for
+    the execution state (256 KiB): every dependent execution failed for the readiness TTL."""
+    arn = _start(stack)
+    _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
+    huge = "s3://search-ranking-data/" + "x" * 140 * 1024
+    _dataset_ready(stack, location=huge)
+    _dataset_ready(stack, location=huge)
+    assert [r["status"] for r in stack.deliver_events()] == ["rejected", "rejected"]
+    assert len(_dead_letter_reasons(stack)) == 2
+    assert len(_waiters(stack)) == 1
+    assert not [
+        i
+        for i in stack.client("dynamodb").scan(TableName=stack.physical["DatasetsTable"])["Items"]
+        if i["sk"]["S"] == "READY"
+    ]
+
+    _dataset_ready(stack)
+    assert stack.deliver_events() == [{"dataset": DATASET, "released": [arn]}]
+    stack.wait_for_execution(arn)
+    released = [
+        json.loads(e["taskSucceededEventDetails"]["output"])
+        for e in stack.history(arn)
+        if "taskSucceededEventDetails" in e and '"releasedBy"' in e["taskSucceededEventDetails"]["output"]
+    ]
+    assert [r["datasets"][DATASET]["location"] for r in released] == [
+        sample_event("dataset_ready.json")["detail"]["location"]
+    ]

@@ -9,7 +9,8 @@ from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
-from spotline.core.naming import ManifestLocation, execution_name, manifest_location
+from spotline.core.events import TRAINING_REQUESTED, Rejection, TrainingRequest
+from spotline.core.naming import ManifestLocation, execution_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,24 +28,46 @@ class IntakeSettings:
         return f"{prefix}:execution:{machine}:{name}"
 
 
-def requested_manifest(settings: IntakeSettings, detail: dict[str, Any]) -> tuple[ManifestLocation, str | None] | str:
-    """The manifest a "Training Requested" event names ({bucket, key, versionId?}), pinned to a
-    version (the current one when none is given), or the reason it cannot be used."""
-    bucket, key, version = detail.get("bucket"), detail.get("key"), detail.get("versionId")
-    if bucket != settings.ingest_bucket:
-        return f"bucket {bucket!r} is not the ingest bucket {settings.ingest_bucket}"
-    location = manifest_location(bucket, key, version) if isinstance(key, str) else None
-    if location is None:
-        return f"key {key!r} is not a manifest under manifests/<team>/ (.yaml, .yml or .json)"
-    request: dict[str, Any] = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
-    try:
-        head = client("s3").head_object(**request)
-    except Exception as exc:
-        if error_code(exc) in ("404", "NoSuchKey", "NoSuchVersion", "400"):
-            return f"s3://{bucket}/{key} (version {version or 'latest'}) does not exist"
-        raise
-    pinned = ManifestLocation(location.bucket, location.key, head.get("VersionId") or version, location.team)
+def requested_manifest(request: TrainingRequest) -> tuple[ManifestLocation, str | None] | Rejection:
+    """The manifest version a checked "Training Requested" event names, with its ETag, or why it
+    cannot be trained: it does not exist, or it is not the current version of the manifest and
+    the event does not set `allowNonCurrentVersion` (a stale request must not train old code)."""
+    location, wanted = request.location, request.location.version_id
+    uri = f"s3://{location.bucket}/{location.key}"
+    current = _head(location, None)
+    if current is not None and wanted in (None, current.get("VersionId")):
+        head = current
+    elif wanted is None:
+        return Rejection.of(TRAINING_REQUESTED, "detail.key", f"{uri} does not exist")
+    else:
+        requested = _head(location, wanted)
+        if requested is None:
+            return Rejection.of(TRAINING_REQUESTED, "detail.versionId", f"version {wanted} of {uri} does not exist")
+        head = requested
+        if not request.allow_non_current_version:
+            now = f"the current one is {current.get('VersionId')}" if current else "the manifest has been deleted"
+            return Rejection.of(
+                TRAINING_REQUESTED,
+                "detail.versionId",
+                f"{wanted} is not the current version of {uri} ({now}); "
+                "set detail.allowNonCurrentVersion to true to train it anyway",
+            )
+    pinned = ManifestLocation(location.bucket, location.key, head.get("VersionId") or wanted, location.team)
     return pinned, str(head.get("ETag", "")).strip('"') or None
+
+
+def _head(location: ManifestLocation, version: str | None) -> dict[str, Any] | None:
+    """HeadObject of the manifest (a version, or the current one), None if there is none."""
+    request: dict[str, Any] = {"Bucket": location.bucket, "Key": location.key}
+    if version:
+        request["VersionId"] = version
+    try:
+        return client("s3").head_object(**request)  # type: ignore[no-any-return]
+    except Exception as exc:
+        # 400: S3's answer to a malformed version id; 404 also when the current version is a delete marker.
+        if error_code(exc) in ("404", "NoSuchKey", "NoSuchVersion", "400"):
+            return None
+        raise
 
 
 def start_for_manifest(
