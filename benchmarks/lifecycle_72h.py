@@ -1,7 +1,8 @@
 """Benchmark (not a test): one 72-hour spot training job through the real state machine.
 
 Prints what Step Functions would count for it: history events (limit 25,000), state
-transitions (billed), Lambda invocations and status polls, plus the wall time of the replay.
+transitions (billed), the largest state input or output (limit 256 KiB), Lambda invocations
+and status polls, plus the wall time of the replay.
 Run: .venv/bin/python benchmarks/lifecycle_72h.py
 """
 
@@ -23,6 +24,7 @@ os.environ.update({**powertools_environment(), **QUIET})
 from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.local_aws import start_local_stack  # noqa: E402
+from spotline_dev.sandbox import max_state_bytes  # noqa: E402
 from spotline_dev.standin import SpotWeather, TrainingBehaviour  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +68,7 @@ def main() -> dict[str, Any]:
         "historyEvents": len(history),
         "stateTransitions": transitions,
         "transitionCostUsd": round(transitions * PRICE_PER_1000_TRANSITIONS / 1000, 4),
+        "maxStateBytes": max_state_bytes(history),
         "lambdaInvocations": sum(invocations.values()) - invocations.get("IntakeFunction", 0),
         "statusPolls": invocations.get("CheckTrainingStatusFunction", 0),
         "wallSeconds": round(time.perf_counter() - started, 1),

@@ -25,9 +25,11 @@ import yaml
 from spotline.core.cost import cost_usd
 from spotline.core.durations import format_duration, parse_duration
 from spotline.core.manifest import validate_bytes
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.account import prepare_account, team_allowance
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain import render_text as render_story
+from spotline_dev.explain.history import job_of
 from spotline_dev.local_aws import start_local_stack
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, powertools_environment
@@ -53,6 +55,7 @@ class Scenario:
     duration: float | None = None  # None: each manifest's expectedDuration
     fail_after: float | None = None
     missing: list[str] = field(default_factory=list)  # manifest fields whose resources the account lacks
+    team_policy: dict[str, Any] | None = None  # the stack's TeamPolicy; None: each team gets what it names
 
 
 def _seconds(raw: Any, where: str) -> float:
@@ -73,7 +76,7 @@ def load_scenario(path: Path | None) -> Scenario:
         raise ScenarioError(f"{path}: {exc}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping of fields")
-    known = {"name", "start", "manifests", "spot", "onDemand", "training", "missing"}
+    known = {"name", "start", "manifests", "spot", "onDemand", "training", "missing", "teamPolicy"}
     if unknown := sorted(set(raw) - known):
         raise ScenarioError(f"{path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     spot, on_demand, training = raw.get("spot") or {}, raw.get("onDemand") or {}, raw.get("training") or {}
@@ -114,7 +117,25 @@ def load_scenario(path: Path | None) -> Scenario:
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],
+        team_policy=_team_policy(raw["teamPolicy"], path.parent) if "teamPolicy" in raw else None,
     )
+
+
+def _team_policy(raw: Any, folder: Path) -> dict[str, Any]:
+    """The scenario's `teamPolicy:` (the TeamPolicy JSON shape, inline or a JSON file relative to
+    the scenario), checked as the stack would."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads((folder / raw).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ScenarioError(f"teamPolicy: cannot read {raw}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError("teamPolicy: must be a mapping in the TeamPolicy shape ({teams: {<team>: {...}}})")
+    try:
+        TeamPolicy.from_json(json.dumps(raw))
+    except TeamPolicyInvalid as exc:
+        raise ScenarioError("; ".join(f"teamPolicy.{e.path}: {e.message}" for e in exc.errors)) from None
+    return raw
 
 
 @contextmanager
@@ -144,7 +165,10 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
     body = manifest.read_bytes()
     spec = validate_bytes(body, now=scenario.start).spec
     team = spec.team if spec else "sandbox"
-    policy = {"teams": {spec.team: team_allowance(spec)}} if spec else {"teams": {}}
+    if scenario.team_policy is not None:
+        policy = scenario.team_policy
+    else:
+        policy = {"teams": {spec.team: team_allowance(spec)}} if spec else {"teams": {}}
     weather = SpotWeather(
         capacity_gaps=[
             (scenario.start + timedelta(seconds=a), scenario.start + timedelta(seconds=b))
@@ -203,8 +227,8 @@ def summarize(
 ) -> dict[str, Any]:
     report = reports.get("outcome") or {}
     figures = report.get("figures") or {}
-    spec = _spec_from_history(history)
-    instance, count = (spec["instance_type"], spec["instance_count"]) if spec else ("", 0)
+    job = _job_from_history(history)
+    instance, count = (job["instanceType"], job["instanceCount"]) if job else ("", 0)
     upload = 60.0
     return {
         "name": execution["name"],
@@ -215,28 +239,46 @@ def summarize(
         "attempts": figures.get("attempts", len(jobs)),
         "spotInterruptions": sum(job.interruptions for job in jobs),
         "onDemandFallback": bool(figures.get("on_demand_fallback", False)),
-        "deadline": figures.get("deadline") or (spec or {}).get("deadline"),
+        "deadline": figures.get("deadline") or job.get("deadline"),
         "finishedAt": figures.get("finished_at"),
         "deadlineMet": figures.get("deadline_met"),
         "trainingSeconds": int(sum(job.training_seconds for job in jobs)),
         "billableSeconds": int(sum(job.billable_seconds for job in jobs)),
         "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
         "costUsd": figures.get("cost_usd", 0.0),
-        "onDemandCostUsd": cost_usd(instance, count, duration + upload) if spec else 0.0,
+        "onDemandCostUsd": cost_usd(instance, count, duration + upload) if job else 0.0,
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),
+        "maxStateBytes": max_state_bytes(history),
         "timeline": timeline(history, scenario.start),
         "virtualEnd": finished_clock.isoformat().replace("+00:00", "Z"),
         "story": explain(history, execution),
     }
 
 
-def _spec_from_history(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _job_from_history(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The job summary LoadManifest left in the state ({} when the manifest was rejected)."""
     for event in history:
         details = event.get("stateExitedEventDetails")
         if details and details["name"] == "LoadManifest":
-            return json.loads(details["output"]).get("manifest", {}).get("spec")  # type: ignore[no-any-return]
-    return None
+            return job_of(json.loads(details["output"]).get("manifest"))
+    return {}
+
+
+def max_state_bytes(history: list[dict[str, Any]]) -> int:
+    """The largest state input or output in the history, in UTF-8 bytes: what Step Functions
+    holds to its 256 KiB limit (States.DataLimitExceeded). moto does not enforce it."""
+    return max(
+        (
+            len(text.encode())
+            for event in history
+            for key, details in event.items()
+            if key.endswith("EventDetails") and isinstance(details, dict)
+            for text in (details.get("input"), details.get("output"))
+            if isinstance(text, str)
+        ),
+        default=0,
+    )
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -268,7 +310,10 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
                 f"lost work {_hours(run['lostWorkSeconds'])}; cost ${run['costUsd']:.2f} vs "
                 f"${run['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved)"
             )
-        out.append(f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events")
+        out.append(
+            f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events, "
+            f"largest state {run['maxStateBytes'] / 1024:.1f} KiB"
+        )
     return "\n".join(out)
 
 
@@ -292,6 +337,7 @@ def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict
         "onDemandCostUsd",
         "stateTransitions",
         "historyEvents",
+        "maxStateBytes",
     )
     return {
         "scenario": summary["scenario"],

@@ -8,12 +8,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws.datasets import store_from_environment
 from spotline.aws.observability import bind_execution, logger
+from spotline.aws.spec_store import spec_of
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    needed = list(event["input"]["manifest"]["spec"]["depends_on"])
+    needed = list(spec_of(event["input"]).depends_on)
     ready = store_from_environment().readiness(needed)
     missing = [d for d in needed if d not in ready]
     logger.info("Datasets checked", extra={"ready": sorted(ready), "missing": missing})

@@ -1,5 +1,6 @@
-"""LoadManifest: read the exact manifest version, validate it, and either pass the
-normalized spec on or leave a rejection report beside the manifest (never touching it)."""
+"""LoadManifest: read the exact manifest version, validate it, and either store the normalized
+spec for the later steps (the state carries a reference and a summary) or leave a rejection
+report beside the manifest (never touching it)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from spotline.aws.observability import add_team_dimension, bind_execution, logge
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
-    result = load_and_validate(source, execution=event.get("execution"), now=clock.now())
+    result = load_and_validate(source, execution=event["execution"], now=clock.now())
     add_team_dimension(source.get("team", ""))
     metrics.add_metric(
         name="ManifestsAccepted" if result["valid"] else "ManifestsRejected", unit=MetricUnit.Count, value=1
     )
     if not result["valid"]:
-        logger.warning("Manifest rejected", extra={"errors": result["errors"], "report": result["report"]})
+        logger.warning(
+            "Manifest rejected",
+            extra={"errors": result["errors"], "errorCount": result["errorCount"], "report": result["report"]},
+        )
     return result

@@ -14,6 +14,7 @@ from spotline.aws import clock
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
 from spotline.aws.reporting import publish_alert
+from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 
 REASON_LIMIT = 256
@@ -24,25 +25,27 @@ REASON_LIMIT = 256
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     state = event["input"]
+    job = job_summary_of(state["manifest"])
+    if job is None:
+        raise ValueError("the execution state has no $.manifest.job: StopSpotJob runs only after LoadManifest")
     job_id = state["training"]["jobId"]
     reason = f"Spotline: moving to on-demand: {state['status']['explanation']}"[:REASON_LIMIT]
     already_ended = state["status"]["finished"]
     if not already_ended:
         client("batch").terminate_service_job(jobId=job_id, reason=reason)
     logger.info("Moving to on-demand", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
-    spec = state["manifest"]["spec"]
     publish_alert(
         os.environ["ALERT_TOPIC_ARN"],
         kind="MovedToOnDemand",
-        team=spec["team"],
-        job=spec["name"],
-        owner=spec.get("owner"),
+        team=job.team,
+        job=job.name,
+        owner=job.owner,
         what="Spotline moved a training job from spot to on-demand capacity.",
         cause=state["status"]["explanation"],
         next_step="Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher cost). "
         "If this recurs, give the deadline more slack or review the instance type's spot availability.",
         links_=state["status"].get("links") or state["training"].get("links") or {},
     )
-    add_team_dimension(spec["team"])
+    add_team_dimension(job.team)
     metrics.add_metric(name="OnDemandFallbacks", unit=MetricUnit.Count, value=1)
     return {"jobId": job_id, "terminated": not already_ended, "reason": reason, "at": to_rfc3339(clock.now())}

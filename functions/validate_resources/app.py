@@ -9,14 +9,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws.observability import bind_execution, logger
 from spotline.aws.resources import ResourceSettings, check_resources
+from spotline.aws.spec_store import spec_of
 from spotline.core.errors import summarize
-from spotline.core.model import JobSpec
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    spec = JobSpec.from_dict(event["input"]["manifest"]["spec"])
+    spec = spec_of(event["input"])
     problems = check_resources(spec, ResourceSettings.from_environment())
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})

@@ -13,16 +13,17 @@ from spotline.aws import clock
 from spotline.aws.clients import client
 from spotline.aws.datasets import release_if_ready, store_from_environment
 from spotline.aws.observability import bind_execution, logger
+from spotline.aws.spec_store import spec_of
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    spec = event["input"]["manifest"]["spec"]
-    datasets, execution, token = list(spec["depends_on"]), event["execution"], event["taskToken"]
+    spec = spec_of(event["input"])
+    datasets, execution, token = list(spec.depends_on), event["execution"], event["taskToken"]
     store, now = store_from_environment(), clock.now()
     store.register_waiter(
-        execution, token, datasets, now=now, timeout=timedelta(seconds=spec["dependency_timeout_seconds"])
+        execution, token, datasets, now=now, timeout=timedelta(seconds=spec.dependency_timeout_seconds)
     )
     released = release_if_ready(
         store,

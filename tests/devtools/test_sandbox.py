@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE_MANIFEST
+from spotline.core.loader import MAX_BYTES
+from spotline.core.manifest import validate_bytes
 from spotline_dev.cli import main as cli_main
 from spotline_dev.sandbox import Scenario, ScenarioError, load_scenario, run_scenario
 
@@ -124,9 +126,72 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "onDemandCostUsd",
         "stateTransitions",
         "historyEvents",
+        "maxStateBytes",
     }
+    assert all(0 < r["maxStateBytes"] < 16 * 1024 for r in runs)
     assert all(r["spotInterruptions"] >= 1 and r["deadlineMet"] for r in runs)
     assert [r["onDemandFallback"] for r in runs] == [False, True]
+
+
+def _largest_manifest(tmp_path: Path) -> Path:
+    """The largest manifest `spotline validate` accepts, close to the 256 KiB file limit: 100
+    hyperparameters of 2,400 characters and as many 500-character environment values as still
+    fit, with the longest team, name, owner and output URI (what the state's summary shows).
+    Spot-only, up to 10 spot attempts, 6 h maxWait each, no deadline."""
+    output = "s3://search-ranking-models/" + "/".join(["o" * 99] * 8) + "/"
+    head = f"""apiVersion: spotline/v1
+kind: TrainingJob
+metadata:
+  team: search-ranking-platform1
+  name: ranker-{"x" * 32}9
+  owner: {"a" * 64}@{"b" * 185}.com
+spec:
+  image: 123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11.28
+  roleArn: arn:aws:iam::123456789012:role/spotline/ranker-training
+  resources: {{instanceType: ml.g5.2xlarge}}
+  inputs: [{{name: train, s3Uri: "s3://search-ranking-data/train/"}}]
+  output: {{s3Uri: "{output}"}}
+  checkpoint: {{s3Uri: "s3://search-ranking-checkpoints/big/"}}
+  capacity:
+    strategy: spot-only
+    maxRuntime: 1h
+    maxWait: 6h
+    expectedDuration: 10m
+    retry: {{maxAttempts: 10, backoff: 1s}}
+  hyperparameters:
+"""
+    text = head + "".join(f"    hp_{i:03d}: {chr(97 + i % 26) * 2400}\n" for i in range(100)) + "  environment:\n"
+    entries = 0
+    while entries < 99:
+        entry = f"    ENV_{entries:02d}: {'e' * 500}\n"
+        if len((text + entry).encode()) > MAX_BYTES:
+            break
+        text, entries = text + entry, entries + 1
+    path = tmp_path / "big.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_largest_valid_manifest_runs_ten_attempts_with_a_small_state(tmp_path: Path) -> None:
+    """The spec travels by reference: near 256 KiB of manifest, nine spot endings and ten
+    attempts leave every state input and output far below Step Functions' 256 KiB limit (which
+    moto does not enforce: this test is what holds it)."""
+    manifest = _largest_manifest(tmp_path)
+    body = manifest.read_bytes()
+    assert 250 * 1024 < len(body) <= MAX_BYTES
+    assert validate_bytes(body, now=START).spec is not None
+    assert cli_main(["validate", str(manifest)]) == 0
+    # No spot capacity for 58 h: each of the first nine attempts runs out of its 6 h maxWait (the
+    # ninth ends by ~56 h even with the longest polls and back-offs); the tenth, submitted after
+    # 54 h, starts when capacity returns and completes well within its own maxWait.
+    run = _run(manifest, capacity_gaps=[(0.0, 58 * HOUR)])
+
+    assert (run["status"], run["error"]) == ("SUCCEEDED", None)
+    assert run["attempts"] == 10
+    endings = [a.ending for a in run["story"].attempts]
+    assert all(e.startswith("ended by spot (spot-wait-exceeded)") for e in endings[:9]), endings
+    assert endings[9].startswith("completed")
+    assert run["maxStateBytes"] < 16 * 1024, run["maxStateBytes"]  # 9.1 KiB measured
 
 
 def test_bad_scenarios_name_the_field(tmp_path: Path) -> None:

@@ -1,18 +1,27 @@
-"""LoadManifest handler: exact version read, manifest never altered, rejection reported beside it."""
+"""LoadManifest handler: exact version read, manifest never altered, rejection reported beside it,
+the normalized spec stored once and referenced from the state (never carried in it)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from typing import Any
+
+import pytest
 
 from conftest import NOW, upload
+from spotline.aws.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
+from spotline.core.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
 from spotline_dev.local_aws import LocalStack
 
 KEY = "manifests/search-ranking/ranker-v2.yaml"
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:sm:run-1"
+SPEC_KEY = "specs/run-1.json"
 
 
-def _load(stack: LocalStack, version: str, key: str = KEY, team: str = "search-ranking") -> dict[str, object]:
+def _load(stack: LocalStack, version: str, key: str = KEY, team: str = "search-ranking") -> dict[str, Any]:
     event = {
-        "execution": "arn:aws:states:us-east-1:123456789012:execution:sm:run-1",
+        "execution": EXECUTION,
         "input": {
             "bucket": stack.bucket,
             "key": key,
@@ -25,15 +34,77 @@ def _load(stack: LocalStack, version: str, key: str = KEY, team: str = "search-r
     return stack.invoke("LoadManifestFunction", event)
 
 
-def test_valid_manifest_yields_the_normalized_spec(stack: LocalStack, example_manifest: bytes) -> None:
+def _spec_versions(stack: LocalStack) -> list[str]:
+    listed = stack.client("s3").list_object_versions(Bucket=stack.bucket, Prefix=SPEC_KEY)
+    return [v["VersionId"] for v in listed.get("Versions", [])]
+
+
+def test_valid_manifest_stores_the_normalized_spec_and_the_state_carries_a_reference(
+    stack: LocalStack, example_manifest: bytes
+) -> None:
     result = _load(stack, upload(stack, KEY, example_manifest))
-    assert result["valid"] is True
-    assert result["errors"] == []
-    spec = result["spec"]
-    assert isinstance(spec, dict)
-    assert spec["team"] == "search-ranking"
-    assert spec["max_runtime_seconds"] == 30 * 3600
-    assert spec["hyperparameters"]["epochs"] == "12"
+    assert (result["valid"], result["errors"], result["errorCount"], result["report"]) == (True, [], 0, None)
+    assert "spec" not in result
+    assert result["job"] == {
+        "team": "search-ranking",
+        "name": "ranker-v2",
+        "owner": "alice@example.com",
+        "strategy": "spot-first",
+        "instanceType": "ml.g5.2xlarge",
+        "instanceCount": 1,
+        "deadline": "2026-12-02T06:00:00Z",
+        "outputS3Uri": "s3://search-ranking-models/ranker-v2/",
+        "dependsOnDatasets": False,
+        "dependencyTimeoutSeconds": 24 * 3600,
+    }
+    ref = result["specRef"]
+    (version,) = _spec_versions(stack)
+    assert ref == {
+        "bucket": stack.bucket,
+        "key": SPEC_KEY,
+        "versionId": version,
+        "sha256": hashlib.sha256(
+            stack.client("s3").get_object(Bucket=stack.bucket, Key=SPEC_KEY)["Body"].read()
+        ).hexdigest(),
+    }
+    spec = spec_of({"manifest": result})
+    assert (spec.team, spec.max_runtime_seconds, spec.hyperparameters["epochs"]) == ("search-ranking", 30 * 3600, "12")
+    assert spec_bytes(spec) == stack.client("s3").get_object(Bucket=stack.bucket, Key=SPEC_KEY)["Body"].read()
+    assert spec_of({"manifest": {"valid": True, "spec": spec.to_dict()}}) == spec  # executions started before specRef
+
+
+def test_a_rerun_returns_the_copy_it_already_stored(stack: LocalStack, example_manifest: bytes) -> None:
+    version = upload(stack, KEY, example_manifest)
+    first = _load(stack, version)
+    assert _load(stack, version) == first  # a Lambda retry: same reference, no second write
+    assert _spec_versions(stack) == [first["specRef"]["versionId"]]
+
+
+def test_a_stale_copy_under_the_same_name_is_replaced_not_reused(stack: LocalStack, example_manifest: bytes) -> None:
+    s3 = stack.client("s3")
+    stale = s3.put_object(Bucket=stack.bucket, Key=SPEC_KEY, Body=b"{}", Metadata={"sha256": "0" * 64})["VersionId"]
+    ref = _load(stack, upload(stack, KEY, example_manifest))["specRef"]
+    assert ref["versionId"] != stale
+    assert sorted(_spec_versions(stack)) == sorted([stale, ref["versionId"]])
+    assert load_spec(ref).name == "ranker-v2"
+
+
+def test_later_steps_read_the_version_loadmanifest_wrote_and_refuse_an_altered_one(
+    stack: LocalStack, example_manifest: bytes
+) -> None:
+    ref = _load(stack, upload(stack, KEY, example_manifest))["specRef"]
+    s3 = stack.client("s3")
+    altered = json.loads(s3.get_object(Bucket=stack.bucket, Key=SPEC_KEY)["Body"].read())
+    altered["instance_count"] = 64
+    overwrite = s3.put_object(Bucket=stack.bucket, Key=SPEC_KEY, Body=json.dumps(altered).encode())["VersionId"]
+
+    assert load_spec(ref).instance_count == 1  # pinned: the overwrite changes nothing for this run
+    with pytest.raises(SpecUnavailable, match="sha256 differs"):
+        load_spec({**ref, "versionId": overwrite})
+    with pytest.raises(SpecUnavailable, match="no longer exists"):
+        load_spec({**ref, "versionId": "no-such-version"})
+    with pytest.raises(SpecUnavailable, match=r"no \$\.manifest\.specRef"):
+        spec_of({"manifest": {"valid": False, "specRef": None}})
 
 
 def test_reads_the_exact_version_not_the_latest(stack: LocalStack, example_manifest: bytes) -> None:
@@ -62,6 +133,9 @@ def test_rejection_writes_a_report_and_leaves_the_manifest_untouched(
     assert report["manifest"]["versionId"] == version
     assert report["checkedAt"] == "2026-11-29T08:00:00Z"
     assert report["errors"] == result["errors"]
+    assert result["errorCount"] == 2
+    assert (result["job"], result["specRef"]) == (None, None)
+    assert _spec_versions(stack) == []
 
     versions = s3.list_object_versions(Bucket=stack.bucket, Prefix=KEY)
     assert [v["VersionId"] for v in versions["Versions"]] == [version]
@@ -88,3 +162,27 @@ def test_a_vanished_version_is_a_rejection_not_a_crash(stack: LocalStack) -> Non
     result = _load(stack, "no-such-version")
     assert result["valid"] is False
     assert "no longer exists" in result["errors"][0]["message"]  # type: ignore[index]
+
+
+def test_the_state_keeps_the_first_errors_bounded_and_the_report_keeps_them_all(
+    stack: LocalStack, example_manifest: bytes
+) -> None:
+    long_key = "k" * 5000
+    nested = "".join(f"    bad{i}: {{nested: [1, 2]}}\n" for i in range(30))
+    flow = b"  hyperparameters: {epochs: 12, lr: 0.0003, mixed_precision: true}\n"
+    assert flow in example_manifest
+    body = example_manifest.replace(flow, f"  hyperparameters:\n{nested}    ? {long_key}\n    : x\n".encode())
+    result = _load(stack, upload(stack, KEY, body))
+
+    report = json.loads(
+        stack.client("s3")
+        .get_object(Bucket=stack.bucket, Key="reports/manifests/search-ranking/ranker-v2.yaml.rejected.json")["Body"]
+        .read()
+    )
+    count = len(report["errors"])
+    assert count == result["errorCount"] == 31  # 30 nested values, 1 key over 256 characters
+    assert result["errors"] == report["errors"][:MAX_ERRORS_IN_STATE]  # short enough to keep as they are
+    assert result["summary"].startswith("31 error(s): ")
+    assert result["summary"].endswith("; ... and 11 more (see the report)")
+    assert all(len(e["path"]) <= MAX_ERROR_PATH for e in result["errors"])
+    assert len(json.dumps(result)) < 32 * 1024

@@ -43,6 +43,18 @@ KNOWN_KEYS = frozenset(
     }
 )
 LINK_LABELS = {"execution": "Execution", "trainingJob": "SageMaker job", "logs": "Logs", "batchJob": "Batch job"}
+LEGACY_SPEC_FIELDS = {
+    "team": "team",
+    "name": "name",
+    "owner": "owner",
+    "strategy": "strategy",
+    "instanceType": "instance_type",
+    "instanceCount": "instance_count",
+    "deadline": "deadline",
+    "outputS3Uri": "output_s3_uri",
+}
+"""`$.manifest.job` keys and where `$.manifest.spec` had them (executions started before the spec
+moved out of the state carried all of it)."""
 _ERROR_MESSAGE = re.compile(r'"errorMessage"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
@@ -96,6 +108,16 @@ def readable_cause(cause: Any) -> str:
         return text
     brace = text.find("{")
     return (text[:brace] if brace > 0 else "") + message  # keeps a prefix such as "Runtime.ExitError: "
+
+
+def job_of(manifest: Any) -> dict[str, Any]:
+    """The job summary LoadManifest left in `$.manifest.job` (camelCase keys), read from the
+    inline spec of an older execution when there is none; {} for a rejected manifest."""
+    job = as_dict(as_dict(manifest).get("job"))
+    if job:
+        return job
+    spec = as_dict(as_dict(manifest).get("spec"))
+    return {new: spec[old] for new, old in LEGACY_SPEC_FIELDS.items() if old in spec}
 
 
 def error_text(error: Any, cause: Any) -> str:

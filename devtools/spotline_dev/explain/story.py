@@ -16,6 +16,7 @@ from spotline_dev.explain.history import (
     Walk,
     as_dict,
     error_text,
+    job_of,
     links_of,
     load_document,
     parse_time,
@@ -216,7 +217,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     state = walk.last
     source = walk.input or load_document(describe.get("input")) or {}
     manifest = as_dict(state.get("manifest"))
-    spec = as_dict(manifest.get("spec"))
+    job = job_of(manifest)
     outcome = as_dict(state.get("outcome"))
     figures = as_dict(outcome.get("figures"))
     running = status == "RUNNING"
@@ -238,7 +239,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         else None
     )
     fallback_at = stop.get("at") or switch.get("checkedAt")
-    strategy = spec.get("strategy")
+    strategy = job.get("strategy")
     if fallback_yes:
         fallback = f"yes, at {fallback_at}: {fallback_reason}" if fallback_at else f"yes: {fallback_reason}"
     elif strategy == "on-demand":
@@ -250,7 +251,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     else:
         fallback = "no: stayed on spot"
 
-    deadline = figures.get("deadline") or spec.get("deadline")
+    deadline = figures.get("deadline") or job.get("deadline")
     finished_at = figures.get("finished_at")
     deadline_met = figures.get("deadline_met") if isinstance(figures.get("deadline_met"), bool) else None
     if not deadline:
@@ -281,7 +282,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         status=status,
         failure=failure,
         outcome=outcome,
-        spec=spec,
+        output=job.get("outputS3Uri"),
         manifest=manifest,
         running_state=walk.last_state,
         latest=latest,
@@ -303,11 +304,11 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
             "key": source.get("key"),
             "versionId": source.get("versionId"),
         },
-        team=spec.get("team") or source.get("team"),
-        job=spec.get("name"),
-        owner=spec.get("owner"),
+        team=job.get("team") or source.get("team"),
+        job=job.get("name"),
+        owner=job.get("owner"),
         strategy=strategy,
-        instance=(f"{spec['instance_type']} x{spec.get('instance_count', 1)}" if spec.get("instance_type") else None),
+        instance=(f"{job['instanceType']} x{job.get('instanceCount', 1)}" if job.get("instanceType") else None),
         headline=headline,
         outcome={"name": str(outcome.get("name")), "cause": str(outcome.get("cause"))} if outcome else None,
         failure=failure,
@@ -365,7 +366,7 @@ def _next_step(
     status: str,
     failure: Failure | None,
     outcome: dict[str, Any],
-    spec: dict[str, Any],
+    output: str | None,
     manifest: dict[str, Any],
     running_state: str | None,
     latest: dict[str, Any],
@@ -389,7 +390,6 @@ def _next_step(
             "open the execution in the console (link below)."
         )
     if status == "SUCCEEDED":
-        output = spec.get("output_s3_uri")
         return "Nothing to do" + (f": the model is in {output}." if output else ".")
     if status == "RUNNING":
         poll = latest.get("nextPollSeconds")

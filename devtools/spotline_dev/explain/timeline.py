@@ -17,6 +17,7 @@ from spotline_dev.explain.history import (
     HistoryEvent,
     as_dict,
     error_text,
+    job_of,
     load_document,
     parse_time,
     readable_cause,
@@ -39,14 +40,7 @@ class TimelineEntry:
 def _describe(name: str, state: dict[str, Any]) -> str | None:
     """One line for a known state's exit, or None when it adds nothing new."""
     describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
-        "LoadManifest": lambda s: (
-            (
-                f"manifest valid: {s['manifest']['spec']['team']}/{s['manifest']['spec']['name']}, "
-                f"{s['manifest']['spec']['strategy']}, deadline {s['manifest']['spec']['deadline'] or 'none'}"
-            )
-            if s["manifest"]["valid"]
-            else f"manifest rejected: {s['manifest']['summary']}"
-        ),
+        "LoadManifest": _loaded,
         "ValidateResources": lambda s: s["resources"]["summary"],
         "SubmitTrainingJob": lambda s: (
             f"attempt {s['training']['attempt']} on {s['training']['capacity']}: {s['training']['trainingJobName']}"
@@ -56,6 +50,14 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
     }
     describer = describers.get(name)
     return describer(state) if describer else None
+
+
+def _loaded(state: dict[str, Any]) -> str:
+    manifest = state["manifest"]
+    if not manifest["valid"]:
+        return f"manifest rejected: {manifest['summary']}"
+    job = job_of(manifest)
+    return f"manifest valid: {job['team']}/{job['name']}, {job['strategy']}, deadline {job['deadline'] or 'none'}"
 
 
 def status_line(status: dict[str, Any]) -> str:

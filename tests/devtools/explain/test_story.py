@@ -159,13 +159,13 @@ def _exited(kind: str, name: str, state: dict[str, Any]) -> dict[str, Any]:
 
 def test_unknown_states_and_keys_are_shown_generically() -> None:
     """States this module has never heard of (a dataset wait, a new Fail state) must not break it."""
-    spec = {"team": "search-ranking", "name": "ranker-v2", "strategy": "spot-first", "deadline": None}
+    job = {"team": "search-ranking", "name": "ranker-v2", "strategy": "spot-first", "deadline": None}
     state: dict[str, Any] = {
         "bucket": "b",
         "key": "manifests/search-ranking/x.yaml",
         "receivedAt": "2026-12-01T00:00:00Z",
     }
-    loaded = {**state, "manifest": {"valid": True, "errors": [], "summary": "valid", "report": None, "spec": spec}}
+    loaded = {**state, "manifest": {"valid": True, "errors": [], "summary": "valid", "report": None, "job": job}}
     checked = {**loaded, "dependencies": {"ready": False, "datasets": ["clicks"], "missing": ["clicks"]}}
     timed_out = {**checked, "dependencyTimeout": {"Error": "States.Timeout", "Cause": "no ready event"}}
     outcome = {"name": "DependencyTimeout", "cause": "still waiting for clicks after 1d", "next_step": "Ask them."}
@@ -217,6 +217,36 @@ def test_unknown_states_and_keys_are_shown_generically() -> None:
     text = render_text(story)
     assert "Step       WaitForDatasets failed with States.Timeout" in text
     assert "Other results" in text
+
+
+def test_older_executions_that_carried_the_whole_spec_tell_the_same_job() -> None:
+    """Histories of executions started before the spec moved out of the state ($.manifest.spec)."""
+    spec = {
+        "team": "search-ranking",
+        "name": "ranker-v2",
+        "owner": "alice@example.com",
+        "strategy": "spot-only",
+        "instance_type": "ml.g5.2xlarge",
+        "instance_count": 2,
+        "deadline": None,
+        "output_s3_uri": "s3://search-ranking-models/ranker-v2/",
+        "hyperparameters": {"epochs": "12"},
+    }
+    state: dict[str, Any] = {"bucket": "b", "key": "manifests/search-ranking/x.yaml"}
+    loaded = {**state, "manifest": {"valid": True, "errors": [], "summary": "valid", "report": None, "spec": spec}}
+    history = [
+        _event("ExecutionStarted", executionStartedEventDetails={"input": json.dumps(state)}),
+        _entered("Task", "LoadManifest", state),
+        _exited("Task", "LoadManifest", loaded),
+        _event("ExecutionSucceeded", executionSucceededEventDetails={"output": json.dumps(loaded)}),
+    ]
+    arn = "arn:aws:states:eu-west-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-x-1"
+    story = explain(history, {"executionArn": arn, "status": "SUCCEEDED", "startDate": START})
+
+    assert (story.team, story.job, story.owner) == ("search-ranking", "ranker-v2", "alice@example.com")
+    assert (story.strategy, story.instance) == ("spot-only", "ml.g5.2xlarge x2")
+    assert story.next_step == "Nothing to do: the model is in s3://search-ranking-models/ranker-v2/."
+    assert timeline(history, START)[0].endswith("manifest valid: search-ranking/ranker-v2, spot-only, deadline none")
 
 
 def test_a_running_execution_says_where_it_is_and_that_there_is_nothing_to_do_yet(

@@ -8,7 +8,9 @@ from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.aws.progress import read_progress
+from spotline.aws.spec_store import spec_of
 from spotline.core import links
+from spotline.core.execution_state import MAX_REASON, clip
 from spotline.core.lifecycle import next_step
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
@@ -76,7 +78,7 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
 
 
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
-    spec = JobSpec.from_dict(state["manifest"]["spec"])
+    spec = spec_of(state)
     training = state["training"]
     previous: list[dict[str, Any]] = training.get("previousAttempts", [])
     batch_job = client("batch").describe_service_job(jobId=training["jobId"])
@@ -121,7 +123,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         "state": status.state,
         "finished": status.finished,
         "reasonClass": status.reason_class,
-        "reason": status.reason,
+        "reason": clip(status.reason, MAX_REASON),
         "batchStatus": status.batch_status,
         "secondaryStatus": status.secondary_status,
         "trainingJobName": status.training_job_name,

@@ -8,7 +8,9 @@ from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.aws.reports import write_report
-from spotline.core.errors import DOCUMENT, ManifestError, summarize
+from spotline.aws.spec_store import store_spec
+from spotline.core.errors import DOCUMENT, ManifestError
+from spotline.core.execution_state import JobSummary, rejection_for_state
 from spotline.core.loader import MAX_BYTES
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import to_rfc3339
@@ -29,8 +31,12 @@ def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
         body.close()
 
 
-def load_and_validate(source: dict[str, Any], *, execution: str | None, now: datetime) -> dict[str, Any]:
-    """The LoadManifest result: {valid, errors, summary, report, spec}."""
+def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) -> dict[str, Any]:
+    """The LoadManifest result: {valid, errors, errorCount, summary, report, job, specRef}.
+
+    A valid manifest's normalized spec goes to the ingest bucket (`spotline.aws.spec_store`):
+    the state carries its reference and a bounded summary (`job`), never the spec itself. A
+    rejected one keeps its first errors in the state and all of them in the report."""
     bucket, key, version_id = source["bucket"], source["key"], source.get("versionId")
     try:
         data = read_manifest(bucket, key, version_id)
@@ -41,7 +47,15 @@ def load_and_validate(source: dict[str, Any], *, execution: str | None, now: dat
     else:
         result = validate_bytes(data, now=now, expected_team=source.get("team"))
         if result.spec is not None:
-            return {"valid": True, "errors": [], "summary": "valid", "report": None, "spec": result.spec.to_dict()}
+            return {
+                "valid": True,
+                "errors": [],
+                "errorCount": 0,
+                "summary": "valid",
+                "report": None,
+                "job": JobSummary.of(result.spec).to_dict(),
+                "specRef": store_spec(bucket, execution, result.spec),
+            }
         errors = result.errors
     report = {
         "outcome": "rejected",
@@ -52,10 +66,4 @@ def load_and_validate(source: dict[str, Any], *, execution: str | None, now: dat
         "help": "Fix every error listed and upload the manifest again; `spotline validate FILE` checks it locally.",
     }
     location = write_report(bucket, report_key(key, "rejected"), report)
-    return {
-        "valid": False,
-        "errors": report["errors"],
-        "summary": summarize(errors),
-        "report": location,
-        "spec": None,
-    }
+    return {"valid": False, **rejection_for_state(errors), "report": location, "job": None, "specRef": None}

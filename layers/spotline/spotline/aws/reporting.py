@@ -12,6 +12,7 @@ from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, metrics
 from spotline.aws.reports import write_report
 from spotline.core import links
+from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
 from spotline.core.outcome import Outcome, attempt_records, decide
@@ -76,8 +77,9 @@ def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> dict[str, Any]:
     outcome = decide(state, now)
-    spec = (state.get("manifest") or {}).get("spec") or {}
-    team, job = spec.get("team") or state.get("team", "unknown"), spec.get("name") or state.get("key", "unknown")
+    summary = job_summary_of(state.get("manifest"))
+    team = summary.team if summary else state.get("team", "unknown")
+    job = summary.name if summary else state.get("key", "unknown")
     training = state.get("training") or {}
     links_ = links.for_job(
         region,
@@ -95,7 +97,7 @@ def record_outcome(
         "execution": execution_arn,
         "manifest": {"bucket": state["bucket"], "key": state["key"], "versionId": state.get("versionId")},
         "figures": outcome.to_dict()["figures"],
-        "attempts": [{k: v for k, v in a.items() if k != "previousAttempts"} for a in attempt_records(state)],
+        "attempts": attempt_records(state),
         "resourceProblems": (state.get("resources") or {}).get("problems", []),
         "links": links_,
         "recordedAt": to_rfc3339(now),
@@ -108,7 +110,7 @@ def record_outcome(
             kind=outcome.name,
             team=team,
             job=job,
-            owner=spec.get("owner"),
+            owner=summary.owner if summary else None,
             what=f"Spotline training run ended in {outcome.name}.",
             cause=outcome.cause,
             next_step=outcome.next_step,

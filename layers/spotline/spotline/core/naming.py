@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 
 MANIFEST_PREFIX = "manifests/"
 REPORT_PREFIX = "reports/"
+SPEC_PREFIX = "specs/"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 EXECUTION_NAME_MAX = 80
 TRAINING_JOB_NAME_MAX = 63
@@ -56,3 +57,14 @@ def execution_name(location: ManifestLocation) -> str:
 def report_key(manifest_key: str, outcome: str) -> str:
     """`manifests/a/b.yaml` -> `reports/manifests/a/b.yaml.<outcome>.json`, beside the manifest's path."""
     return f"{REPORT_PREFIX}{manifest_key}.{outcome}.json"
+
+
+def spec_key(execution: str) -> str:
+    """Where LoadManifest keeps an execution's normalized spec in the ingest bucket:
+    `specs/<execution name>.json` (an execution ARN is reduced to its name, the last part).
+    Outside `manifests/`, so writing it starts nothing; one key per execution, so a rerun of
+    LoadManifest finds its own copy."""
+    name = execution.rsplit(":", 1)[-1]
+    if not name:
+        raise ValueError(f"{execution!r} names no execution")
+    return f"{SPEC_PREFIX}{name}.json"

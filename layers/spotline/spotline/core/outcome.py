@@ -2,7 +2,8 @@
 
 RecordOutcome reads the execution state (each step's result under its own key) and decides
 which named end it reached; the state machine then routes to the Fail or Succeed state of
-that name.
+that name. It needs no more of the job than the summary in `$.manifest.job`, so it still
+reports when the spec itself cannot be read.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 from spotline.core.cost import cost_usd, spot_savings_percent
 from spotline.core.durations import format_duration
-from spotline.core.model import JobSpec, to_rfc3339
+from spotline.core.execution_state import JobSummary, attempt_history, job_summary_of
+from spotline.core.model import to_rfc3339
 
 SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
@@ -71,20 +73,16 @@ class Outcome:
 
 def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
     """Every submission of this execution with its last known status, oldest first."""
-    training = state.get("training")
-    if not training:
-        return []
-    current = {**training, "finalStatus": state.get("status")}
-    return [*training.get("previousAttempts", []), current]
+    return attempt_history(state.get("training"), state.get("status"))
 
 
-def figures(spec: JobSpec | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None) -> Figures:
+def figures(job: JobSummary | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None) -> Figures:
     statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
     training = sum(int(s.get("trainingSeconds", 0)) for s in statuses)
     billable = sum(int(s.get("billableSeconds", 0)) for s in statuses)
     queue_wait = statuses[0].get("queueWaitSeconds") if statuses else None
-    instance, count = (spec.instance_type, spec.instance_count) if spec else ("", 0)
-    deadline = spec.deadline_at if spec else None
+    instance, count = (job.instance_type, job.instance_count) if job else ("", 0)
+    deadline = job.deadline_at if job else None
     return Figures(
         attempts=len(attempts),
         interruptions=sum(int(s.get("interruptions", 0)) for s in statuses),
@@ -94,25 +92,24 @@ def figures(spec: JobSpec | None, attempts: list[dict[str, Any]], finished_at: d
         cost_usd=cost_usd(instance, count, billable),
         on_demand_cost_usd=cost_usd(instance, count, training),
         spot_savings_percent=spot_savings_percent(training, billable),
-        on_demand_fallback=bool(spec and spec.uses_spot and any(a.get("capacity") == "on-demand" for a in attempts)),
-        deadline=spec.deadline if spec else None,
+        on_demand_fallback=bool(job and job.uses_spot and any(a.get("capacity") == "on-demand" for a in attempts)),
+        deadline=job.deadline if job else None,
         finished_at=to_rfc3339(finished_at) if finished_at else None,
         deadline_met=finished_at <= deadline if deadline and finished_at else None,
     )
 
 
 def decide(state: dict[str, Any], now: datetime) -> Outcome:
-    spec_dict = (state.get("manifest") or {}).get("spec")
-    spec = JobSpec.from_dict(spec_dict) if spec_dict else None
+    job = job_summary_of(state.get("manifest"))
     status = state.get("status") or {}
     ended = status.get("endedAt")
     completed = status.get("state") == "completed"
     finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
-    numbers = figures(spec, attempt_records(state), finished_at)
+    numbers = figures(job, attempt_records(state), finished_at)
     if state.get("dependencyTimeout"):
         dependencies = state.get("dependencies") or {}
-        missing = ", ".join(dependencies.get("missing") or (spec.depends_on if spec else ())) or "the datasets"
-        waited = spec.dependency_timeout_seconds if spec else 0
+        missing = ", ".join(dependencies.get("missing") or ()) or "the datasets"
+        waited = job.dependency_timeout_seconds if job else 0
         cause = f"still waiting for {missing} after {format_duration(waited)} (spec.dependencyTimeout)"
         return Outcome(DEPENDENCY_TIMEOUT, False, cause, NEXT_STEPS[DEPENDENCY_TIMEOUT], numbers)
     failure = state.get("failure")

@@ -1,0 +1,174 @@
+"""What the execution state carries, and how big it may get (pure).
+
+Step Functions fails a state input or output over 256 KiB with `States.DataLimitExceeded`,
+which a Catch on `States.ALL` does not catch: the execution dies without a report and leaves its
+training job running. So the state never carries anything whose size the manifest decides:
+
+- the normalized spec stays in S3 (LoadManifest writes it once, `spotline.aws.spec_store`);
+  the state has a reference to it (`$.manifest.specRef`) and `JobSummary` (`$.manifest.job`),
+  the few fields on-call reads in the console and the Choice states need, each bounded;
+- a rejected manifest keeps its first `MAX_ERRORS_IN_STATE` errors, each cut to a bounded
+  length, and their count; the report beside the manifest has them all, in full;
+- each earlier attempt is an `attempt_record`, not a copy of its last status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from spotline.core.errors import ManifestError, summarize
+from spotline.core.model import JobSpec, Strategy
+
+MAX_ERRORS_IN_STATE = 20
+"""As many as the ManifestInvalid cause lists (`spotline.core.errors.summarize`)."""
+MAX_ERROR_PATH = 300
+MAX_ERROR_MESSAGE = 600
+"""Paths and messages quote manifest keys and values, whose length the schema does not always bound."""
+MAX_REASON = 1024
+"""SageMaker's own bound on FailureReason; Batch's statusReason has none."""
+MAX_OWNER = 254
+"""The longest e-mail address SMTP allows; metadata.owner has no maxLength in the schema."""
+ELLIPSIS = "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its first `limit - 1` characters and an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+# --- the job in brief -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """`$.manifest.job`: what on-call reads first and the Choice states route on."""
+
+    team: str
+    name: str
+    strategy: Strategy
+    instance_type: str
+    instance_count: int
+    deadline: str | None
+    output_s3_uri: str
+    owner: str | None
+    depends_on_datasets: bool
+    dependency_timeout_seconds: int
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> JobSummary:
+        return cls(
+            team=spec.team,
+            name=spec.name,
+            strategy=spec.strategy,
+            instance_type=spec.instance_type,
+            instance_count=spec.instance_count,
+            deadline=spec.deadline,
+            output_s3_uri=spec.output_s3_uri,
+            owner=clip(spec.owner, MAX_OWNER) if spec.owner else None,
+            depends_on_datasets=bool(spec.depends_on),
+            dependency_timeout_seconds=spec.dependency_timeout_seconds,
+        )
+
+    @property
+    def uses_spot(self) -> bool:
+        return self.strategy != "on-demand"
+
+    @property
+    def deadline_at(self) -> datetime | None:
+        return datetime.fromisoformat(self.deadline) if self.deadline else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "team": self.team,
+            "name": self.name,
+            "owner": self.owner,
+            "strategy": self.strategy,
+            "instanceType": self.instance_type,
+            "instanceCount": self.instance_count,
+            "deadline": self.deadline,
+            "outputS3Uri": self.output_s3_uri,
+            "dependsOnDatasets": self.depends_on_datasets,
+            "dependencyTimeoutSeconds": self.dependency_timeout_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSummary:
+        return cls(
+            team=str(data["team"]),
+            name=str(data["name"]),
+            strategy=cast(Strategy, data["strategy"]),
+            instance_type=str(data["instanceType"]),
+            instance_count=int(data["instanceCount"]),
+            deadline=data.get("deadline"),
+            output_s3_uri=str(data["outputS3Uri"]),
+            owner=data.get("owner"),
+            depends_on_datasets=bool(data["dependsOnDatasets"]),
+            dependency_timeout_seconds=int(data["dependencyTimeoutSeconds"]),
+        )
+
+
+def job_summary_of(manifest: Mapping[str, Any] | None) -> JobSummary | None:
+    """The summary LoadManifest left in `$.manifest`, or None for a rejected (or unread) manifest.
+    Executions started before the spec moved out of the state carry the whole spec instead."""
+    if not manifest:
+        return None
+    if manifest.get("job"):
+        return JobSummary.from_dict(manifest["job"])
+    if manifest.get("spec"):
+        return JobSummary.of(JobSpec.from_dict(manifest["spec"]))
+    return None
+
+
+# --- a rejected manifest ----------------------------------------------------------------------
+
+
+def rejection_for_state(errors: list[ManifestError]) -> dict[str, Any]:
+    """`errors` (the first MAX_ERRORS_IN_STATE, each bounded), `errorCount` and `summary` (the
+    ManifestInvalid cause) for the state; the rejection report keeps every error in full."""
+    bounded = [ManifestError(clip(e.path, MAX_ERROR_PATH), clip(e.message, MAX_ERROR_MESSAGE)) for e in errors]
+    return {
+        "errors": [e.to_dict() for e in bounded[:MAX_ERRORS_IN_STATE]],
+        "errorCount": len(errors),
+        "summary": summarize(bounded, limit=MAX_ERRORS_IN_STATE),
+    }
+
+
+# --- earlier attempts ---------------------------------------------------------------------------
+
+FINAL_STATUS_FIELDS = (
+    "state",
+    "reasonClass",
+    "trainingSeconds",
+    "billableSeconds",
+    "interruptions",
+    "queueWaitSeconds",
+    "endedAt",
+)
+
+
+def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One attempt as `$.training.previousAttempts[]` and the outcome report keep it: which job
+    it was and how its last status check saw it (`finalStatus`, None if it was never checked)."""
+    final: dict[str, Any] | None = None
+    if status:
+        final = {k: status.get(k) for k in FINAL_STATUS_FIELDS}
+        final["reason"] = clip(str(status.get("reason") or ""), MAX_REASON)
+    return {
+        "attempt": training.get("attempt"),
+        "capacity": training.get("capacity"),
+        "jobId": training.get("jobId"),
+        "trainingJobName": training.get("trainingJobName"),
+        "submittedAt": training.get("submittedAt"),
+        "finalStatus": final,
+    }
+
+
+def attempt_history(training: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Every attempt so far, oldest first: the earlier ones as recorded, then `training` (the
+    latest) with `status` (its last check)."""
+    if not training:
+        return []
+    return [*training.get("previousAttempts", []), attempt_record(training, status)]
