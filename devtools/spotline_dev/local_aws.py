@@ -185,11 +185,13 @@ class S3CheckpointStore:
 
 
 def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """moto's S3 -> EventBridge event differs from AWS's in two ways: `time` is the wall-clock
-    time (the local stack lives on the virtual clock, where the upload just happened), and the
-    ETag key is `eTag` instead of `etag`."""
+    """moto's S3 -> EventBridge event differs from AWS's in three ways: `time` is the wall-clock
+    time (the local stack lives on the virtual clock, where the upload just happened), the
+    ETag key is `eTag` instead of `etag`, and moto's rule targets receive the event without its
+    `account` (the rule pattern did match on it)."""
     event = json.loads(json.dumps(event))
     event["time"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    event.setdefault("account", ACCOUNT)
     obj = event.get("detail", {}).get("object")
     if isinstance(obj, dict) and "eTag" in obj:
         obj["etag"] = obj.pop("eTag")

@@ -12,11 +12,13 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
+from spotline.aws import clock, training_settings
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
 from spotline.aws.request_check import submit_service_job_request
+from spotline.aws.spec_store import spec_of
 from spotline.core import links
+from spotline.core.execution_state import attempt_history
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.training_request import Attempt, training_job_name
 
@@ -31,35 +33,14 @@ def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     return Attempt(state["executionArn"], number, capacity)
 
 
-FINAL_STATUS_FIELDS = (
-    "state",
-    "reasonClass",
-    "reason",
-    "trainingJobName",
-    "trainingSeconds",
-    "billableSeconds",
-    "interruptions",
-    "queueWaitSeconds",
-    "endedAt",
-    "progress",
-    "explanation",
-)
-
-
-def _summary(attempt: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    """A finished attempt as the execution keeps it (bounded size: state is capped at 256 KiB)."""
-    kept = {k: v for k, v in attempt.items() if k not in ("previousAttempts", "links", "firstPollSeconds")}
-    return {**kept, "finalStatus": {k: status.get(k) for k in FINAL_STATUS_FIELDS}}
-
-
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     state = {**event["input"], "executionArn": event["execution"]}
-    spec = JobSpec.from_dict(state["manifest"]["spec"])
+    spec = spec_of(state)
     attempt = _next_attempt(state, spec)
-    request = submit_service_job_request(spec, attempt, os.environ["JOB_QUEUE"])
+    request = submit_service_job_request(spec, attempt, os.environ["JOB_QUEUE"], training_settings.from_environment())
     response = client("batch").submit_service_job(**request)
     name = training_job_name(spec, attempt)
     region = os.environ.get("AWS_REGION", "us-east-1")
@@ -74,15 +55,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     add_team_dimension(spec.team)
     metrics.add_metric(name="JobsSubmitted", unit=MetricUnit.Count, value=1)
-    previous = state.get("training")
-    history = (
-        [
-            *previous.get("previousAttempts", []),
-            {**previous, "previousAttempts": [], "finalStatus": state.get("status")},
-        ]
-        if previous
-        else []
-    )
+    # Earlier attempts as compact records (bounded: the state is capped at 256 KiB).
+    history = attempt_history(state.get("training"), state.get("status"))
     return {
         "attempt": attempt.number,
         "capacity": attempt.capacity,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from spotline_dev.template import load_template, resources_of_type
+from spotline.aws import training_settings
+from spotline.core.naming import report_key
+from spotline.core.training_request import DEFAULT_SETTINGS
+from spotline_dev.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
 
@@ -37,11 +43,16 @@ def test_no_allow_statement_grants_wildcard_actions() -> None:
 
 
 # Actions AWS documents as supporting no resource-level permissions.
-RESOURCE_WILDCARD_ONLY = {"batch:DescribeJobQueues"}
+RESOURCE_WILDCARD_ONLY = {"batch:DescribeJobQueues", "batch:DescribeServiceJob", "batch:ListServiceJobs"}
+
+
+def _identity_statements() -> Iterator[dict[str, Any]]:
+    """Statements of the functions' and state machines' own policies (resource policies name a Principal)."""
+    return (s for s in _statements(TEMPLATE["Resources"]) if "Principal" not in s)
 
 
 def test_only_actions_without_resource_level_permissions_use_a_wildcard_resource() -> None:
-    for statement in _statements(TEMPLATE["Resources"]):
+    for statement in _identity_statements():
         if statement["Effect"] == "Allow" and statement.get("Resource") == "*":
             assert all(a.startswith("logs:") or a in RESOURCE_WILDCARD_ONLY for a in _actions(statement)), statement
 
@@ -53,6 +64,8 @@ def test_pass_role_only_to_sagemaker_and_only_training_roles() -> None:
         assert _actions(statement) == ["iam:PassRole"]
         assert statement["Condition"]["StringEquals"]["iam:PassedToService"] == "sagemaker.amazonaws.com"
         assert "${TrainingRolePath}/*" in statement["Resource"]["Fn::Sub"]
+        # Only roles a team owns: a role without the spotline:team tag cannot be passed at all.
+        assert statement["Condition"]["Null"] == {"aws:ResourceTag/spotline:team": "false"}
 
 
 @pytest.mark.parametrize("name", list(resources_of_type(TEMPLATE, "AWS::S3::Bucket")))
@@ -104,6 +117,8 @@ def test_state_machines_are_standard_logged_and_traced() -> None:
         assert props["Type"] == "STANDARD"
         assert props["Tracing"]["Enabled"] is True
         assert props["Logging"]["Level"] == "ALL"
+        # Transitions and errors only: inputs and outputs (the manifest) stay in the execution history.
+        assert props["Logging"]["IncludeExecutionData"] is False
         assert props["DefinitionUri"].startswith("statemachines/")
 
 
@@ -148,3 +163,301 @@ def test_every_event_rule_shares_the_dead_letter_queue_its_policy_allows() -> No
         if event["Type"] == "EventBridgeRule"
     }
     assert allowed == rules
+
+
+# --- Tighter IAM: team data, progress.json, service jobs ------------------------------------
+
+
+def _with_action(action: str) -> list[dict[str, Any]]:
+    return [s for s in _identity_statements() if s["Effect"] == "Allow" and action in _actions(s)]
+
+
+def _resources(statement: dict[str, Any]) -> list[Any]:
+    resources = statement["Resource"]
+    return resources if isinstance(resources, list) else [resources]
+
+
+def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_account() -> None:
+    statements = _with_action("s3:ListBucket") + [
+        s for s in _with_action("s3:GetObject") if any("progress.json" in str(r) for r in _resources(s))
+    ]
+    assert len(statements) == 2
+    for statement in statements:
+        assert statement["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
+        for resource in _resources(statement):
+            assert resource["Fn::Sub"].startswith("arn:${AWS::Partition}:s3:::${TrainingDataBucketPattern}"), resource
+    (progress,) = (s for s in statements if "s3:GetObject" in _actions(s))
+    keys = {r["Fn::Sub"].split("${TrainingDataBucketPattern}/", 1)[1] for r in _resources(progress)}
+    assert keys == {"progress.json", "*/progress.json"}
+
+
+def test_only_spotlines_service_jobs_can_be_terminated() -> None:
+    (statement,) = _with_action("batch:TerminateServiceJob")
+    # The tags spotline.core.training_request puts on every service job it submits.
+    assert statement["Condition"] == {
+        "Null": {"aws:ResourceTag/spotline:team": "false", "aws:ResourceTag/spotline:execution": "false"}
+    }
+
+
+def test_spotlines_own_roles_carry_no_team_tag() -> None:
+    """The bucket policy tells teams from Spotline by the spotline:team principal tag (SAM puts a
+    function's Tags on its role too)."""
+    tagged = [TEMPLATE["Globals"]["Function"].get("Tags", {})] + [
+        f["Properties"].get("Tags", {}) for f in resources_of_type(TEMPLATE, "AWS::Serverless::Function").values()
+    ]
+    assert not [tags for tags in tagged if "spotline:team" in tags]
+
+
+# --- The stack's training settings ---------------------------------------------------------
+
+TRAINING_ENVIRONMENT = {
+    training_settings.SUBNET_IDS: "TrainingSubnetIds",
+    training_settings.SECURITY_GROUP_IDS: "TrainingSecurityGroupIds",
+    training_settings.NETWORK_ISOLATION: "EnableNetworkIsolation",
+    training_settings.INTER_CONTAINER_ENCRYPTION: "EnableInterContainerTrafficEncryption",
+    training_settings.VOLUME_KMS_KEY_ID: "TrainingVolumeKmsKeyId",
+    training_settings.OUTPUT_KMS_KEY_ID: "TrainingOutputKmsKeyId",
+}
+
+
+def test_training_settings_flow_from_parameters_to_submit_training_job() -> None:
+    variables = function_environment(TEMPLATE, "SubmitTrainingJobFunction")
+    for variable, parameter in TRAINING_ENVIRONMENT.items():
+        assert variables[variable] == {"Ref": parameter}
+    defaults = {v: str(TEMPLATE["Parameters"][p]["Default"]) for v, p in TRAINING_ENVIRONMENT.items()}
+    assert training_settings.from_environment(defaults) == DEFAULT_SETTINGS  # today's request, exactly
+
+
+def _rule_value(node: Any, parameters: dict[str, str]) -> Any:
+    """CloudFormation rule functions, for the ones the template's Rules use."""
+    if isinstance(node, dict):
+        ((function, argument),) = node.items()
+        if function == "Ref":
+            return parameters[argument]
+        values = [_rule_value(a, parameters) for a in argument]
+        match function:
+            case "Fn::Equals":
+                return values[0] == values[1]
+            case "Fn::And":
+                return all(values)
+            case "Fn::Or":
+                return any(values)
+            case "Fn::Not":
+                return not values[0]
+        raise AssertionError(f"rule function {function} not understood here")
+    return node
+
+
+@pytest.mark.parametrize(
+    ("subnets", "groups", "accepted"),
+    [
+        ("", "", True),
+        ("subnet-0123456789abcdef0", "sg-0123456789abcdef0", True),
+        ("subnet-0123456789abcdef0", "", False),
+        ("", "sg-0123456789abcdef0", False),
+    ],
+)
+def test_deploy_refuses_subnets_without_security_groups_and_the_reverse(
+    subnets: str, groups: str, accepted: bool
+) -> None:
+    parameters = {"TrainingSubnetIds": subnets, "TrainingSecurityGroupIds": groups}
+    (assertion,) = TEMPLATE["Rules"]["TrainingVpcNeedsSubnetsAndSecurityGroups"]["Assertions"]
+    assert _rule_value(assertion["Assert"], parameters) is accepted
+    for name, value in parameters.items():
+        assert re.fullmatch(TEMPLATE["Parameters"][name]["AllowedPattern"], value)
+
+
+# --- The alert topic's key: alarms and Spotline's functions can publish ----------------------
+
+ALARM_ARNS = {"Fn::Sub": "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:${AWS::StackName}-*"}
+
+
+def _cloudwatch_statement(document: dict[str, Any]) -> dict[str, Any]:
+    (statement,) = (s for s in document["Statement"] if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"})
+    assert isinstance(statement, dict) and statement["Effect"] == "Allow"
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": ALARM_ARNS},
+    }
+    return statement
+
+
+def test_alert_topic_has_a_rotated_customer_managed_key_cloudwatch_alarms_may_use() -> None:
+    topic = TEMPLATE["Resources"]["AlertTopic"]["Properties"]
+    assert topic["KmsMasterKeyId"] == {"Ref": "AlertTopicKey"}  # not alias/aws/sns: alarms cannot use it
+    key = TEMPLATE["Resources"]["AlertTopicKey"]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    assert set(_actions(_cloudwatch_statement(key["KeyPolicy"]))) == {"kms:Decrypt", "kms:GenerateDataKey"}
+    topic_policy = TEMPLATE["Resources"]["AlertTopicPolicy"]["Properties"]["PolicyDocument"]
+    assert _actions(_cloudwatch_statement(topic_policy)) == ["sns:Publish"]
+    others = [
+        s for s in key["KeyPolicy"]["Statement"] if "Service" not in s["Principal"] and "kms:Decrypt" in _actions(s)
+    ]
+    assert [s["Condition"]["StringEquals"]["kms:ViaService"] for s in others] == [
+        {"Fn::Sub": "sns.${AWS::Region}.amazonaws.com"}
+    ]
+
+
+def test_every_alarm_is_named_so_the_key_and_topic_let_it_publish() -> None:
+    for name, alarm in resources_of_type(TEMPLATE, "AWS::CloudWatch::Alarm").items():
+        assert alarm["Properties"]["AlarmName"] == {"Fn::Sub": f"${{AWS::StackName}}-{name}"}
+
+
+def test_publishing_functions_may_use_the_topic_key_and_no_other() -> None:
+    functions = resources_of_type(TEMPLATE, "AWS::Serverless::Function")
+    publishers = {n for n in functions if "ALERT_TOPIC_ARN" in function_environment(TEMPLATE, n)}
+    assert publishers == {"StopTrainingJobFunction", "RecordOutcomeFunction"}
+    for name, function in functions.items():
+        kms = [
+            s
+            for s in _statements(function["Properties"].get("Policies", []))
+            if any(a.startswith("kms:") for a in _actions(s))
+        ]
+        if name not in publishers:
+            assert not kms, name
+            continue
+        (statement,) = kms
+        assert set(_actions(statement)) == {"kms:GenerateDataKey", "kms:Decrypt"}
+        assert statement["Resource"] == {"Fn::GetAtt": ["AlertTopicKey", "Arn"]}
+        assert statement["Condition"]["StringEquals"]["kms:ViaService"] == {
+            "Fn::Sub": "sns.${AWS::Region}.amazonaws.com"
+        }
+
+
+# --- Who may write and read a team's folder in the ingest bucket ------------------------------
+# The bucket policy's Deny statements, evaluated for the requests teams and Spotline make. Only
+# what the policy uses is modelled: exact or wildcard actions, Resource/NotResource patterns with
+# the ${aws:PrincipalTag/spotline:team} variable (unresolved when the tag is missing: then the
+# statement does not apply, as in IAM), and the Null, Bool and StringNotLike operators.
+
+BUCKET_ARN = "arn:aws:s3:::spotline-ingest"
+TEAM_VARIABLE = "${aws:PrincipalTag/spotline:team}"
+
+
+@dataclass(frozen=True)
+class S3Request:
+    action: str
+    key: str | None  # None: the bucket itself
+    team: str | None  # the principal's spotline:team tag
+    prefix: str | None = None  # s3:prefix of a listing
+    secure: bool = True
+
+
+def _bucket_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_bucket_value(v) for v in value]
+    if value == {"Fn::GetAtt": ["IngestBucket", "Arn"]}:
+        return BUCKET_ARN
+    if isinstance(value, dict):
+        return value["Fn::Sub"].replace("${IngestBucket.Arn}", BUCKET_ARN).replace("${!", "${")
+    return value
+
+
+def _with_team(pattern: str, team: str | None) -> str | None:
+    if TEAM_VARIABLE not in pattern:
+        return pattern
+    return None if team is None else pattern.replace(TEAM_VARIABLE, team)
+
+
+def _condition_holds(condition: dict[str, Any], request: S3Request) -> bool:
+    context = {
+        "aws:PrincipalTag/spotline:team": request.team,
+        "aws:SecureTransport": str(request.secure).lower(),
+        "s3:prefix": request.prefix,
+    }
+    for operator, entries in condition.items():
+        for key, expected in entries.items():
+            actual = context[key]
+            if operator == "Null":
+                holds = (actual is None) == (expected == "true")
+            elif operator == "Bool":
+                holds = actual == expected
+            elif operator == "StringNotLike":  # true when the key is missing, like every negated operator
+                patterns = [
+                    _with_team(p, request.team) for p in (expected if isinstance(expected, list) else [expected])
+                ]
+                holds = actual is None or not any(p is not None and fnmatch.fnmatchcase(actual, p) for p in patterns)
+            else:
+                raise AssertionError(f"condition operator {operator} not modelled")
+            if not holds:
+                return False
+    return True
+
+
+def _denied(request: S3Request) -> bool:
+    policy = TEMPLATE["Resources"]["IngestBucketPolicy"]["Properties"]
+    assert policy["Bucket"] == {"Ref": "IngestBucket"}
+    arn = BUCKET_ARN if request.key is None else f"{BUCKET_ARN}/{request.key}"
+    for statement in policy["PolicyDocument"]["Statement"]:
+        assert statement["Effect"] == "Deny" and statement["Principal"] == "*", statement["Sid"]
+        if not any(fnmatch.fnmatchcase(request.action, a) for a in _actions(statement)):
+            continue
+        element = "Resource" if "Resource" in statement else "NotResource"
+        values = _bucket_value(statement[element])
+        patterns = [_with_team(p, request.team) for p in (values if isinstance(values, list) else [values])]
+        if None in patterns:
+            continue  # an unresolved policy variable: the statement does not apply
+        matched = any(fnmatch.fnmatchcase(arn, p) for p in patterns if p is not None)
+        if matched != (element == "Resource"):
+            continue
+        if _condition_holds(statement.get("Condition", {}), request):
+            return True
+    return False
+
+
+MANIFEST = "manifests/vision/resnet.yaml"
+OTHER_MANIFEST = "manifests/search-ranking/ranker.yaml"
+
+
+@pytest.mark.parametrize(
+    ("request_", "denied"),
+    [
+        # A principal tagged spotline:team=vision: its own folders, nothing else.
+        (S3Request("s3:PutObject", MANIFEST, "vision"), False),
+        (S3Request("s3:DeleteObjectVersion", MANIFEST, "vision"), False),
+        (S3Request("s3:GetObject", MANIFEST, "vision"), False),
+        (S3Request("s3:GetObject", report_key(MANIFEST, "rejected"), "vision"), False),
+        (S3Request("s3:GetObject", report_key(MANIFEST, "outcome"), "vision"), False),
+        (S3Request("s3:PutObject", OTHER_MANIFEST, "vision"), True),
+        (S3Request("s3:DeleteObject", OTHER_MANIFEST, "vision"), True),
+        (S3Request("s3:GetObject", OTHER_MANIFEST, "vision"), True),
+        (S3Request("s3:GetObject", report_key(OTHER_MANIFEST, "outcome"), "vision"), True),
+        (S3Request("s3:PutObject", report_key(MANIFEST, "outcome"), "vision"), True),  # reports are Spotline's
+        (S3Request("s3:PutObject", "manifests/vision-team/x.yaml", "vision"), True),  # a prefix is not a folder
+        (S3Request("s3:GetObject", "specs/vision-resnet-1a2b3c4d.json", "vision"), True),
+        (S3Request("s3:ListBucket", None, "vision", prefix="manifests/vision/"), False),
+        (S3Request("s3:ListBucket", None, "vision", prefix="reports/manifests/vision/"), False),
+        (S3Request("s3:ListBucket", None, "vision", prefix="manifests/"), True),
+        (S3Request("s3:ListBucket", None, "vision"), True),
+        # A principal without the tag (Spotline's roles, anyone else): no manifest writes, no reports read.
+        (S3Request("s3:PutObject", MANIFEST, None), True),
+        (S3Request("s3:DeleteObject", MANIFEST, None), True),
+        (S3Request("s3:GetObject", report_key(MANIFEST, "rejected"), None), True),
+        (S3Request("s3:GetObjectVersion", report_key(MANIFEST, "outcome"), None), True),
+        # Everyone: TLS only.
+        (S3Request("s3:PutObject", MANIFEST, "vision", secure=False), True),
+    ],
+    ids=lambda value: (
+        "denied" if value is True else "allowed" if value is False else f"{value.action} {value.key} {value.team}"
+    ),
+)
+def test_bucket_policy_keeps_each_team_to_its_own_folders(request_: S3Request, denied: bool) -> None:
+    assert _denied(request_) is denied
+
+
+def test_bucket_policy_leaves_spotlines_roles_what_their_policies_grant() -> None:
+    """Every ingest-bucket permission of every function (manifests/ read, reports/ and specs/
+    write and read), asked by its untagged role, passes the bucket policy."""
+    asked = 0
+    for name, function in resources_of_type(TEMPLATE, "AWS::Serverless::Function").items():
+        for statement in _statements(function["Properties"].get("Policies", [])):
+            for resource in _resources(statement):
+                if not (
+                    isinstance(resource, dict) and str(resource.get("Fn::Sub", "")).startswith("${IngestBucket.Arn}/")
+                ):
+                    continue
+                key = _bucket_value(resource).removeprefix(f"{BUCKET_ARN}/").replace("*", "vision/resnet.yaml")
+                for action in _actions(statement):
+                    asked += 1
+                    assert not _denied(S3Request(action, key, None)), (name, action, key)
+    assert asked >= 8

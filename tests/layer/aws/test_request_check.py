@@ -9,10 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from spotline.aws import training_settings
 from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request, validate
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
-from spotline.core.training_request import TRAINING_JOB_NAME, Attempt, client_token
+from spotline.core.training_request import (
+    DEFAULT_SETTINGS,
+    TRAINING_JOB_NAME,
+    Attempt,
+    TrainingSettings,
+    TrainingSettingsInvalid,
+    client_token,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 EXECUTION = (
@@ -93,3 +101,62 @@ def test_botocore_model_rejects_what_sagemaker_would(spec: JobSpec) -> None:
                 "TrainingJobName": "-bad-",
             },
         )
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+EVERY_OPTION = TrainingSettings(
+    subnet_ids=("subnet-0123456789abcdef0", "subnet-0fedcba9876543210"),
+    security_group_ids=("sg-0123456789abcdef0",),
+    network_isolation=True,
+    inter_container_traffic_encryption=True,
+    volume_kms_key_id=KEY,
+    output_kms_key_id=KEY,
+)
+
+
+def test_every_network_and_encryption_option_passes_botocores_model(spec: JobSpec) -> None:
+    """botocore's model knows every member the settings add (a misspelt one would be rejected)."""
+    ebs_backed = replace(spec, instance_type="ml.p3.8xlarge", instance_count=2)
+    payload = _payload(submit_service_job_request(ebs_backed, Attempt(EXECUTION, 1, "spot"), QUEUE, EVERY_OPTION))
+    assert payload["VpcConfig"] == {
+        "SecurityGroupIds": ["sg-0123456789abcdef0"],
+        "Subnets": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+    }
+    assert payload["EnableNetworkIsolation"] is True
+    assert payload["EnableInterContainerTrafficEncryption"] is True
+    assert payload["ResourceConfig"]["VolumeKmsKeyId"] == KEY  # type: ignore[index]
+    assert payload["OutputDataConfig"]["KmsKeyId"] == KEY  # type: ignore[index]
+
+
+def test_settings_from_the_environment() -> None:
+    settings = training_settings.from_environment(
+        {
+            "TRAINING_SUBNET_IDS": "subnet-0a, subnet-0b",
+            "TRAINING_SECURITY_GROUP_IDS": "sg-01",
+            "TRAINING_NETWORK_ISOLATION": "true",
+            "TRAINING_INTER_CONTAINER_ENCRYPTION": "True",
+            "TRAINING_VOLUME_KMS_KEY_ID": KEY,
+            "TRAINING_OUTPUT_KMS_KEY_ID": "",
+        }
+    )
+    assert settings == TrainingSettings(
+        subnet_ids=("subnet-0a", "subnet-0b"),
+        security_group_ids=("sg-01",),
+        network_isolation=True,
+        inter_container_traffic_encryption=True,
+        volume_kms_key_id=KEY,
+        output_kms_key_id=None,
+    )
+    assert training_settings.from_environment({}) == DEFAULT_SETTINGS
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"TRAINING_NETWORK_ISOLATION": "yes"}, "TRAINING_NETWORK_ISOLATION is 'yes'"),
+        ({"TRAINING_SUBNET_IDS": "subnet-0a"}, "both subnet ids and security group ids"),
+    ],
+)
+def test_unusable_settings_are_named(variables: dict[str, str], message: str) -> None:
+    with pytest.raises(TrainingSettingsInvalid, match=message):
+        training_settings.from_environment(variables)

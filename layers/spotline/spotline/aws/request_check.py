@@ -16,8 +16,10 @@ from botocore.validate import ParamValidator
 from spotline.core.model import JobSpec
 from spotline.core.training_request import (
     BATCH_JOB_NAME,
+    DEFAULT_SETTINGS,
     TRAINING_JOB_NAME,
     Attempt,
+    TrainingSettings,
     service_job_request,
 )
 
@@ -26,9 +28,11 @@ class TrainingRequestInvalid(Exception):
     """The CreateTrainingJob request built from the spec breaks SageMaker's API model."""
 
 
-def submit_service_job_request(spec: JobSpec, attempt: Attempt, job_queue: str) -> dict[str, Any]:
+def submit_service_job_request(
+    spec: JobSpec, attempt: Attempt, job_queue: str, settings: TrainingSettings = DEFAULT_SETTINGS
+) -> dict[str, Any]:
     """The SubmitServiceJob request, validated offline (both the Batch and SageMaker halves)."""
-    request = service_job_request(spec, attempt, job_queue)
+    request = service_job_request(spec, attempt, job_queue, settings)
     validate("sagemaker", "CreateTrainingJob", json.loads(request["serviceRequestPayload"]))
     validate("batch", "SubmitServiceJob", request)
     return request

@@ -29,6 +29,66 @@ RETRY_STRATEGY: dict[str, Any] = {
 }
 
 
+class TrainingSettingsInvalid(ValueError):
+    """The stack's network or encryption settings cannot make a valid request (e.g. subnets
+    without security groups)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSettings:
+    """The stack's network and encryption settings, the same for every training job (template
+    parameters through SubmitTrainingJob's environment). The defaults add nothing to the request."""
+
+    subnet_ids: tuple[str, ...] = ()
+    security_group_ids: tuple[str, ...] = ()
+    network_isolation: bool = False
+    inter_container_traffic_encryption: bool = False  # only matters with instanceCount > 1
+    volume_kms_key_id: str | None = None
+    output_kms_key_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.subnet_ids) != bool(self.security_group_ids):
+            raise TrainingSettingsInvalid(
+                "VpcConfig needs both subnet ids and security group ids, or neither "
+                f"(subnets: {list(self.subnet_ids)}, security groups: {list(self.security_group_ids)})"
+            )
+
+
+DEFAULT_SETTINGS = TrainingSettings()
+
+# Instance families with local NVMe instance storage. SageMaker trains on that storage instead of
+# an EBS volume, encrypts it with the instance's hardware module, and rejects a VolumeKmsKeyId
+# for these types (CreateTrainingJob, ResourceConfig.VolumeKmsKeyId; the list is the EC2 user
+# guide's "Instance store volumes"): the key is left out for them rather than failing the job.
+INSTANCE_STORAGE_FAMILIES = frozenset(
+    [
+        "c5d",
+        "m5d",
+        "r5d",
+        "g4dn",
+        "g4ad",
+        "g5",
+        "g6",
+        "g6e",
+        "p3dn",
+        "p4d",
+        "p4de",
+        "p5",
+        "p5e",
+        "p5en",
+        "trn1",
+        "trn1n",
+        "trn2",
+    ]
+)
+
+
+def has_instance_storage(instance_type: str) -> bool:
+    """`ml.g5.2xlarge` -> True (family g5 has local NVMe storage)."""
+    parts = instance_type.split(".")
+    return len(parts) == 3 and parts[1] in INSTANCE_STORAGE_FAMILIES
+
+
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """Which submission this is: the n-th of the execution, on spot or on-demand."""
@@ -60,7 +120,9 @@ def _tags(spec: JobSpec, attempt: Attempt) -> dict[str, str]:
     }
 
 
-def create_training_job_request(spec: JobSpec, attempt: Attempt) -> dict[str, Any]:
+def create_training_job_request(
+    spec: JobSpec, attempt: Attempt, settings: TrainingSettings = DEFAULT_SETTINGS
+) -> dict[str, Any]:
     spot = attempt.capacity == "spot"
     stopping: dict[str, int] = {"MaxRuntimeInSeconds": spec.max_runtime_seconds}
     if spot:
@@ -100,13 +162,32 @@ def create_training_job_request(spec: JobSpec, attempt: Attempt) -> dict[str, An
     }
     if spec.checkpoint_s3_uri:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoint_s3_uri, "LocalPath": CHECKPOINT_LOCAL_PATH}
+    _apply_settings(request, spec, settings)
     return request
 
 
-def service_job_request(spec: JobSpec, attempt: Attempt, job_queue: str) -> dict[str, Any]:
+def _apply_settings(request: dict[str, Any], spec: JobSpec, settings: TrainingSettings) -> None:
+    if settings.subnet_ids:
+        request["VpcConfig"] = {
+            "SecurityGroupIds": list(settings.security_group_ids),
+            "Subnets": list(settings.subnet_ids),
+        }
+    if settings.network_isolation:
+        request["EnableNetworkIsolation"] = True
+    if settings.inter_container_traffic_encryption:
+        request["EnableInterContainerTrafficEncryption"] = True
+    if settings.volume_kms_key_id and not has_instance_storage(spec.instance_type):
+        request["ResourceConfig"]["VolumeKmsKeyId"] = settings.volume_kms_key_id
+    if settings.output_kms_key_id:
+        request["OutputDataConfig"]["KmsKeyId"] = settings.output_kms_key_id
+
+
+def service_job_request(
+    spec: JobSpec, attempt: Attempt, job_queue: str, settings: TrainingSettings = DEFAULT_SETTINGS
+) -> dict[str, Any]:
     """The SubmitServiceJob request with the CreateTrainingJob request as its payload (unvalidated:
     `spotline.aws.request_check.submit_service_job_request` checks it against botocore's models)."""
-    training = create_training_job_request(spec, attempt)
+    training = create_training_job_request(spec, attempt, settings)
     execution_name = attempt.execution_arn.rsplit(":", 1)[-1]
     return {
         "jobName": f"{execution_name}-a{attempt.number}-{'spot' if attempt.capacity == 'spot' else 'od'}"[:128],

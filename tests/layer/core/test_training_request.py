@@ -1,0 +1,103 @@
+"""The stack's network and encryption settings in the CreateTrainingJob request (pure builder)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from spotline.core.model import InputChannel, JobSpec
+from spotline.core.training_request import (
+    DEFAULT_SETTINGS,
+    Attempt,
+    TrainingSettings,
+    TrainingSettingsInvalid,
+    create_training_job_request,
+    has_instance_storage,
+    service_job_request,
+)
+
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-training-lifecycle:vision-resnet-1a2b3c4d"
+QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/spotline-training"
+SPEC = JobSpec(
+    team="vision",
+    name="resnet",
+    image="123456789012.dkr.ecr.us-east-1.amazonaws.com/resnet:1.0",
+    role_arn="arn:aws:iam::123456789012:role/spotline/vision-training",
+    instance_type="ml.p3.2xlarge",  # EBS-backed: takes a VolumeKmsKeyId
+    inputs=(InputChannel("train", "s3://vision-data/train/"),),
+    output_s3_uri="s3://vision-models/resnet/",
+    checkpoint_s3_uri="s3://vision-checkpoints/resnet/",
+)
+SPOT = Attempt(EXECUTION, 1, "spot")
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def _request(settings: TrainingSettings, spec: JobSpec = SPEC) -> dict[str, Any]:
+    return create_training_job_request(spec, SPOT, settings)
+
+
+def test_default_settings_leave_the_request_as_it_was() -> None:
+    assert _request(DEFAULT_SETTINGS) == create_training_job_request(SPEC, SPOT)
+    request = _request(TrainingSettings())
+    for absent in ("VpcConfig", "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption"):
+        assert absent not in request
+    assert "VolumeKmsKeyId" not in request["ResourceConfig"]
+    assert request["OutputDataConfig"] == {"S3OutputPath": "s3://vision-models/resnet/"}
+
+
+def test_vpc_config_names_subnets_and_security_groups() -> None:
+    settings = TrainingSettings(subnet_ids=("subnet-0a", "subnet-0b"), security_group_ids=("sg-01",))
+    assert _request(settings)["VpcConfig"] == {"Subnets": ["subnet-0a", "subnet-0b"], "SecurityGroupIds": ["sg-01"]}
+
+
+@pytest.mark.parametrize(
+    ("subnets", "groups"), [(("subnet-0a",), ()), ((), ("sg-01",))], ids=["subnets-only", "groups-only"]
+)
+def test_vpc_config_needs_both_subnets_and_security_groups(subnets: tuple[str, ...], groups: tuple[str, ...]) -> None:
+    with pytest.raises(TrainingSettingsInvalid, match="both subnet ids and security group ids"):
+        TrainingSettings(subnet_ids=subnets, security_group_ids=groups)
+
+
+def test_network_isolation() -> None:
+    assert _request(TrainingSettings(network_isolation=True))["EnableNetworkIsolation"] is True
+
+
+def test_inter_container_traffic_encryption_for_multi_instance_jobs() -> None:
+    spec = replace(SPEC, instance_count=4)
+    request = _request(TrainingSettings(inter_container_traffic_encryption=True), spec)
+    assert request["EnableInterContainerTrafficEncryption"] is True
+    assert request["ResourceConfig"]["InstanceCount"] == 4
+
+
+def test_volume_key_on_ebs_backed_instances() -> None:
+    assert _request(TrainingSettings(volume_kms_key_id=KEY))["ResourceConfig"] == {
+        "InstanceType": "ml.p3.2xlarge",
+        "InstanceCount": 1,
+        "VolumeSizeInGB": 50,
+        "VolumeKmsKeyId": KEY,
+    }
+
+
+def test_volume_key_left_out_where_sagemaker_refuses_it_local_nvme_storage() -> None:
+    spec = replace(SPEC, instance_type="ml.g5.2xlarge")
+    assert "VolumeKmsKeyId" not in _request(TrainingSettings(volume_kms_key_id=KEY), spec)["ResourceConfig"]
+    assert has_instance_storage("ml.p4d.24xlarge")
+    assert has_instance_storage("ml.g4dn.xlarge")
+    assert not has_instance_storage("ml.m5.xlarge")
+    assert not has_instance_storage("ml.p3.16xlarge")
+
+
+def test_output_key() -> None:
+    assert _request(TrainingSettings(output_kms_key_id=KEY))["OutputDataConfig"] == {
+        "S3OutputPath": "s3://vision-models/resnet/",
+        "KmsKeyId": KEY,
+    }
+
+
+def test_settings_reach_the_service_job_payload() -> None:
+    settings = TrainingSettings(network_isolation=True, output_kms_key_id=KEY)
+    payload = json.loads(service_job_request(SPEC, SPOT, QUEUE, settings)["serviceRequestPayload"])
+    assert payload == _request(settings)
