@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 
 from conftest import sample_event
 from spotline.core import events
+from spotline.core.errors import ManifestError
 from spotline.core.events import (
     DATASET_READY,
     MAX_EXTRA_BYTES,
@@ -18,7 +19,6 @@ from spotline.core.events import (
     OBJECT_CREATED,
     TRAINING_REQUESTED,
     DatasetReady,
-    EventError,
     ManifestUpload,
     Rejection,
     TrainingRequest,
@@ -129,7 +129,7 @@ def test_a_detail_that_is_not_an_object_or_lacks_the_dataset_is_rejected() -> No
     assert _errors(check_dataset_ready({k: v for k, v in event.items() if k != "detail"})) == [
         ("detail", "is required")
     ]
-    assert _errors(check_dataset_ready("not an event")) == [("(event)", "must be an object, got 'not an event'")]
+    assert _errors(check_dataset_ready("not an event")) == [("(event)", "must be a mapping, got 'not an event'")]
 
 
 def test_unknown_fields_are_accepted_but_not_kept_and_bounded_in_size() -> None:
@@ -149,7 +149,7 @@ def test_unknown_fields_are_accepted_but_not_kept_and_bounded_in_size() -> None:
         ("detail.location", f"must be at most 1024 characters, got {len(HUGE_LOCATION)}")
     ]  # the known fields have their own bounds
     many = {f"extra{i}": i for i in range(40)}
-    assert _errors(check_dataset_ready(_dataset_ready(**many))) == [("detail", "allows at most 32 fields, got 43")]
+    assert _errors(check_dataset_ready(_dataset_ready(**many))) == [("detail", "allows at most 32 entries, got 43")]
 
 
 def test_messages_never_carry_an_oversized_value() -> None:
@@ -187,7 +187,7 @@ def test_dataset_names_are_exactly_the_manifests_depends_on_names() -> None:
         ),
         ({"key": "manifests/t/" + "k" * 1100 + ".yaml"}, ("detail.key", "must be at most 1024 characters, got 1117")),
         ({"versionId": "v" * 1025}, ("detail.versionId", "must be at most 1024 characters, got 1025")),
-        ({"versionId": ""}, ("detail.versionId", "must be at least 1 character(s)")),
+        ({"versionId": ""}, ("detail.versionId", "must be at least 1 character(s), got 0")),
         ({"allowNonCurrentVersion": "yes"}, ("detail.allowNonCurrentVersion", "must be true or false, got 'yes'")),
         ({"bucket": 7}, ("detail.bucket", "must be an S3 bucket name (got 7)")),
     ],
@@ -229,7 +229,7 @@ def test_an_upload_elsewhere_than_the_ingest_bucket_is_rejected_and_other_keys_a
 
 
 def test_the_reason_names_every_error_up_to_a_cap() -> None:
-    errors = tuple(EventError(f"detail.f{i:02}", "is wrong") for i in range(MAX_REPORTED_ERRORS + 3))
+    errors = tuple(ManifestError(f"detail.f{i:02}", "is wrong") for i in range(MAX_REPORTED_ERRORS + 3))
     rejection = Rejection(DATASET_READY, errors)
     assert rejection.reason.startswith("Dataset Ready event rejected: detail.f00: is wrong; detail.f01: is wrong")
     assert rejection.reason.endswith("... and 3 more")

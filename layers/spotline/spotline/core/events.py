@@ -14,16 +14,13 @@ as they evolve) within 32 fields in all and MAX_EXTRA_BYTES; they are never stor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
-from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
+from spotline.core import json_schemas
+from spotline.core.errors import ManifestError
+from spotline.core.json_schemas import show
 from spotline.core.naming import ManifestLocation, manifest_location
 
 DATASET_READY = "Dataset Ready"
@@ -39,24 +36,9 @@ EVENT = "(event)"
 MAX_EXTRA_BYTES = 16 * 1024
 """The fields of a pipeline event's detail that its schema does not name, as UTF-8 JSON."""
 MAX_REPORTED_ERRORS = 10
-SHOWN_CHARACTERS = 60
 CLIPPED_CHARACTERS = 1024
 DEAD_LETTER_EVENT_BYTES = 64 * 1024
 """What a dead-letter message copies of the event, well under SQS's 256 KiB message limit."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class EventError:
-    """One problem in an event: the field path (`detail.location`) and what is wrong."""
-
-    path: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +46,11 @@ class Rejection:
     """Why an event of `event_type` is refused; retrying cannot fix it."""
 
     event_type: str
-    errors: tuple[EventError, ...]
+    errors: tuple[ManifestError, ...]
 
     @classmethod
     def of(cls, event_type: str, path: str, message: str) -> Rejection:
-        return cls(event_type, (EventError(path, message),))
+        return cls(event_type, (ManifestError(path, message),))
 
     @property
     def reason(self) -> str:
@@ -133,7 +115,7 @@ def check_training_requested(event: Any, *, ingest_bucket: str) -> TrainingReque
     if isinstance(key, str) and not _reported("detail.key", errors):
         location = manifest_location(str(bucket), key, detail.get("versionId"))
         if location is None:
-            errors.append(EventError("detail.key", f"{_show(key)} is not a manifest (.yaml, .yml or .json)"))
+            errors.append(ManifestError("detail.key", f"{show(key)} is not a manifest (.yaml, .yml or .json)"))
     if errors or location is None:
         return _rejection(TRAINING_REQUESTED, errors)
     return TrainingRequest(location, detail.get("allowNonCurrentVersion") is True, event["time"])
@@ -173,80 +155,13 @@ def dead_letter_body(rejection: Rejection, event: Any) -> str:
 # --- the schemas --------------------------------------------------------------------------
 
 
-def _schema_file(name: str) -> dict[str, Any]:
-    return json.loads(resources.files("spotline.core").joinpath("schemas", name).read_text())  # type: ignore[no-any-return]
-
-
-@cache
 def schema(event_type: str) -> dict[str, Any]:
     """The schema for `event_type`, as its file says."""
-    return _schema_file(SCHEMAS[event_type])
+    return json_schemas.load(SCHEMAS[event_type])
 
 
-@cache
-def _validator(event_type: str) -> Draft202012Validator:
-    # The event schemas refer to each other and to the manifest schema by their $id; validation
-    # bundles them all under $defs (JSON Schema 2020-12 embedded resources), so nothing is fetched.
-    root = schema(event_type)
-    others = [path.name for path in resources.files("spotline.core").joinpath("schemas").iterdir()]
-    embedded = {name: _schema_file(name) for name in sorted(others) if name.endswith(".schema.json")}
-    embedded.pop(SCHEMAS[event_type])
-    bundled = {**root, "$defs": {**root.get("$defs", {}), **embedded}}
-    Draft202012Validator.check_schema(bundled)
-    return Draft202012Validator(bundled)
-
-
-def _schema_errors(event_type: str, event: Any) -> list[EventError]:
-    return [_from_schema_error(e) for e in _validator(event_type).iter_errors(event)]
-
-
-def _path(parts: Iterable[str | int]) -> str:
-    text = ""
-    for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or EVENT
-
-
-def _join(parent: str, child: str) -> str:
-    return child if parent == EVENT else f"{parent}.{child}"
-
-
-def _from_schema_error(error: ValidationError) -> EventError:
-    path = _path(error.absolute_path)
-    subschema: Any = error.schema
-    custom = subschema.get("x-message") if isinstance(subschema, dict) else None
-    kind, expected = str(error.validator), error.validator_value
-    instance: Any = error.instance
-    if kind == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else "?"
-        return EventError(_join(path, missing), "is required")
-    if custom and kind in {"type", "pattern", "const"}:
-        return EventError(path, f"{custom} (got {_show(instance)})")
-    messages = {
-        "type": lambda: f"must be {_type_words(expected)}, got {_show(instance)}",
-        "const": lambda: f"must be {expected!r}, got {_show(instance)}",
-        "pattern": lambda: f"{_show(instance)} does not match {expected}",
-        "maxLength": lambda: f"must be at most {expected} characters, got {len(instance)}",
-        "minLength": lambda: f"must be at least {expected} character(s)",
-        "maxProperties": lambda: f"allows at most {expected} fields, got {len(instance)}",
-    }
-    make = messages.get(kind)
-    return EventError(path, make() if make else f"is invalid ({kind})")
-
-
-def _type_words(value: Any) -> str:
-    names = {"object": "an object", "string": "a string", "boolean": "true or false", "array": "a list"}
-    words = [names.get(str(v), str(v)) for v in (value if isinstance(value, list) else [value])]
-    return " or ".join(words)
-
-
-def _show(value: Any) -> str:
-    """A short, safe rendering of a value for a message: never the whole of a large one."""
-    if isinstance(value, str):
-        text = repr(value[: SHOWN_CHARACTERS + 1])
-    else:
-        text = json.dumps(_clipped(value, depth=0), default=str)
-    return text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 3] + "..."
+def _schema_errors(event_type: str, event: Any) -> list[ManifestError]:
+    return json_schemas.errors_of(SCHEMAS[event_type], event, root=EVENT)
 
 
 # --- rules the schemas cannot express ------------------------------------------------------
@@ -257,11 +172,11 @@ def _detail(event: Any) -> dict[str, Any]:
     return detail if isinstance(detail, dict) else {}
 
 
-def _reported(path: str, errors: list[EventError]) -> bool:
+def _reported(path: str, errors: list[ManifestError]) -> bool:
     return any(e.path == path for e in errors)
 
 
-def _unknown_fields_errors(event_type: str, detail: dict[str, Any]) -> list[EventError]:
+def _unknown_fields_errors(event_type: str, detail: dict[str, Any]) -> list[ManifestError]:
     """Fields the schema does not know (each known one has its own bound), at most MAX_EXTRA_BYTES."""
     known = schema(event_type)["properties"]["detail"]["properties"]
     extra = {key: value for key, value in detail.items() if key not in known}
@@ -269,33 +184,33 @@ def _unknown_fields_errors(event_type: str, detail: dict[str, Any]) -> list[Even
     if size <= MAX_EXTRA_BYTES:
         return []
     return [
-        EventError(
+        ManifestError(
             "detail",
-            f"fields Spotline does not use ({_show(sorted(extra))}) are {size} bytes of JSON; "
+            f"fields Spotline does not use ({show(sorted(extra))}) are {size} bytes of JSON; "
             f"at most {MAX_EXTRA_BYTES} are accepted",
         )
     ]
 
 
-def _timestamp_errors(holder: Any, key: str, path: str, errors: list[EventError]) -> list[EventError]:
+def _timestamp_errors(holder: Any, key: str, path: str, errors: list[ManifestError]) -> list[ManifestError]:
     text = holder.get(key) if isinstance(holder, dict) else None
     if not isinstance(text, str) or _reported(path, errors):
         return []
     try:
         datetime.fromisoformat(text.upper())
     except ValueError:
-        return [EventError(path, f"{_show(text)} is not a real date and time")]
+        return [ManifestError(path, f"{show(text)} is not a real date and time")]
     return []
 
 
-def _bucket_errors(bucket: Any, path: str, ingest_bucket: str, errors: list[EventError]) -> list[EventError]:
+def _bucket_errors(bucket: Any, path: str, ingest_bucket: str, errors: list[ManifestError]) -> list[ManifestError]:
     if not isinstance(bucket, str) or _reported(path, errors) or bucket == ingest_bucket:
         return []
-    return [EventError(path, f"{_show(bucket)} is not the ingest bucket {ingest_bucket}")]
+    return [ManifestError(path, f"{show(bucket)} is not the ingest bucket {ingest_bucket}")]
 
 
-def _rejection(event_type: str, errors: list[EventError]) -> Rejection:
-    return Rejection(event_type, tuple(sorted(set(errors))))
+def _rejection(event_type: str, errors: list[ManifestError]) -> Rejection:
+    return Rejection(event_type, tuple(sorted(set(errors), key=lambda e: (e.path, e.message))))
 
 
 def _clipped(value: Any, *, depth: int) -> Any:

@@ -11,20 +11,16 @@ and messages are bounded, so a hostile manifest cannot produce a huge report.
 from __future__ import annotations
 
 import difflib
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
-from spotline.core import catalog
+from spotline.core import catalog, json_schemas
 from spotline.core.durations import MAX_SECONDS, format_duration, parse_duration
 from spotline.core.errors import DOCUMENT, ManifestError
+from spotline.core.json_schemas import clip, format_path, show
 from spotline.core.loader import ManifestLoadError, parse_manifest
 from spotline.core.model import (
     DEFAULT_CHECKPOINT_INTERVAL_MIN,
@@ -43,16 +39,11 @@ from spotline.core.model import (
     to_rfc3339,
 )
 
-SCHEMA_RESOURCE = "schemas/manifest-v1.schema.json"
+SCHEMA_FILE = "manifest-v1.schema.json"
 MAX_BACKOFF_SECONDS = 6 * 3600
 MAX_ERRORS = 50
 """Errors listed for one manifest; the rest are counted in one last error."""
-MAX_PATH_PART = 100
-"""Keys longer than this are cut in paths (`spec.environment.AAAA...`)."""
-MAX_NAMES_LISTED = 10
-"""Further unknown fields named in an 'unknown field' message."""
 MAX_MESSAGE = 1000
-SHAPE_KEYWORDS = frozenset({"pattern", "const", "type", "not"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +56,8 @@ class ValidationResult:
         return not self.errors
 
 
-@cache
 def schema() -> dict[str, Any]:
-    return json.loads(resources.files("spotline.core").joinpath(SCHEMA_RESOURCE).read_text())  # type: ignore[no-any-return]
-
-
-@cache
-def _validator() -> Draft202012Validator:
-    Draft202012Validator.check_schema(schema())
-    return Draft202012Validator(schema())
+    return json_schemas.load(SCHEMA_FILE)
 
 
 def validate_bytes(data: bytes, *, now: datetime, expected_team: str | None = None) -> ValidationResult:
@@ -86,7 +70,7 @@ def validate_bytes(data: bytes, *, now: datetime, expected_team: str | None = No
 
 
 def validate_document(document: dict[str, Any], *, now: datetime, expected_team: str | None = None) -> ValidationResult:
-    errors = [schema_error(e) for e in _validator().iter_errors(document)]
+    errors = json_schemas.errors_of(SCHEMA_FILE, document)
     errors.extend(_semantic_errors(document, now=now, expected_team=expected_team))
     errors = sorted(set(errors), key=lambda e: (e.path, e.message))
     if errors:
@@ -95,7 +79,7 @@ def validate_document(document: dict[str, Any], *, now: datetime, expected_team:
 
 
 def _capped(errors: list[ManifestError]) -> list[ManifestError]:
-    shown = [ManifestError(e.path, _clip(e.message, MAX_MESSAGE)) for e in errors[:MAX_ERRORS]]
+    shown = [ManifestError(e.path, clip(e.message, MAX_MESSAGE)) for e in errors[:MAX_ERRORS]]
     if len(errors) > MAX_ERRORS:
         more = len(errors) - MAX_ERRORS
         shown.append(ManifestError(DOCUMENT, f"... and {more} more error(s) not listed; fix the ones above first"))
@@ -113,114 +97,6 @@ def _subschema(*keys: str) -> dict[str, Any]:
 
 def _spec_field(*keys: str) -> dict[str, Any]:
     return _subschema("properties", "spec", "properties", *keys)
-
-
-# --- schema errors -----------------------------------------------------------------------
-
-
-def format_path(parts: Iterable[str | int]) -> str:
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            name = _clip(str(part), MAX_PATH_PART)
-            text += f".{name}" if text else name
-    return text or DOCUMENT
-
-
-def _join(parent: str, child: str) -> str:
-    child = _clip(child, MAX_PATH_PART)
-    return child if parent == DOCUMENT else f"{parent}.{child}"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _x_message(subschema: dict[str, Any], kind: str) -> str | None:
-    custom = subschema.get("x-message")
-    if isinstance(custom, dict):
-        return custom.get(kind)
-    return str(custom) if custom and kind in SHAPE_KEYWORDS else None
-
-
-_LIMITS = {
-    "maxLength": "must be at most {limit} characters, got {size}",
-    "minLength": "must be at least {limit} character(s), got {size}",
-    "maxItems": "allows at most {limit} items, got {size}",
-    "minItems": "needs at least {limit} item(s)",
-    "maxProperties": "allows at most {limit} entries, got {size}",
-}
-
-
-def _limit_words(kind: str, limit: Any, instance: Any, reason: str | None) -> str | None:
-    """The message for a size limit (with the schema's reason, if any); None for other keywords."""
-    template = _LIMITS.get(kind)
-    if template is None:
-        return None
-    words = template.format(limit=limit, size=len(instance))
-    return f"{words}: {reason}" if reason else words
-
-
-def schema_error(error: ValidationError) -> ManifestError:
-    path = format_path(error.absolute_path)
-    subschema: Any = error.schema if isinstance(error.schema, dict) else {}
-    instance: Any = error.instance
-    expected: Any = error.validator_value
-    kind = str(error.validator)
-    custom = _x_message(subschema, kind)
-    limit = _limit_words(kind, expected, instance, custom)
-    if "propertyNames" in error.relative_schema_path:
-        message = f"name {limit}" if limit else custom or f"invalid name: {_clip(error.message, 200)}"
-        return ManifestError(_join(path, str(instance)), message)
-    if limit:
-        return ManifestError(path, limit)
-    if kind == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else "?"
-        return ManifestError(_join(path, missing), "is required")
-    if kind == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = sorted(subschema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed))
-        key, others = (unknown[0], unknown[1:]) if unknown else ("?", [])
-        hint = difflib.get_close_matches(key, allowed, n=1)
-        suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-        listed = ", ".join(_clip(other, 40) for other in others[:MAX_NAMES_LISTED])
-        if len(others) > MAX_NAMES_LISTED:
-            listed += f" and {len(others) - MAX_NAMES_LISTED} more"
-        more = f"; also unknown: {listed}" if others else ""
-        return ManifestError(_join(path, key), f"unknown field{suggestion}; allowed here: {', '.join(allowed)}{more}")
-    if custom:
-        return ManifestError(path, f"{custom} (got {_show(instance)})")
-    messages = {
-        "type": lambda: f"must be {_type_words(expected)}, got {_show(instance)}",
-        "enum": lambda: f"must be one of {', '.join(map(str, expected))}, got {_show(instance)}",
-        "const": lambda: f"must be {expected!r}, got {_show(instance)}",
-        "minimum": lambda: f"must be at least {expected}, got {_show(instance)}",
-        "maximum": lambda: f"must be at most {expected}, got {_show(instance)}",
-        "pattern": lambda: f"{_show(instance)} does not match {expected}",
-    }
-    make = messages.get(kind)
-    return ManifestError(path, make() if make else _clip(error.message, 200))
-
-
-def _type_words(value: Any) -> str:
-    names = {
-        "object": "a mapping",
-        "array": "a list",
-        "string": "a string",
-        "integer": "an integer",
-        "number": "a number",
-        "boolean": "true or false",
-    }
-    if isinstance(value, list):
-        return " or ".join(names.get(v, str(v)) for v in value)
-    return names.get(value, str(value))
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
-    return _clip(text, 60)
 
 
 # --- rules the schema cannot express -------------------------------------------------------
@@ -260,7 +136,7 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
     if expected_team is not None and isinstance(team, str) and team != expected_team:
         yield ManifestError(
             "metadata.team",
-            f"is {_show(team)} but the manifest was uploaded under manifests/{expected_team}/; "
+            f"is {show(team)} but the manifest was uploaded under manifests/{expected_team}/; "
             "a team may only submit from its own folder",
         )
 
@@ -287,7 +163,7 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
                 if name in seen:
                     yield ManifestError(
                         f"spec.inputs[{index}].name",
-                        f"channel {_show(name)} is already used by spec.inputs[{seen[name]}]",
+                        f"channel {show(name)} is already used by spec.inputs[{seen[name]}]",
                     )
                 else:
                     seen[name] = index

@@ -19,22 +19,17 @@ import fnmatch
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-
+from spotline.core import json_schemas
 from spotline.core.catalog import family_of
 from spotline.core.durations import format_duration, parse_duration
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
-from spotline.core.manifest import schema as manifest_schema
-from spotline.core.manifest import schema_error
 from spotline.core.model import JobSpec
 
-SCHEMA_RESOURCE = "schemas/team-policy-v1.schema.json"
+SCHEMA_FILE = "team-policy-v1.schema.json"
+ROOT = "(team policy)"
 SHOWN_PATTERNS = 3  # a refusal lists this many of the allowed patterns, then "..."
 
 
@@ -88,8 +83,8 @@ class TeamPolicy:
         try:
             raw = json.loads(text or "{}")
         except json.JSONDecodeError as exc:
-            raise TeamPolicyInvalid([ManifestError("(team policy)", f"is not JSON: {exc.msg} at {exc.pos}")]) from exc
-        errors = sorted({schema_error(e) for e in _validator().iter_errors(raw)}, key=lambda e: (e.path, e.message))
+            raise TeamPolicyInvalid([ManifestError(ROOT, f"is not JSON: {exc.msg} at {exc.pos}")]) from exc
+        errors = sorted(set(json_schemas.errors_of(SCHEMA_FILE, raw, root=ROOT)), key=lambda e: (e.path, e.message))
         if errors:
             raise TeamPolicyInvalid(errors)
         return cls({team: TeamAllowance.from_dict(entry) for team, entry in raw.get("teams", {}).items()})
@@ -204,16 +199,3 @@ def _some(patterns: tuple[str, ...]) -> str:
         return "none"
     shown = ", ".join(patterns[:SHOWN_PATTERNS])
     return f"allowed: {shown}, ..." if len(patterns) > SHOWN_PATTERNS else f"allowed: {shown}"
-
-
-@cache
-def schema() -> dict[str, Any]:
-    return json.loads(resources.files("spotline.core").joinpath(SCHEMA_RESOURCE).read_text())  # type: ignore[no-any-return]
-
-
-@cache
-def _validator() -> Draft202012Validator:
-    manifest = manifest_schema()
-    registry: Registry[Any] = Registry().with_resource(manifest["$id"], Resource.from_contents(manifest))
-    Draft202012Validator.check_schema(schema())
-    return Draft202012Validator(schema(), registry=registry)
