@@ -1,7 +1,8 @@
 """SubmitTrainingJob: queue the SageMaker training job on AWS Batch.
 
-The clientToken is derived from execution, attempt and capacity, so a retried or re-run
-invocation gets the job it already created instead of a second one.
+The clientToken, job name and tags are derived from execution, attempt and capacity. Batch
+rejects a repeated clientToken, so a retried or re-run invocation finds the job it already
+created (`spotline.aws.submission`) instead of submitting a second one.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock, training_settings
-from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.spec_store import spec_of
+from spotline.aws.submission import submit_once
 from spotline.core import links
 from spotline.core.execution_state import attempt_history
 from spotline.core.model import JobSpec, to_rfc3339
@@ -41,13 +42,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     spec = spec_of(state)
     attempt = _next_attempt(state, spec)
     request = submit_service_job_request(spec, attempt, os.environ["JOB_QUEUE"], training_settings.from_environment())
-    response = client("batch").submit_service_job(**request)
+    submitted = submit_once(request)
     name = training_job_name(spec, attempt)
     region = os.environ.get("AWS_REGION", "us-east-1")
     logger.info(
         "Training job submitted",
         extra={
-            "jobId": response["jobId"],
+            "jobId": submitted.job_id,
+            "foundEarlierSubmission": submitted.found,
             "attempt": attempt.number,
             "capacity": attempt.capacity,
             "trainingJobName": name,
@@ -60,14 +62,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "attempt": attempt.number,
         "capacity": attempt.capacity,
-        "jobId": response["jobId"],
-        "jobArn": response.get("jobArn"),
-        "jobName": response["jobName"],
+        "jobId": submitted.job_id,
+        "jobArn": submitted.job_arn,
+        "jobName": submitted.job_name,
         "trainingJobName": name,
         "submittedAt": to_rfc3339(clock.now()),
         "firstPollSeconds": FIRST_POLL_SECONDS,
         "links": links.for_job(
-            region, execution_arn=event["execution"], training_job_name=name, batch_job_id=response["jobId"]
+            region, execution_arn=event["execution"], training_job_name=name, batch_job_id=submitted.job_id
         ),
         "previousAttempts": history,
     }

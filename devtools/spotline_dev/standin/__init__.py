@@ -11,6 +11,11 @@ job is created, from the weather, the behaviour and the progress restored from i
 (cut short if it is stopped); every intercepted call then replays events up to `clock()`. No
 randomness, no wall clock, no threads.
 
+Batch's side follows what AWS documents for service jobs: a capacity failure of an attempt puts
+the job back in RUNNABLE until capacity returns, other failures are retried by the job's
+retryStrategy or end it FAILED, each retry being a new training job in `attempts[]` (the wait in
+RUNNABLE is `SpotWeather.requeue_wait`); a repeated clientToken is rejected.
+
 `stand_in` wires the parts: `batch_queues` and `batch_jobs` (Batch's side), `training_jobs` and
 `training_timeline` (SageMaker's), `spot_weather`, `http_answers` (the hook's responses), `clock`.
 """

@@ -2,7 +2,20 @@
 
 Batch accepts a service job without looking inside its payload, hands the payload to SageMaker
 (one training job per attempt), and decides from each attempt's end whether the job succeeded,
-is retried (capacity errors always, others per retryStrategy) or failed.
+is retried or failed, as the AWS Batch user guide documents it:
+
+- "Service job retry strategies": "When a SageMaker Training job fails due to insufficient
+  capacity, AWS Batch retries the job automatically until capacity becomes available", and
+  "these capacity-based retries don't consume your configured retry attempts". The job is back
+  in RUNNABLE meanwhile, its statusReason CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY ("Jobs stuck in
+  RUNNABLE due to capacity": a training job whose FailureReason begins with CapacityError).
+- Other failures follow `retryStrategy`: the first `evaluateOnExit` rule whose `onStatusReason`
+  matches "Received status from SageMaker: <reason>" decides RETRY or EXIT, and `attempts` is "the
+  number of times to move a service job to RUNNABLE status" (API reference, ServiceJobRetryStrategy).
+- Every retry is a new SageMaker training job: `attempts[]` grows, the latest is the current one.
+
+How long a retried job stays RUNNABLE is `SpotWeather.requeue_wait` (capacity returning, the
+scheduler picking the job up again).
 """
 
 from __future__ import annotations
@@ -23,7 +36,8 @@ from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJo
 from spotline_dev.standin.training_timeline import Plan
 
 SAGEMAKER_PREFIX = "Received status from SageMaker: "
-CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
+# "Jobs stuck in RUNNABLE due to capacity": the statusReason while the job waits for capacity.
+CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"
 
 _BATCH_STATUSES = {"SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED"}
 
@@ -118,7 +132,7 @@ class ServiceJobs:
         self.clock, self.weather, self.queues, self.trainings = clock, weather, queues, trainings
         self.account, self.region = account, region
         self.jobs: dict[str, ServiceJob] = {}
-        self._tokens: dict[str, tuple[dict[str, Any], str]] = {}  # clientToken -> (request, job id)
+        self._tokens: dict[str, dict[str, Any]] = {}  # clientToken -> the request it came with
 
     # --- Batch's decisions ------------------------------------------------------------------
 
@@ -140,10 +154,10 @@ class ServiceJobs:
             self._finish(sjob, "FAILED", end, reason)
             return
         if (plan.failure_reason or "").startswith("CapacityError"):
-            sjob.next_attempt_at, sjob.waiting_reason = end + self.weather.queue_delay, CAPACITY_REASON
+            sjob.next_attempt_at, sjob.waiting_reason = end + self.weather.requeue_delay, CAPACITY_REASON
             return
         if sjob.counted_attempts < sjob.retry_attempts and self._retry_action(sjob, reason) == "RETRY":
-            sjob.next_attempt_at, sjob.waiting_reason = end + self.weather.queue_delay, None
+            sjob.next_attempt_at, sjob.waiting_reason = end + self.weather.requeue_delay, None
             return
         self._finish(sjob, "FAILED", end, reason)
 
@@ -205,11 +219,18 @@ class ServiceJobs:
         token = body.get("clientToken")
         request = {k: v for k, v in body.items() if k != "clientToken"}
         if token is not None and token in self._tokens:
-            earlier, job_id = self._tokens[token]
-            if earlier != request:
+            # AWS Batch API reference, SubmitServiceJob, clientToken: "If this parameter is
+            # specified and two submit requests with identical payloads and clientTokens are
+            # received, these requests are considered the same request and the second request is
+            # rejected." The reference names no error of its own for it, so it is the operation's
+            # ClientException (HTTP 400); the messages are the stand-in's. The reference says
+            # nothing of the same token with other parameters: rejected too, for another reason.
+            if self._tokens[token] != request:
                 raise ApiError("ClientException", f"clientToken {token} was already used with different parameters")
-            job = self.jobs[job_id]
-            return {"jobArn": job.arn, "jobName": job.name, "jobId": job.job_id}
+            raise ApiError(
+                "ClientException",
+                f"clientToken {token} was already used: the request is the same as an earlier one and is rejected",
+            )
         queue = self.queues.validate_submit(body)
         job_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"standin/{self.account}/service-job/{len(self.jobs)}"))
         now, delay = self.clock.now, self.weather.queue_delay
@@ -225,7 +246,7 @@ class ServiceJobs:
         )
         self.jobs[job_id] = job
         if token is not None:
-            self._tokens[token] = (request, job_id)
+            self._tokens[token] = request
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.job_id}
 
     def _batch_status(self, job: ServiceJob, now: float) -> tuple[str, str | None]:

@@ -20,6 +20,14 @@ class SpotWeather:
     queue_delay: float = 30.0
     restart_delay: float | None = None
     spot_price_ratio: float = 0.3
+    requeue_wait: float | None = None
+    """How long Batch keeps a service job RUNNABLE after an attempt it retries before it starts
+    the next one: a capacity failure waits this long for capacity to return, a retryStrategy
+    RETRY this long to be scheduled again. None: `queue_delay`, as for a new job."""
+
+    @property
+    def requeue_delay(self) -> float:
+        return self.queue_delay if self.requeue_wait is None else self.requeue_wait
 
 
 @dataclass

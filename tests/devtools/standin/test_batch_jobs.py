@@ -15,7 +15,7 @@ from devtools.standin.fixture_rig import (
     run_to_end,
     training_payload,
 )
-from spotline_dev.standin import TrainingBehaviour
+from spotline_dev.standin import SpotWeather, TrainingBehaviour
 
 
 def test_retry_when_no_rule_matches_counts_training_across_attempts(make_rig: RigFactory) -> None:
@@ -62,11 +62,63 @@ def test_capacity_errors_are_retried_without_using_attempts(make_rig: RigFactory
 
     rig.clock.at(100)
     job = rig.batch_job(job_id)
-    assert (job["status"], job["statusReason"]) == ("RUNNABLE", "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    assert job["status"] == "RUNNABLE"
+    assert job["statusReason"].startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
     assert run_to_end(rig, job_id, step=60) > 0
     job = rig.batch_job(job_id)
     assert job["status"] == "SUCCEEDED"
     assert len(job["attempts"]) == 3
+
+
+def test_a_capacity_failure_keeps_the_job_runnable_until_capacity_returns(make_rig: RigFactory) -> None:
+    rig = make_rig(SpotWeather(requeue_wait=600))
+    rig.standin.fail_next_attempt("CapacityError: Unable to provision requested ML compute capacity.")
+    job_id = rig.submit(training_payload(), retryStrategy=PROJECT_RETRY)
+
+    # Created at +30 s, the attempt fails at +90 s; Batch requeues the job for the 600 s wait.
+    assert rig.status_at(89, job_id) == ("SCHEDULED", "Starting")
+    for seconds in (90, 400, 689):
+        assert rig.status_at(seconds, job_id) == ("RUNNABLE", "Failed"), seconds
+    job = rig.batch_job(job_id)
+    assert job["statusReason"].startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
+    assert [a["statusReason"][:45] for a in job["attempts"]] == ["Received status from SageMaker: CapacityError"]
+    assert job["latestAttempt"]["serviceResourceId"]["value"].endswith("/ranker-v2-1a2b3c4d-a1-spot")
+
+    assert rig.status_at(690, job_id) == ("SCHEDULED", "Starting")  # capacity is back: a new training job
+    job = rig.batch_job(job_id)
+    assert [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job["attempts"]] == [
+        "ranker-v2-1a2b3c4d-a1-spot",
+        "ranker-v2-1a2b3c4d-a1-spot-2",
+    ]
+    assert "statusReason" not in job and "stoppedAt" not in job["attempts"][1]
+    assert job["latestAttempt"] == {"serviceResourceId": job["attempts"][1]["serviceResourceId"]}
+    assert rig.status_at(690 + 300 + 3600 + 60, job_id) == ("SUCCEEDED", "Completed")
+    check_shapes(rig)
+
+
+def test_internal_errors_are_retried_up_to_the_attempts_then_the_job_fails(make_rig: RigFactory) -> None:
+    rig = make_rig(SpotWeather(requeue_wait=600))
+    for _ in range(3):
+        rig.standin.fail_next_attempt("InternalServerError: We encountered an internal error. Please try again.")
+    job_id = rig.submit(training_payload(), retryStrategy=PROJECT_RETRY)
+
+    # Attempts at +30, +690 and +1350 s, each failing 60 s after it starts; the third is the last.
+    assert rig.status_at(600, job_id) == ("RUNNABLE", "Failed")
+    assert rig.status_at(700, job_id) == ("SCHEDULED", "Starting")
+    assert rig.status_at(1349, job_id) == ("RUNNABLE", "Failed")
+    assert rig.status_at(1409, job_id) == ("SCHEDULED", "Starting")
+    assert rig.status_at(1410, job_id) == ("FAILED", "Failed")
+    job = rig.batch_job(job_id)
+    assert len(job["attempts"]) == 3
+    assert job["statusReason"].startswith("Received status from SageMaker: InternalServerError")
+
+
+def test_other_failures_end_the_job_at_once_whatever_the_wait(make_rig: RigFactory) -> None:
+    rig = make_rig(SpotWeather(requeue_wait=600), behaviour=TrainingBehaviour(duration=7200, fail_after=1800))
+    job_id = rig.submit(training_payload(), retryStrategy=PROJECT_RETRY)
+
+    assert rig.status_at(330 + 1800, job_id) == ("FAILED", "Failed")
+    assert len(rig.batch_job(job_id)["attempts"]) == 1
 
 
 def test_batch_timeout_stops_the_attempt(make_rig: RigFactory) -> None:
@@ -80,15 +132,18 @@ def test_batch_timeout_stops_the_attempt(make_rig: RigFactory) -> None:
     assert rig.store.files[CHECKPOINT]["step"] == 5  # SIGTERM after 300 s of training
 
 
-def test_client_token_makes_submission_idempotent(make_rig: RigFactory) -> None:
+def test_a_repeated_client_token_is_rejected_without_a_second_job(make_rig: RigFactory) -> None:
     rig = make_rig()
     first = rig.submit(training_payload(), clientToken="execution-1-attempt-1-spot")
-    again = rig.submit(training_payload(), clientToken="execution-1-attempt-1-spot")
 
-    assert again == first
-    assert len(rig.standin.jobs) == 1
+    # The API reference: the second of two identical requests with one clientToken "is rejected".
+    with pytest.raises(ClientError, match="already used") as rejected:
+        rig.submit(training_payload(), clientToken="execution-1-attempt-1-spot")
+    assert rejected.value.response["Error"]["Code"] == "ClientException"
+    assert rejected.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     with pytest.raises(ClientError, match="different parameters"):
         rig.submit(training_payload(max_runtime=3600), clientToken="execution-1-attempt-1-spot")
+    assert [job.job_id for job in rig.standin.jobs] == [first]
     rig.submit(training_payload("ranker-v2-1a2b3c4d-a2-spot"), clientToken="execution-1-attempt-2-spot")
     assert len(rig.standin.jobs) == 2
 

@@ -18,7 +18,7 @@ from spotline.core.lifecycle import SPOT_ENDINGS, NextStep, next_step
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, Strategy
 from spotline.core.policy import Capacity, Decision, JobClock, backoff_seconds, decide
-from spotline.core.status import ReasonClass, State, TrainingStatus
+from spotline.core.status import ReasonClass, State, TrainingStatus, normalize
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 VALIDATED_AT = datetime(2026, 11, 29, tzinfo=UTC)
@@ -408,3 +408,41 @@ def test_example_job_stuck_without_spot_near_its_deadline_moves_to_on_demand() -
     assert step.next_capacity == "on-demand"
     assert "deadline at risk" in step.explanation
     assert _step(SPOT_ONLY, _status("interrupted"), decision=decision).action == "keep-waiting"
+
+
+# --- Batch's own retries ---------------------------------------------------------------------
+
+REQUEUED_AFTER = {
+    "capacity": (
+        "CapacityError: Unable to provision requested ML compute capacity.",
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+    ),
+    "internal": ("InternalServerError: We encountered an internal error. Please try again.", ""),
+    "algorithm": ("AlgorithmError: ExecuteUserScriptError: ExitCode 1", ""),  # a retryStrategy that retries anything
+}
+
+
+@pytest.mark.parametrize("failure", sorted(REQUEUED_AFTER))
+@pytest.mark.parametrize(("strategy", "capacity"), REACHABLE)
+@pytest.mark.parametrize("attempts", ATTEMPTS)
+def test_an_attempt_batch_requeues_never_resubmits_or_finishes(
+    failure: str, strategy: Strategy, capacity: Capacity, attempts: int
+) -> None:
+    reason, batch_reason = REQUEUED_AFTER[failure]
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/ranker-v2-1a2b3c4d-a1-spot"
+    batch_job = {
+        "jobId": "j-1",
+        "status": "RUNNABLE",
+        "statusReason": batch_reason,
+        "attempts": [{"serviceResourceId": {"name": "TrainingJobArn", "value": arn}, "statusReason": reason}],
+    }
+    training_job = {
+        "TrainingJobName": "ranker-v2-1a2b3c4d-a1-spot",
+        "TrainingJobStatus": "Failed",
+        "SecondaryStatus": "Failed",
+        "FailureReason": reason,
+        "SecondaryStatusTransitions": [],
+    }
+    status = normalize(batch_job, training_job, VALIDATED_AT)
+    step = _step(SPECS[strategy], status, capacity=capacity, spot_attempts=attempts, decision=CONTINUE)
+    assert step == NextStep("keep-waiting", CONTINUE.reason)

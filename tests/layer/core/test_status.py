@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from spotline.core.status import classify_failure, normalize, training_job_name_of
+from spotline.core.status import classify_failure, earlier_training_job_names, normalize, training_job_name_of
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-job/ranker-v2-1a2b3c4d-a1-spot"
@@ -110,3 +110,135 @@ def test_classify_failure_reads_batch_prefixed_reasons() -> None:
     assert classify_failure("Received status from SageMaker: AlgorithmError: exit 1") == "algorithm"
     assert classify_failure("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY") == "capacity"
     assert classify_failure("something new") == "internal"
+
+
+# --- Batch decides the end: its own retries are not the job's end -----------------------------
+
+CAPACITY_ERROR = "CapacityError: Unable to provision requested ML compute capacity."
+INTERNAL_ERROR = "InternalServerError: We encountered an internal error. Please try again."
+
+
+def _attempt(name: str, reason: str | None = None) -> dict[str, Any]:
+    attempt: dict[str, Any] = {
+        "serviceResourceId": {"name": "TrainingJobArn", "value": f"{ARN[: ARN.rindex('/')]}/{name}"}
+    }
+    if reason is not None:
+        attempt["statusReason"] = reason
+    return attempt
+
+
+def _retried(status: str, reason: str, *attempts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jobId": "j-1",
+        "status": status,
+        "statusReason": reason,
+        "attempts": list(attempts),
+        "latestAttempt": {"serviceResourceId": attempts[-1]["serviceResourceId"]},
+    }
+
+
+def _ended(failure: str, **extra: Any) -> dict[str, Any]:
+    return _training("Failed", "Failed", FailureReason=failure, TrainingTimeInSeconds=0, **extra)
+
+
+def test_a_capacity_failure_batch_requeues_is_queued_short_of_capacity() -> None:
+    batch = _retried(
+        "RUNNABLE",
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources",
+        _attempt("ranker-v2-1a2b3c4d-a1-spot", f"Received status from SageMaker: {CAPACITY_ERROR}"),
+    )
+    status = normalize(batch, _ended(CAPACITY_ERROR), NOW)
+    assert (status.state, status.finished, status.reason_class, status.capacity_short) == ("queued", False, None, True)
+    assert status.reason == (
+        f"Batch requeued the job after attempt 1 (ranker-v2-1a2b3c4d-a1-spot) ended Failed: {CAPACITY_ERROR}; "
+        "it starts attempt 2 when capacity returns"
+    )
+
+
+def test_an_attempt_batch_retries_by_its_retry_strategy_is_queued() -> None:
+    batch = _retried(
+        "RUNNABLE", "", _attempt("ranker-v2-1a2b3c4d-a1-spot", f"Received status from SageMaker: {INTERNAL_ERROR}")
+    )
+    status = normalize(batch, _ended(INTERNAL_ERROR), NOW)
+    assert (status.state, status.finished, status.capacity_short) == ("queued", False, False)
+    assert status.reason.endswith("it starts attempt 2 when its retry strategy schedules it")
+    assert INTERNAL_ERROR in status.reason
+
+
+@pytest.mark.parametrize("batch_status", ["SCHEDULED", "STARTING", "RUNNING"])
+@pytest.mark.parametrize(
+    "training",
+    [
+        _ended(INTERNAL_ERROR),
+        _training("Completed", "Completed", TrainingTimeInSeconds=7200),
+        _training("Stopped", "Stopped"),
+    ],
+)
+def test_an_ended_attempt_is_not_the_end_until_batch_says_so(batch_status: str, training: dict[str, Any]) -> None:
+    status = normalize(_retried(batch_status, "", _attempt("ranker-v2-1a2b3c4d-a1-spot")), training, NOW)
+    assert (status.state, status.finished, status.reason_class) == ("starting", False, None)
+    assert status.reason.endswith(f"Batch ({batch_status}) has not ended the job yet")
+
+
+def test_the_next_attempt_is_read_from_batch_and_its_own_training_job() -> None:
+    batch = _retried(
+        "RUNNING",
+        "",
+        _attempt("ranker-v2-1a2b3c4d-a1-spot", f"Received status from SageMaker: {INTERNAL_ERROR}"),
+        _attempt("ranker-v2-1a2b3c4d-a1-spot-2"),
+    )
+    training = {**_training("InProgress", "Training"), "TrainingJobName": "ranker-v2-1a2b3c4d-a1-spot-2"}
+    status = normalize(batch, training, NOW)
+    assert (status.state, status.reason, status.training_job_name) == (
+        "training",
+        "Batch attempt 2: Training",
+        "ranker-v2-1a2b3c4d-a1-spot-2",
+    )
+
+
+def test_a_job_batch_failed_after_its_retries_names_the_attempts() -> None:
+    batch = _retried(
+        "FAILED",
+        f"Received status from SageMaker: {INTERNAL_ERROR}",
+        *(_attempt(f"ranker-v2-1a2b3c4d-a1-spot{suffix}") for suffix in ("", "-2", "-3")),
+    )
+    status = normalize(batch, _ended(INTERNAL_ERROR), NOW)
+    assert (status.state, status.reason_class) == ("failed", "internal")
+    assert status.reason == f"after 3 Batch attempts: {INTERNAL_ERROR}"
+
+
+def test_figures_add_up_every_attempt_of_the_service_job() -> None:
+    start = NOW - timedelta(hours=3)
+    first = _training(
+        "Failed",
+        "Failed",
+        FailureReason=INTERNAL_ERROR,
+        TrainingTimeInSeconds=3600,
+        BillableTimeInSeconds=1080,
+        transitions=[{"Status": "Training", "StartTime": start}, {"Status": "Interrupted", "StartTime": start}],
+    )
+    current = _training(
+        "InProgress",
+        "Training",
+        transitions=[
+            {"Status": "Interrupted", "StartTime": NOW - timedelta(hours=1), "EndTime": NOW - timedelta(minutes=50)},
+            {"Status": "Training", "StartTime": NOW - timedelta(minutes=30)},
+        ],
+    )
+    batch = _retried("RUNNING", "", _attempt("ranker-v2-1a2b3c4d-a1-spot"), _attempt("ranker-v2-1a2b3c4d-a1-spot-2"))
+    status = normalize(batch, current, NOW, [first])
+    assert (status.training_seconds, status.attempt_training_seconds) == (3600 + 1800, 1800)
+    assert (status.billable_seconds, status.interruptions) == (1080, 2)
+
+
+def test_earlier_attempts_worth_describing_leave_out_capacity_failures_and_the_latest() -> None:
+    batch = _retried(
+        "RUNNING",
+        "",
+        _attempt("a1-spot", f"Received status from SageMaker: {CAPACITY_ERROR}"),
+        _attempt("a1-spot-2", f"Received status from SageMaker: {INTERNAL_ERROR}"),
+        _attempt("a1-spot-3", "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"),
+        _attempt("a1-spot-4"),
+    )
+    assert earlier_training_job_names(batch) == ["a1-spot-2"]
+    assert earlier_training_job_names(_batch("RUNNING")) == []

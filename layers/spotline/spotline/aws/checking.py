@@ -15,7 +15,7 @@ from spotline.core.lifecycle import next_step
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
 from spotline.core.polling import next_poll_seconds
-from spotline.core.status import TrainingStatus, normalize, training_job_name_of
+from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
 """Image download and start-up after instances are acquired (on top of the measured queue wait)."""
@@ -66,8 +66,10 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
             "source": "progress.json",
         }
     total = spec.expected_duration_seconds or spec.max_runtime_seconds
-    trained = status.training_seconds
-    if spec.checkpoint_s3_uri:  # without checkpoints, earlier attempts' work is lost
+    # Without checkpoints, earlier attempts' work is lost: Spotline's and Batch's own retries alike.
+    trained = status.attempt_training_seconds
+    if spec.checkpoint_s3_uri:
+        trained = status.training_seconds
         trained += sum(int((a.get("finalStatus") or {}).get("trainingSeconds", 0)) for a in previous)
     return {
         "fraction": min(1.0, trained / total) if total else 0.0,
@@ -82,7 +84,10 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     training = state["training"]
     previous: list[dict[str, Any]] = training.get("previousAttempts", [])
     batch_job = client("batch").describe_service_job(jobId=training["jobId"])
-    status = normalize(batch_job, describe_training_job(training_job_name_of(batch_job)), now)
+    # Batch's status decides whether the job has ended; the SageMaker jobs of its attempts (one
+    # per Batch retry) give the figures.
+    earlier = [described for n in earlier_training_job_names(batch_job) if (described := describe_training_job(n))]
+    status = normalize(batch_job, describe_training_job(training_job_name_of(batch_job)), now, earlier)
     submitted = datetime.fromisoformat(training["submittedAt"])
     first_submitted = datetime.fromisoformat(previous[0]["submittedAt"]) if previous else submitted
     queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None

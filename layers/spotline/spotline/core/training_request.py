@@ -104,7 +104,8 @@ def training_job_name(spec: JobSpec, attempt: Attempt) -> str:
 
 
 def client_token(attempt: Attempt) -> str:
-    """Same execution + attempt + capacity -> same token: a retried Lambda gets the same job back."""
+    """Same execution + attempt + capacity -> same token: Batch rejects a retried submission
+    instead of starting a second job (`spotline.aws.submission` then finds the first)."""
     return short_hash(attempt.execution_arn, str(attempt.number), attempt.capacity, length=40)
 
 
