@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from io import BytesIO
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +32,8 @@ from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 
 from spotline.aws import clients as spotline_aws
+from spotline_dev.local_executions import ExecutionRecord, Executions
+from spotline_dev.local_faults import Fault, Faults
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, load_template, resources_of_type
 from spotline_dev.virtual_time import VirtualClock, install_time_hooks
@@ -70,6 +73,7 @@ class Invocation:
     event: Any
     result: Any = None
     error: str | None = None
+    at: datetime | None = None  # virtual time of the invocation
 
 
 @dataclass
@@ -84,6 +88,8 @@ class LocalStack:
     rule_taps: dict[str, tuple[str, str]] = field(default_factory=dict)  # queue url -> (function, rule)
     invocations: list[Invocation] = field(default_factory=list)
     throttles: dict[str, int] = field(default_factory=dict)  # function name -> invocations to refuse
+    faults: Faults | None = None  # set by start_local_stack
+    executions: Executions | None = None  # set by start_local_stack
 
     def kill_after_call(self, operation: str, times: int = 1) -> None:
         """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
@@ -102,6 +108,25 @@ class LocalStack:
         """Make the Lambda service refuse the next `times` invocations (TooManyRequestsException)."""
         self.throttles[self.functions[logical_id]] = times
 
+    def inject_fault(self, logical_id: str, *, count: int, start: datetime | None = None) -> Fault:
+        """Make `count` invocations of the function (logical id, e.g. CheckTrainingStatusFunction)
+        from `start` (virtual time; default now) raise InjectedFault instead of running."""
+        if logical_id not in self.functions:
+            raise KeyError(f"{logical_id} is not a function of the template ({', '.join(sorted(self.functions))})")
+        assert self.faults is not None
+        return self.faults.add(self.functions[logical_id], Fault(logical_id, start or self.clock.now(), count))
+
+    def stop_executions_after(self, seconds: float) -> None:
+        """Stop every execution started from now on `seconds` (virtual) after its start, as
+        on-call would in the console (StopExecution; it ends ABORTED)."""
+        assert self.executions is not None
+        self.executions.stop_after = seconds
+
+    def execution(self, execution_arn: str) -> ExecutionRecord:
+        """The execution's virtual start and end, and the status change event put when it ended."""
+        assert self.executions is not None
+        return self.executions.records[execution_arn]
+
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
 
@@ -114,21 +139,28 @@ class LocalStack:
 
     # --- events --------------------------------------------------------------------------
 
-    def deliver_events(self) -> list[Any]:
+    def deliver_events(self, on_error: Callable[[str, RuntimeError], None] | None = None) -> list[Any]:
         """Deliver what EventBridge rules matched to their Lambda targets, as EventBridge would.
 
         moto matches rules but cannot invoke Lambda targets, so each rule has an SQS tap; this
         drains the taps and invokes the rule's function with each event. Returns the results.
+        A failed invocation raises, unless `on_error(rule, error)` is given: then it is reported
+        there, the event dropped (as after Lambda's asynchronous retries) and delivery goes on.
         """
         sqs, results = self.client("sqs"), []
-        for queue_url, (function, _rule) in self.rule_taps.items():
+        for queue_url, (function, rule) in self.rule_taps.items():
             while True:
                 messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
                 if not messages:
                     break
                 for message in messages:
                     event = _as_eventbridge_delivers(json.loads(message["Body"]), self.clock.now())
-                    results.append(self.invoke(function, event))
+                    try:
+                        results.append(self.invoke(function, event))
+                    except RuntimeError as error:
+                        if on_error is None:
+                            raise
+                        on_error(rule, error)
                     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
         return results
 
@@ -142,12 +174,15 @@ class LocalStack:
     # --- executions ----------------------------------------------------------------------
 
     def wait_for_execution(self, execution_arn: str, timeout: float = 120.0) -> dict[str, Any]:
+        """Describe the execution once it has ended and its status change event has been put."""
         sfn = self.client("stepfunctions")
         deadline = time.monotonic() + timeout
         while True:
             described = sfn.describe_execution(executionArn=execution_arn)
             if described["status"] != "RUNNING":
-                return described  # type: ignore[no-any-return]
+                record = self.executions.records.get(execution_arn) if self.executions else None
+                if record is None or record.ended.wait(max(0.0, deadline - time.monotonic())):
+                    return described  # type: ignore[no-any-return]
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s of wall time")
             time.sleep(0.005)
@@ -198,6 +233,17 @@ def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, 
     return event
 
 
+def _put_event(stack: LocalStack, entry: dict[str, Any]) -> None:
+    """Put one entry on the default bus, as an AWS service does (moto accepts any source)."""
+    answer = stack.client("events").put_events(Entries=[entry])
+    if answer.get("FailedEntryCount"):
+        raise RuntimeError(f"PutEvents refused {entry['DetailType']}: {answer['Entries']}")
+
+
+def _stop_execution(stack: LocalStack, execution_arn: str, cause: str) -> None:
+    stack.client("stepfunctions").stop_execution(executionArn=execution_arn, cause=cause)
+
+
 def _load_handler(code_uri: str, handler: str) -> Handler:
     module_file, _, attribute = handler.rpartition(".")
     path = PROJECT_ROOT / code_uri / f"{module_file}.py"
@@ -233,10 +279,13 @@ class _InProcessLambdas:
         handler = self.handlers[function.function_name]
         payload = event if event is not None else {}
         context = FakeLambdaContext(function_name=function.function_name, invoked_function_arn=function.function_arn)
-        record = Invocation(function.function_name, payload)
+        record = Invocation(function.function_name, payload, at=self.stack.clock.now())
         with self.lock:
             self.stack.invocations.append(record)
             try:
+                fault = self.stack.faults.due(function.function_name) if self.stack.faults else None
+                if fault is not None:
+                    raise fault
                 result = handler(payload, context)
             except Exception as exc:
                 record.error = "Runtime.ExitError" if isinstance(exc, RuntimeKilled) else type(exc).__name__
@@ -286,6 +335,9 @@ def start_local_stack(
         stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin)
         lambdas = _InProcessLambdas(stack)
         install_time_hooks(exits, clock)
+        stack.faults = Faults(clock.now)
+        stack.executions = Executions(clock, partial(_put_event, stack), partial(_stop_execution, stack))
+        stack.executions.install(exits)
         exits.enter_context(
             mock.patch(
                 "moto.awslambda.models.LambdaFunction._invoke_lambda",

@@ -10,132 +10,36 @@ queue (the stand-in models capacity, not contention between jobs).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from contextlib import ExitStack, contextmanager, redirect_stdout
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from spotline.core.cost import cost_usd
-from spotline.core.durations import format_duration, parse_duration
+from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.model import to_rfc3339
 from spotline_dev.account import prepare_account, team_allowance
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.history import job_of
-from spotline_dev.local_aws import start_local_stack
-from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.explain.timeline import offset
+from spotline_dev.local_aws import LocalStack, start_local_stack
+from spotline_dev.scenario import FaultSpec, Scenario, ScenarioError, load_scenario
+from spotline_dev.standin import ServiceJobView, SpotWeather, TrainingBehaviour
 from spotline_dev.template import PROJECT_ROOT, powertools_environment
 
-DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
-SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
+__all__ = ["FaultSpec", "Scenario", "ScenarioError", "load_scenario", "main", "run_scenario"]
+
 QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
-
-
-class ScenarioError(ValueError):
-    """A scenario file that cannot be run, with the field at fault."""
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    start: datetime
-    manifests: list[Path]
-    spot_start_delay: float = 300.0
-    interruptions: list[float] = field(default_factory=list)
-    capacity_gaps: list[tuple[float, float]] = field(default_factory=list)  # offsets from start, seconds
-    on_demand_start_delay: float = 480.0
-    duration: float | None = None  # None: each manifest's expectedDuration
-    fail_after: float | None = None
-    missing: list[str] = field(default_factory=list)  # manifest fields whose resources the account lacks
-    team_policy: dict[str, Any] | None = None  # the stack's TeamPolicy; None: each team gets what it names
-
-
-def _seconds(raw: Any, where: str) -> float:
-    if isinstance(raw, int | float) and not isinstance(raw, bool):
-        return float(raw)
-    try:
-        return float(parse_duration(str(raw)))
-    except ValueError as exc:
-        raise ScenarioError(f"{where}: {exc}") from None
-
-
-def load_scenario(path: Path | None) -> Scenario:
-    """Read a scenario file (see README "Scenarios"); None gives the default scenario."""
-    path = path or DEFAULT_SCENARIO
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ScenarioError(f"{path}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{path}: a scenario is a mapping of fields")
-    known = {"name", "start", "manifests", "spot", "onDemand", "training", "missing", "teamPolicy"}
-    if unknown := sorted(set(raw) - known):
-        raise ScenarioError(f"{path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    spot, on_demand, training = raw.get("spot") or {}, raw.get("onDemand") or {}, raw.get("training") or {}
-    start_raw = raw.get("start")
-    try:
-        start = (
-            datetime.fromisoformat(str(start_raw).upper()) if start_raw else datetime.now(UTC).replace(microsecond=0)
-        )
-    except ValueError:
-        raise ScenarioError(f"start: {start_raw!r} is not an RFC 3339 timestamp") from None
-    if start.tzinfo is None:
-        raise ScenarioError("start: needs an offset such as Z")
-    manifests = (
-        [(path.parent / m).resolve() for m in raw["manifests"]]
-        if raw.get("manifests")
-        else sorted(SAMPLE_MANIFESTS.glob("*.yaml"))
-    )
-    for manifest in manifests:
-        if not manifest.is_file():
-            raise ScenarioError(f"manifests: {manifest} does not exist")
-    gaps = []
-    for index, gap in enumerate(spot.get("capacityGaps") or []):
-        where = f"spot.capacityGaps[{index}]"
-        if not isinstance(gap, dict) or set(gap) != {"from", "to"}:
-            raise ScenarioError(f"{where}: needs exactly 'from' and 'to'")
-        begin, end = _seconds(gap["from"], f"{where}.from"), _seconds(gap["to"], f"{where}.to")
-        if end <= begin:
-            raise ScenarioError(f"{where}: 'to' must be after 'from'")
-        gaps.append((begin, end))
-    return Scenario(
-        name=str(raw.get("name") or path.stem),
-        start=start.astimezone(UTC),
-        manifests=manifests,
-        spot_start_delay=_seconds(spot.get("startDelay", 300), "spot.startDelay"),
-        interruptions=sorted(_seconds(v, "spot.interruptions") for v in spot.get("interruptions") or []),
-        capacity_gaps=gaps,
-        on_demand_start_delay=_seconds(on_demand.get("startDelay", 480), "onDemand.startDelay"),
-        duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
-        fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
-        missing=[str(m) for m in raw.get("missing") or []],
-        team_policy=_team_policy(raw["teamPolicy"], path.parent) if "teamPolicy" in raw else None,
-    )
-
-
-def _team_policy(raw: Any, folder: Path) -> dict[str, Any]:
-    """The scenario's `teamPolicy:` (the TeamPolicy JSON shape, inline or a JSON file relative to
-    the scenario), checked as the stack would."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads((folder / raw).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ScenarioError(f"teamPolicy: cannot read {raw}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ScenarioError("teamPolicy: must be a mapping in the TeamPolicy shape ({teams: {<team>: {...}}})")
-    try:
-        TeamPolicy.from_json(json.dumps(raw))
-    except TeamPolicyInvalid as exc:
-        raise ScenarioError("; ".join(f"teamPolicy.{e.path}: {e.message}" for e in exc.errors)) from None
-    return raw
+ENDED = frozenset({"SUCCEEDED", "FAILED"})  # Batch service job statuses that are an end
+SETTLE_SECONDS = 600.0  # after the last execution: how long stops already under way may take
+SETTLE_STEP = 10.0
 
 
 @contextmanager
@@ -158,7 +62,8 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
     """Run every manifest of the scenario; returns the `--json` summary (plus timelines)."""
     with _powertools_environment(verbose):
         executions = [_run_manifest(scenario, manifest, verbose) for manifest in scenario.manifests]
-    return {"scenario": scenario.name, "executions": executions}
+    left = [job for run in executions for job in run["leftRunning"]]
+    return {"scenario": scenario.name, "executions": executions, "leftRunning": left}
 
 
 def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str, Any]:
@@ -185,26 +90,81 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
 
     key = f"manifests/{team}/{manifest.name}"
     environment = {"TEAM_POLICY": json.dumps(policy), **({} if verbose else QUIET)}
-    with start_local_stack(scenario.start, environment=environment, weather=weather, behaviour=behaviour) as stack:
+    with ExitStack() as scope:
+        stack = scope.enter_context(
+            start_local_stack(scenario.start, environment=environment, weather=weather, behaviour=behaviour)
+        )
+        if not verbose:
+            # The handlers are loaded (their loggers hold the real stdout); what they print from now
+            # on, such as EMF from Powertools' single_metric (which POWERTOOLS_METRICS_DISABLED does
+            # not silence), would mix with the sandbox's own output.
+            scope.enter_context(redirect_stdout(io.StringIO()))
         if spec:
             prepare_account(stack.client, spec, missing=scenario.missing)
+        if scenario.stop_execution_at is not None:
+            stack.stop_executions_after(scenario.stop_execution_at)
+        faults = [
+            stack.inject_fault(f.function, count=f.count, start=scenario.start + timedelta(seconds=f.start))
+            for f in scenario.faults
+        ]
         stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)
         (started,) = stack.deliver_events()
-        execution = stack.wait_for_execution(started["executionArn"], timeout=600)
-        history = stack.history(started["executionArn"])
+        arn = started["executionArn"]
+        execution = stack.wait_for_execution(arn, timeout=600)
+        ended_at = stack.execution(arn).ended_at
+        # What the end of the execution triggers (rules on Step Functions status changes), then
+        # the stops already under way, before the stand-in's jobs are read.
+        delivery_errors: list[str] = []
+        stack.deliver_events(on_error=lambda rule, error: delivery_errors.append(f"{rule}: {error}"))
+        _settle(stack)
+        history = stack.history(arn)
         jobs = stack.standin.jobs
         reports = {outcome: _read_json(stack, f"reports/{key}.{outcome}.json") for outcome in ("outcome", "rejected")}
-        finished_clock = stack.clock.now()
-    return summarize(
-        scenario=scenario,
-        manifest=manifest,
-        execution=execution,
-        history=history,
-        jobs=jobs,
-        reports=reports,
-        duration=duration,
-        finished_clock=finished_clock,
-    )
+        run = summarize(
+            scenario=scenario,
+            manifest=manifest,
+            execution=execution,
+            history=history,
+            jobs=jobs,
+            reports=reports,
+            duration=duration,
+        )
+        run |= {
+            "executionEndedAt": _rfc3339(ended_at),
+            "virtualEnd": _rfc3339(stack.clock.now()),
+            "faults": [
+                {"function": f.logical_id, "count": f.count, "raisedAt": [_rfc3339(t) for t in f.raised_at]}
+                for f in faults
+            ],
+            "deliveryErrors": delivery_errors,
+            "history": history,
+        }
+    run["leftRunning"] = [_left_running(run["name"], job) for job in jobs if job.status not in ENDED]
+    return run
+
+
+def _settle(stack: LocalStack) -> None:
+    """Let stops already under way finish (SageMaker takes a little while to stop a training job),
+    so that a job told to stop is not reported as left running."""
+    waited = 0.0
+    while waited < SETTLE_SECONDS and any(job.training_status == "Stopping" for job in stack.standin.jobs):
+        stack.clock.advance(SETTLE_STEP)
+        waited += SETTLE_STEP
+
+
+def _left_running(execution: str, job: ServiceJobView) -> dict[str, Any]:
+    return {
+        "execution": execution,
+        "jobId": job.job_id,
+        "jobName": job.job_name,
+        "status": job.status,
+        "trainingJobName": job.training_job_name,
+        "trainingStatus": job.training_status,
+    }
+
+
+def _rfc3339(moment: datetime | None) -> str | None:
+    return to_rfc3339(moment) if moment else None
 
 
 def _read_json(stack: Any, key: str) -> dict[str, Any] | None:
@@ -214,22 +174,40 @@ def _read_json(stack: Any, key: str) -> dict[str, Any] | None:
         return None
 
 
+def training_end(jobs: list[ServiceJobView], deadline: str | None) -> dict[str, Any]:
+    """When the execution's training ended, judged from the training jobs themselves (not from
+    when the execution noticed): the last attempt's end (any outcome; None while one still runs),
+    the completion (`finishedAt`) and whether it came by the deadline."""
+    attempts = sorted((a for job in jobs for a in job.attempts), key=lambda a: a.created_at)
+    last = attempts[-1] if attempts else None
+    completed = last.ended_at if last and last.status == "Completed" else None
+    met = completed <= datetime.fromisoformat(deadline) if completed and deadline else None
+    return {
+        "trainingEndedAt": _rfc3339(last.ended_at if last else None),
+        "trainingStatus": last.status if last else None,
+        "finishedAt": _rfc3339(completed),
+        "deadlineMet": met,
+    }
+
+
 def summarize(
     *,
     scenario: Scenario,
     manifest: Path,
     execution: dict[str, Any],
     history: list[dict[str, Any]],
-    jobs: list[Any],
+    jobs: list[ServiceJobView],
     reports: dict[str, dict[str, Any] | None],
     duration: float,
-    finished_clock: datetime,
 ) -> dict[str, Any]:
     report = reports.get("outcome") or {}
     figures = report.get("figures") or {}
     job = _job_from_history(history)
     instance, count = (job["instanceType"], job["instanceCount"]) if job else ("", 0)
     upload = 60.0
+    deadline = figures.get("deadline") or job.get("deadline")
+    # Without a report (stopped, or failed before RecordOutcome): what was billed so far.
+    billed = cost_usd(instance, count, sum(j.billable_seconds for j in jobs)) if job else 0.0
     return {
         "name": execution["name"],
         "manifest": str(manifest.relative_to(PROJECT_ROOT)) if manifest.is_relative_to(PROJECT_ROOT) else str(manifest),
@@ -239,19 +217,18 @@ def summarize(
         "attempts": figures.get("attempts", len(jobs)),
         "spotInterruptions": sum(job.interruptions for job in jobs),
         "onDemandFallback": bool(figures.get("on_demand_fallback", False)),
-        "deadline": figures.get("deadline") or job.get("deadline"),
-        "finishedAt": figures.get("finished_at"),
-        "deadlineMet": figures.get("deadline_met"),
+        "deadline": deadline,
+        **training_end(jobs, deadline),
         "trainingSeconds": int(sum(job.training_seconds for job in jobs)),
         "billableSeconds": int(sum(job.billable_seconds for job in jobs)),
         "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
-        "costUsd": figures.get("cost_usd", 0.0),
+        "costUsd": figures.get("cost_usd", billed),
         "onDemandCostUsd": cost_usd(instance, count, duration + upload) if job else 0.0,
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),
         "maxStateBytes": max_state_bytes(history),
         "timeline": timeline(history, scenario.start),
-        "virtualEnd": finished_clock.isoformat().replace("+00:00", "Z"),
+        "start": scenario.start,
         "story": explain(history, execution),
     }
 
@@ -314,7 +291,32 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
             f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events, "
             f"largest state {run['maxStateBytes'] / 1024:.1f} KiB"
         )
+        out += _ends(run)
+    left = summary["leftRunning"]
+    out += ["", f"Left running: {len(left) or 'none'}"]
+    out += [f"  {j['jobName']} ({j['jobId']}): {j['status']}, training {j['trainingStatus']}" for j in left]
     return "\n".join(out)
+
+
+def _ends(run: dict[str, Any]) -> list[str]:
+    """When the training and the execution ended (deadlines are judged at the training's end),
+    the faults the scenario injected, and what failed in delivering the execution's end."""
+    start = run["start"]
+
+    def at(text: str | None) -> str:
+        return offset(datetime.fromisoformat(text), start).strip() if text else "-"
+
+    training = (
+        f"training {at(run['trainingEndedAt'])} ({run['trainingStatus']})"
+        if run["trainingEndedAt"]
+        else (f"training not ended ({run['trainingStatus']})" if run["trainingStatus"] else "no training")
+    )
+    out = [f"          ended: {training}, execution {at(run['executionEndedAt'])} ({run['status']})"]
+    for fault in run["faults"]:
+        raised = ", ".join(at(t) for t in fault["raisedAt"]) or "none"
+        out.append(f"          faults in {fault['function']}: {len(fault['raisedAt'])} of {fault['count']} ({raised})")
+    out += [f"          event delivery failed: {error}" for error in run["deliveryErrors"]]
+    return out
 
 
 def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict[str, Any]:
@@ -330,6 +332,8 @@ def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict
         "deadline",
         "finishedAt",
         "deadlineMet",
+        "trainingEndedAt",
+        "executionEndedAt",
         "trainingSeconds",
         "billableSeconds",
         "lostWorkSeconds",
@@ -345,6 +349,7 @@ def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict
             {k: run[k] for k in fields} | ({"explain": run["story"].to_dict()} if with_story else {})
             for run in summary["executions"]
         ],
+        "leftRunning": summary["leftRunning"],
     }
 
 

@@ -119,6 +119,8 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "deadline",
         "finishedAt",
         "deadlineMet",
+        "trainingEndedAt",
+        "executionEndedAt",
         "trainingSeconds",
         "billableSeconds",
         "lostWorkSeconds",
@@ -131,6 +133,15 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
     assert all(0 < r["maxStateBytes"] < 16 * 1024 for r in runs)
     assert all(r["spotInterruptions"] >= 1 and r["deadlineMet"] for r in runs)
     assert [r["onDemandFallback"] for r in runs] == [False, True]
+    # Deadlines are judged at the training's end (its TrainingEndTime), not when the execution
+    # noticed; every training completed, nothing is left running.
+    for run in runs:
+        assert run["finishedAt"] == run["trainingEndedAt"]
+        assert datetime.fromisoformat(run["trainingEndedAt"]) <= datetime.fromisoformat(run["executionEndedAt"])
+        assert run["deadlineMet"] == (
+            datetime.fromisoformat(run["finishedAt"]) <= datetime.fromisoformat(run["deadline"])
+        )
+    assert summary["leftRunning"] == []
 
 
 def _largest_manifest(tmp_path: Path) -> Path:

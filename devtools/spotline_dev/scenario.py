@@ -1,0 +1,186 @@
+"""Sandbox scenarios (README "Scenarios"): the file format, read strictly. A typo is an error
+naming the field, never a silently ignored setting."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spotline.core.durations import parse_duration
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline_dev.template import PROJECT_ROOT, load_template, resources_of_type
+
+DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
+SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
+KNOWN_FIELDS = frozenset(
+    {"name", "start", "manifests", "spot", "onDemand", "training", "missing", "teamPolicy", "stopExecutionAt", "faults"}
+)
+FAULT_FIELDS = frozenset({"function", "from", "count"})
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run, with the field at fault."""
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """`count` invocations of the function (template logical id) from `start` (seconds after the
+    scenario's start) raise an unexpected error."""
+
+    function: str  # logical id, e.g. CheckTrainingStatusFunction
+    start: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    start: datetime
+    manifests: list[Path]
+    spot_start_delay: float = 300.0
+    interruptions: list[float] = field(default_factory=list)
+    capacity_gaps: list[tuple[float, float]] = field(default_factory=list)  # offsets from start, seconds
+    on_demand_start_delay: float = 480.0
+    duration: float | None = None  # None: each manifest's expectedDuration
+    fail_after: float | None = None
+    missing: list[str] = field(default_factory=list)  # manifest fields whose resources the account lacks
+    team_policy: dict[str, Any] | None = None  # the stack's TeamPolicy; None: each team gets what it names
+    stop_execution_at: float | None = None  # seconds after each execution's start: StopExecution
+    faults: list[FaultSpec] = field(default_factory=list)
+
+
+def _seconds(raw: Any, where: str) -> float:
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    try:
+        return float(parse_duration(str(raw)))
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def template_functions() -> dict[str, str]:
+    """The template's functions by the name a scenario uses: the logical id without its
+    `Function` suffix (CheckTrainingStatus for CheckTrainingStatusFunction)."""
+    logical_ids = resources_of_type(load_template(), "AWS::Serverless::Function")
+    return {logical.removesuffix("Function") or logical: logical for logical in logical_ids}
+
+
+def load_scenario(path: Path | None) -> Scenario:
+    """Read a scenario file (see README "Scenarios"); None gives the default scenario."""
+    path = path or DEFAULT_SCENARIO
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{path}: a scenario is a mapping of fields")
+    if unknown := sorted(set(raw) - KNOWN_FIELDS):
+        raise ScenarioError(f"{path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_FIELDS))}")
+    spot, on_demand, training = raw.get("spot") or {}, raw.get("onDemand") or {}, raw.get("training") or {}
+    start_raw = raw.get("start")
+    try:
+        start = (
+            datetime.fromisoformat(str(start_raw).upper()) if start_raw else datetime.now(UTC).replace(microsecond=0)
+        )
+    except ValueError:
+        raise ScenarioError(f"start: {start_raw!r} is not an RFC 3339 timestamp") from None
+    if start.tzinfo is None:
+        raise ScenarioError("start: needs an offset such as Z")
+    manifests = (
+        [(path.parent / m).resolve() for m in raw["manifests"]]
+        if raw.get("manifests")
+        else sorted(SAMPLE_MANIFESTS.glob("*.yaml"))
+    )
+    for manifest in manifests:
+        if not manifest.is_file():
+            raise ScenarioError(f"manifests: {manifest} does not exist")
+    gaps = []
+    for index, gap in enumerate(spot.get("capacityGaps") or []):
+        where = f"spot.capacityGaps[{index}]"
+        if not isinstance(gap, dict) or set(gap) != {"from", "to"}:
+            raise ScenarioError(f"{where}: needs exactly 'from' and 'to'")
+        begin, end = _seconds(gap["from"], f"{where}.from"), _seconds(gap["to"], f"{where}.to")
+        if end <= begin:
+            raise ScenarioError(f"{where}: 'to' must be after 'from'")
+        gaps.append((begin, end))
+    return Scenario(
+        name=str(raw.get("name") or path.stem),
+        start=start.astimezone(UTC),
+        manifests=manifests,
+        spot_start_delay=_seconds(spot.get("startDelay", 300), "spot.startDelay"),
+        interruptions=sorted(_seconds(v, "spot.interruptions") for v in spot.get("interruptions") or []),
+        capacity_gaps=gaps,
+        on_demand_start_delay=_seconds(on_demand.get("startDelay", 480), "onDemand.startDelay"),
+        duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
+        fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
+        missing=[str(m) for m in raw.get("missing") or []],
+        team_policy=_team_policy(raw["teamPolicy"], path.parent) if "teamPolicy" in raw else None,
+        stop_execution_at=_stop_execution_at(raw["stopExecutionAt"]) if "stopExecutionAt" in raw else None,
+        faults=_faults(raw["faults"]) if "faults" in raw else [],
+    )
+
+
+def _stop_execution_at(raw: Any) -> float:
+    seconds = _seconds(raw, "stopExecutionAt")
+    if seconds <= 0:
+        raise ScenarioError(f"stopExecutionAt: {raw!r} must be a positive duration after the execution's start")
+    return seconds
+
+
+def _faults(raw: Any) -> list[FaultSpec]:
+    """`faults: [{function: CheckTrainingStatus, from: 2h, count: 10}]`, each entry strictly."""
+    if not isinstance(raw, list):
+        raise ScenarioError("faults: must be a list of {function, from, count}")
+    functions = template_functions()
+    faults = []
+    for index, entry in enumerate(raw):
+        where = f"faults[{index}]"
+        if not isinstance(entry, dict):
+            raise ScenarioError(f"{where}: must be a mapping {{function, from, count}}")
+        if unknown := sorted(set(entry) - FAULT_FIELDS):
+            raise ScenarioError(
+                f"{where}: unknown field(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(FAULT_FIELDS))}"
+            )
+        if "function" not in entry:
+            raise ScenarioError(f"{where}.function: required")
+        name = entry["function"]
+        if name not in functions:
+            hint = (
+                f"; write it without the 'Function' suffix: {name.removesuffix('Function')}"
+                if isinstance(name, str) and name.removesuffix("Function") in functions
+                else ""
+            )
+            raise ScenarioError(
+                f"{where}.function: {name!r} is not a function of template.yaml{hint} "
+                f"(known: {', '.join(sorted(functions))})"
+            )
+        begin = _seconds(entry.get("from", 0), f"{where}.from")
+        if begin < 0:
+            raise ScenarioError(f"{where}.from: {entry['from']!r} must not be negative")
+        count = entry.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ScenarioError(f"{where}.count: {count!r} must be a whole number of invocations, at least 1")
+        faults.append(FaultSpec(functions[name], begin, count))
+    return faults
+
+
+def _team_policy(raw: Any, folder: Path) -> dict[str, Any]:
+    """The scenario's `teamPolicy:` (the TeamPolicy JSON shape, inline or a JSON file relative to
+    the scenario), checked as the stack would."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads((folder / raw).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ScenarioError(f"teamPolicy: cannot read {raw}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError("teamPolicy: must be a mapping in the TeamPolicy shape ({teams: {<team>: {...}}})")
+    try:
+        TeamPolicy.from_json(json.dumps(raw))
+    except TeamPolicyInvalid as exc:
+        raise ScenarioError("; ".join(f"teamPolicy.{e.path}: {e.message}" for e in exc.errors)) from None
+    return raw
