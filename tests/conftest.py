@@ -21,6 +21,7 @@ from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
 from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.local_aws import LocalStack, start_local_stack  # noqa: E402
+from spotline_dev.standin import TrainingBehaviour  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_MANIFEST = ROOT / "examples" / "manifests" / "ranker-v2.yaml"
@@ -50,6 +51,19 @@ def stack() -> Iterator[LocalStack]:
 @pytest.fixture
 def example_manifest() -> bytes:
     return EXAMPLE_MANIFEST.read_bytes()
+
+
+@pytest.fixture
+def long_training() -> Iterator[LocalStack]:
+    """The example's stack with an 8-hour training: still running when an execution is stopped or fails."""
+    spec = example_spec()
+    with start_local_stack(
+        NOW,
+        environment={"TEAM_POLICY": team_policy_for(spec)},
+        behaviour=lambda _request: TrainingBehaviour(duration=8 * 3600),
+    ) as local:
+        prepare_account(local.client, spec)
+        yield local
 
 
 def sample_event(name: str) -> dict[str, Any]:

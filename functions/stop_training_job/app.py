@@ -1,6 +1,8 @@
 """StopSpotJob: terminate the spot job before moving to on-demand, and tell on-call. Batch
 stops the SageMaker job, whose training code saves a last checkpoint on SIGTERM; the on-demand
-job resumes there."""
+job resumes there. The alert is best effort: a throttled publish is logged and counted
+(AlertsNotPublished), never a reason to skip the on-demand attempt; a failed terminate fails the
+step, whose Catch then stops the job on the way to UnexpectedError."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import clock
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
-from spotline.aws.reporting import publish_alert
+from spotline.aws.reporting import try_publish_alert
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 
@@ -34,7 +36,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if not already_ended:
         client("batch").terminate_service_job(jobId=job_id, reason=reason)
     logger.info("Moving to on-demand", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
-    publish_alert(
+    notified = try_publish_alert(
         os.environ["ALERT_TOPIC_ARN"],
         kind="MovedToOnDemand",
         team=job.team,
@@ -48,4 +50,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     add_team_dimension(job.team)
     metrics.add_metric(name="OnDemandFallbacks", unit=MetricUnit.Count, value=1)
-    return {"jobId": job_id, "terminated": not already_ended, "reason": reason, "at": to_rfc3339(clock.now())}
+    return {
+        "jobId": job_id,
+        "terminated": not already_ended,
+        "reason": reason,
+        "notified": notified,
+        "at": to_rfc3339(clock.now()),
+    }

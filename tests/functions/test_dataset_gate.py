@@ -124,6 +124,8 @@ def test_the_rules_take_events_of_this_account_only(stack: LocalStack) -> None:
         "IntakeFunctionManifestUploaded": sample_event("s3_manifest_created.json"),
     }
     samples["IntakeFunctionManifestUploaded"]["detail"]["bucket"]["name"] = stack.bucket
+    samples["StopExecutionJobsFunctionExecutionEnded"] = sample_event("execution_status_change.json")
+    samples["StopExecutionJobsFunctionExecutionEnded"]["detail"]["stateMachineArn"] = stack.state_machine_arn()
     rules = {rule for _function, rule in stack.rule_taps.values()}
     assert rules == set(samples)
     events = stack.client("events")

@@ -26,7 +26,8 @@ from spotline_dev.standin import TrainingBehaviour
 from spotline_dev.template import load_template
 
 ASL = ROOT / "statemachines" / "training_lifecycle.asl.json"
-TRANSIENT_LAMBDA_ERRORS = {
+TRANSIENT_LAMBDA_ERRORS = {  # Step Functions' best practices, "Handle Lambda service exceptions"
+    "Lambda.ClientExecutionTimeoutException",
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
@@ -37,6 +38,7 @@ HAPPY_PATH = [
     "IsManifestValid?",
     "DoesItDependOnDatasets?",
     "ValidateResources",
+    "CheckNoLiveJob",
     "AreResourcesValid?",
     "SubmitTrainingJob",
     "WaitForJobToStart",
@@ -72,9 +74,12 @@ def test_the_deployed_definition_is_the_file_with_the_template_substitutions(sta
     text = ASL.read_text()
     for key in substitutions:
         assert "${" + key + "}" in text
-        text = text.replace(
-            "${" + key + "}", f"arn:aws:lambda:us-east-1:123456789012:function:spotline-local-{key.removesuffix('Arn')}"
+        value = (
+            stack.physical["AlertTopic"]
+            if key == "AlertTopicArn"
+            else f"arn:aws:lambda:us-east-1:123456789012:function:spotline-local-{key.removesuffix('Arn')}"
         )
+        text = text.replace("${" + key + "}", value)
     assert json.loads(described["definition"]) == json.loads(text)
 
 
@@ -220,7 +225,7 @@ def test_every_lambda_task_retries_transient_errors_with_jitter_and_keeps_the_ex
     tasks = {
         name: s for name, s in states.items() if str(s.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke")
     }
-    assert len(tasks) == 8
+    assert len(tasks) == 10
     for name, state in tasks.items():
         transient = [r for r in state.get("Retry", []) if set(r["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS]
         assert transient, f"{name} does not retry transient Lambda errors"
@@ -241,6 +246,7 @@ def test_fail_states_carry_the_error_names_of_the_brief() -> None:
             "DeadlineMissed",
             "DependencyTimeout",
             "UnexpectedError",
+            "OutcomeNotRecorded",
         )
     }
     for name, state in states.items():

@@ -98,12 +98,15 @@ def test_functions_run_python313_on_arm64_with_the_layer() -> None:
         assert "Runtime" not in props and "Architectures" not in props, f"{name} overrides the Globals"
 
 
+RULE_EVENTS = {"EventBridgeRule", "Schedule"}  # SAM event types that become an AWS::Events::Rule
+
+
 def test_event_rules_retry_and_dead_letter() -> None:
     rules = [
         event
         for function in resources_of_type(TEMPLATE, "AWS::Serverless::Function").values()
         for event in function["Properties"].get("Events", {}).values()
-        if event["Type"] == "EventBridgeRule"
+        if event["Type"] in RULE_EVENTS
     ]
     assert rules
     for rule in rules:
@@ -146,11 +149,20 @@ def test_alarms_cover_failures_deadlines_rejections_and_the_dead_letter_queue() 
         props = alarm["Properties"]
         assert props["AlarmActions"] == [{"Ref": "AlertTopic"}]
         assert props["TreatMissingData"] == "notBreaching"
-        if "Metrics" in props:
-            watched.add(props["Metrics"][0]["Expression"]["Fn::Sub"].split("(")[1].split(")")[0])
-        else:
+        if "Metrics" not in props:
             watched.add(props["MetricName"])
-    assert watched == {"JobsFailed", "DeadlinesMissed", "ManifestsRejected", "ApproximateNumberOfMessagesVisible"}
+        elif "MetricStat" in props["Metrics"][0]:  # metric math over the AWS/States metrics
+            watched |= {m["MetricStat"]["Metric"]["MetricName"] for m in props["Metrics"] if "MetricStat" in m}
+        else:  # a Metrics Insights query
+            watched.add(props["Metrics"][0]["Expression"]["Fn::Sub"].split("(")[1].split(")")[0])
+    assert watched == {
+        "JobsFailed",
+        "DeadlinesMissed",
+        "ManifestsRejected",
+        "ApproximateNumberOfMessagesVisible",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+    }
 
 
 def test_every_event_rule_shares_the_dead_letter_queue_its_policy_allows() -> None:
@@ -160,7 +172,7 @@ def test_every_event_rule_shares_the_dead_letter_queue_its_policy_allows() -> No
         f"{name}{event_id}"
         for name, function in resources_of_type(TEMPLATE, "AWS::Serverless::Function").items()
         for event_id, event in function["Properties"].get("Events", {}).items()
-        if event["Type"] == "EventBridgeRule"
+        if event["Type"] in RULE_EVENTS
     }
     assert allowed == rules
 
@@ -192,11 +204,13 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
 
 
 def test_only_spotlines_service_jobs_can_be_terminated() -> None:
-    (statement,) = _with_action("batch:TerminateServiceJob")
-    # The tags spotline.core.training_request puts on every service job it submits.
-    assert statement["Condition"] == {
-        "Null": {"aws:ResourceTag/spotline:team": "false", "aws:ResourceTag/spotline:execution": "false"}
-    }
+    statements = _with_action("batch:TerminateServiceJob")
+    assert len(statements) == 3  # StopSpotJob, StopExecutionJobs, ReconcileTrainingJobs
+    for statement in statements:
+        # The tags spotline.core.training_request puts on every service job it submits.
+        assert statement["Condition"] == {
+            "Null": {"aws:ResourceTag/spotline:team": "false", "aws:ResourceTag/spotline:execution": "false"}
+        }
 
 
 def test_spotlines_own_roles_carry_no_team_tag() -> None:
@@ -306,7 +320,12 @@ def test_every_alarm_is_named_so_the_key_and_topic_let_it_publish() -> None:
 def test_publishing_functions_may_use_the_topic_key_and_no_other() -> None:
     functions = resources_of_type(TEMPLATE, "AWS::Serverless::Function")
     publishers = {n for n in functions if "ALERT_TOPIC_ARN" in function_environment(TEMPLATE, n)}
-    assert publishers == {"StopTrainingJobFunction", "RecordOutcomeFunction"}
+    assert publishers == {
+        "StopTrainingJobFunction",
+        "RecordOutcomeFunction",
+        "StopExecutionJobsFunction",
+        "ReconcileTrainingJobsFunction",
+    }
     for name, function in functions.items():
         kms = [
             s
@@ -461,3 +480,40 @@ def test_bucket_policy_leaves_spotlines_roles_what_their_policies_grant() -> Non
                     asked += 1
                     assert not _denied(S3Request(action, key, None)), (name, action, key)
     assert asked >= 8
+
+
+# --- No orphans: the clean-up functions, their triggers and the state machine's own alert ----
+
+
+def test_the_state_machine_may_publish_to_the_alert_topic_with_its_key_through_sns_only() -> None:
+    """OutcomeNotRecorded alerts straight from the state machine (sns:publish), so its role needs
+    what the publishing functions have, no more."""
+    policies = TEMPLATE["Resources"]["TrainingLifecycle"]["Properties"]["Policies"]
+    statements = list(_statements(policies))
+    (publish,) = (s for s in statements if "sns:Publish" in _actions(s))
+    assert publish["Resource"] == {"Ref": "AlertTopic"}
+    (kms,) = (s for s in statements if any(a.startswith("kms:") for a in _actions(s)))
+    assert set(_actions(kms)) == {"kms:GenerateDataKey", "kms:Decrypt"}
+    assert kms["Resource"] == {"Fn::GetAtt": ["AlertTopicKey", "Arn"]}
+    assert kms["Condition"]["StringEquals"]["kms:ViaService"] == {"Fn::Sub": "sns.${AWS::Region}.amazonaws.com"}
+    substitutions = TEMPLATE["Resources"]["TrainingLifecycle"]["Properties"]["DefinitionSubstitutions"]
+    assert substitutions["AlertTopicArn"] == {"Ref": "AlertTopic"}
+
+
+def test_every_end_of_a_lifecycle_execution_reaches_the_clean_up() -> None:
+    events = TEMPLATE["Resources"]["StopExecutionJobsFunction"]["Properties"]["Events"]
+    (rule,) = events.values()
+    pattern = rule["Properties"]["Pattern"]
+    assert pattern["source"] == ["aws.states"]
+    assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert pattern["detail"]["stateMachineArn"] == [{"Ref": "TrainingLifecycle"}]
+    assert set(pattern["detail"]["status"]) == {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}  # every end, not RUNNING
+
+
+def test_the_reconciler_sweeps_every_15_minutes_and_reads_only_this_state_machines_executions() -> None:
+    props = TEMPLATE["Resources"]["ReconcileTrainingJobsFunction"]["Properties"]
+    (schedule,) = props["Events"].values()
+    assert (schedule["Type"], schedule["Properties"]["Schedule"]) == ("Schedule", "rate(15 minutes)")
+    assert props["Environment"]["Variables"]["STATE_MACHINE_ARN"] == {"Ref": "TrainingLifecycle"}
+    (describe,) = (s for s in _statements(props["Policies"]) if "states:DescribeExecution" in _actions(s))
+    assert describe["Resource"]["Fn::Sub"].endswith(":execution:${TrainingLifecycle.Name}:*")

@@ -9,13 +9,13 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from spotline.aws.clients import client
-from spotline.aws.observability import add_team_dimension, metrics
+from spotline.aws.observability import add_team_dimension, logger, metrics
 from spotline.aws.reports import write_report
 from spotline.core import links
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
-from spotline.core.outcome import Outcome, attempt_records, decide
+from spotline.core.outcome import Outcome, attempt_records, decide, resource_problems
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:
@@ -73,6 +73,19 @@ def publish_alert(
     )
 
 
+def try_publish_alert(topic_arn: str, **message: Any) -> bool:
+    """`publish_alert`, for a step whose real work is done already (a job terminated, a spot job
+    stopped before its on-demand attempt): an SNS failure past botocore's retries is logged and
+    counted (`AlertsNotPublished`) instead of failing the step. Returns whether it was sent."""
+    try:
+        publish_alert(topic_arn, **message)
+    except Exception:
+        logger.exception("Alert not published", extra={"kind": message.get("kind"), "team": message.get("team")})
+        metrics.add_metric(name="AlertsNotPublished", unit=MetricUnit.Count, value=1)
+        return False
+    return True
+
+
 def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> dict[str, Any]:
@@ -98,7 +111,8 @@ def record_outcome(
         "manifest": {"bucket": state["bucket"], "key": state["key"], "versionId": state.get("versionId")},
         "figures": outcome.to_dict()["figures"],
         "attempts": attempt_records(state),
-        "resourceProblems": (state.get("resources") or {}).get("problems", []),
+        "resourceProblems": resource_problems(state),
+        "cleanup": state.get("cleanup") or state.get("cleanupFailure"),
         "links": links_,
         "recordedAt": to_rfc3339(now),
     }

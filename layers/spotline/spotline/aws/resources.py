@@ -16,11 +16,11 @@ from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
+from spotline.core.service_jobs import LIVE_STATUSES
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
 STACK_PATH = "(stack)"
 TEAM_TAG = "spotline:team"  # on roles: the team a SageMaker execution role belongs to
-ACTIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
 NOT_FOUND = {"NoSuchBucket", "NoSuchEntity", "404", "NotFound", "RepositoryNotFoundException", "ImageNotFoundException"}
 DENIED = {"AccessDenied", "AccessDeniedException", "403", "Forbidden"}
 
@@ -162,7 +162,7 @@ def _check_concurrency(team: str, limit: int, queue: str) -> list[ManifestError]
     """The team's service jobs queued or running now (Batch's SHARE_IDENTIFIER filter may be
     combined with jobStatus), against its maxConcurrentJobs."""
     batch, active = client("batch"), 0
-    for status in ACTIVE_STATUSES:
+    for status in LIVE_STATUSES:
         request: dict[str, Any] = {
             "jobQueue": queue,
             "jobStatus": status,

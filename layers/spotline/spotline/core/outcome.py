@@ -14,6 +14,7 @@ from typing import Any
 
 from spotline.core.cost import cost_usd, spot_savings_percent
 from spotline.core.durations import format_duration
+from spotline.core.errors import ManifestError, summarize
 from spotline.core.execution_state import JobSummary, attempt_history, job_summary_of
 from spotline.core.model import to_rfc3339
 
@@ -39,7 +40,7 @@ NEXT_STEPS = {
     "upload the manifest again (or raise spec.dependencyTimeout).",
     UNEXPECTED_ERROR: "Spotline itself failed. Check the failing state's error in the execution, "
     "then the Lambda logs; "
-    "re-upload the manifest once fixed (it is idempotent).",
+    "re-upload the manifest once fixed: the new job resumes from the last checkpoint.",
 }
 
 
@@ -99,6 +100,36 @@ def figures(job: JobSummary | None, attempts: list[dict[str, Any]], finished_at:
     )
 
 
+def resource_problems(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every reason the run could not be submitted: ValidateResources' problems, then another
+    run of the same job still live (CheckNoLiveJob, `$.liveRuns`)."""
+    resources = (state.get("resources") or {}).get("problems") or []
+    return [*resources, *((state.get("liveRuns") or {}).get("problems") or [])]
+
+
+def cleanup_report(state: dict[str, Any]) -> str:
+    """What StopTrainingJobAfterError did about this run's training jobs, for the cause of
+    UnexpectedError (empty when the error came before anything could have been submitted)."""
+    failed = state.get("cleanupFailure")
+    if failed:
+        return (
+            f"Spotline could not stop this run's training job ({failed.get('Error')}): the clean-up at the "
+            "execution's end, then the reconciler (every 15 minutes), try again; check it with "
+            "aws batch list-service-jobs --filters name=JOB_NAME,values=<execution name>*"
+        )
+    cleanup = state.get("cleanup")
+    if cleanup is None:
+        return ""
+    stopped = cleanup.get("stopped") or []
+    if not stopped:
+        return "No training job of this run was still queued or running."
+    jobs = ", ".join(
+        f"{j.get('trainingJobName') or j.get('jobName')} (Batch job {j.get('jobId')}, was {j.get('status')})"
+        for j in stopped
+    )
+    return f"Spotline stopped this run's training job: {jobs}."
+
+
 def decide(state: dict[str, Any], now: datetime) -> Outcome:
     job = job_summary_of(state.get("manifest"))
     status = state.get("status") or {}
@@ -115,12 +146,19 @@ def decide(state: dict[str, Any], now: datetime) -> Outcome:
     failure = state.get("failure")
     if failure:
         cause = f"{failure.get('Error')}: {str(failure.get('Cause', ''))[:900]}"
-        return Outcome(UNEXPECTED_ERROR, False, cause, NEXT_STEPS[UNEXPECTED_ERROR], numbers)
-    resources = state.get("resources")
-    if resources and not resources.get("valid"):
+        cleanup = cleanup_report(state)
         return Outcome(
-            RESOURCE_VALIDATION_FAILED, False, resources["summary"], NEXT_STEPS[RESOURCE_VALIDATION_FAILED], numbers
+            UNEXPECTED_ERROR, False, f"{cause} {cleanup}" if cleanup else cause, NEXT_STEPS[UNEXPECTED_ERROR], numbers
         )
+    resources, live_runs = state.get("resources") or {}, state.get("liveRuns") or {}
+    invalid, live = resources and not resources.get("valid"), live_runs and not live_runs.get("clear")
+    if invalid or live:
+        if invalid and live:  # every problem at once, as each step reports its own
+            problems = [ManifestError(str(p.get("path")), str(p.get("message"))) for p in resource_problems(state)]
+            cause = summarize(problems)
+        else:
+            cause = str((resources if invalid else live_runs)["summary"])
+        return Outcome(RESOURCE_VALIDATION_FAILED, False, cause, NEXT_STEPS[RESOURCE_VALIDATION_FAILED], numbers)
     if completed and numbers.deadline_met is False:
         cause = f"training completed at {numbers.finished_at}, after the deadline {numbers.deadline}"
         return Outcome(DEADLINE_MISSED, False, cause, NEXT_STEPS[DEADLINE_MISSED], numbers)

@@ -1,0 +1,36 @@
+"""CheckNoLiveJob: before the first submission, is another run of the same job (team and
+metadata.name) still queued or running? Then this one must not start beside it (two jobs would
+write to one checkpoint prefix); ResourceValidationFailed says which execution to cancel or wait for."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.aws.observability import bind_execution, logger
+from spotline.aws.service_jobs import live_runs
+from spotline.core.errors import summarize
+from spotline.core.execution_state import job_summary_of
+from spotline.core.service_jobs import execution_name_of, live_run_problem
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    job = job_summary_of(event["input"]["manifest"])
+    if job is None:
+        raise ValueError("the execution state has no $.manifest.job: CheckNoLiveJob runs only after LoadManifest")
+    runs = live_runs(
+        os.environ["JOB_QUEUE"], team=job.team, name=job.name, execution_name=execution_name_of(event["execution"])
+    )
+    problems = [live_run_problem(job.team, job.name, runs)] if runs else []
+    if problems:
+        logger.warning("Another run of this job is live", extra={"found": [r.to_dict() for r in runs]})
+    return {
+        "clear": not runs,
+        "problems": [p.to_dict() for p in problems],
+        "summary": summarize(problems) if problems else f"no other run of {job.team}/{job.name} is queued or running",
+        "found": [r.to_dict() for r in runs],
+    }

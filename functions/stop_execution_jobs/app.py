@@ -1,0 +1,93 @@
+"""StopExecutionJobs: terminate every training job of one execution that is still queued or
+running. One function, two callers, the same job:
+
+- the state machine (`StopTrainingJobAfterError`), before a run ends on an unexpected error:
+  `{"execution", "input"}` like every task; the state's job ids are stopped too;
+- the EventBridge rule on the execution's end (`Step Functions Execution Status Change`,
+  SUCCEEDED, FAILED, TIMED_OUT or ABORTED): a run stopped in the console, timed out, or failed
+  where no Catch applies. What it stops here was left running, so it alerts the team.
+
+Idempotent: a job already terminated or ended is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.aws import clock
+from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_execution_jobs
+from spotline.core.execution_state import job_summary_of
+from spotline.core.model import to_rfc3339
+from spotline.core.service_jobs import ENDED_HOW, ServiceJob, execution_name_of, job_ids_in_state
+
+STATUS_CHANGE = "Step Functions Execution Status Change"
+NEXT_STEP = (
+    "Nothing is running any more. If the run is still wanted, upload the manifest again: the new job "
+    "resumes from the last checkpoint. See docs/runbook.md, 'Training job stopped at an execution's end'."
+)
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    queue = os.environ["JOB_QUEUE"]
+    if event.get("detail-type") == STATUS_CHANGE:
+        return _after_the_end(event["detail"], queue)
+    bind_execution(event)
+    state = event["input"]
+    error = (state.get("failure") or {}).get("Error", "an error")
+    found = stop_execution_jobs(
+        execution_name_of(event["execution"]),
+        queue,
+        why=f"the run is ending on an unexpected error ({error})",
+        known_job_ids=job_ids_in_state(state.get("training")),
+    )
+    summary = job_summary_of(state.get("manifest"))
+    add_team_dimension(summary.team if summary else "unknown")
+    metrics.add_metric(name="JobsStoppedAfterError", unit=MetricUnit.Count, value=len(found.stopped))
+    logger.info("Jobs stopped after an error", extra=found.to_dict())
+    return {"stopped": [j.to_dict() for j in found.stopped], "checked": len(found.checked), "at": _now()}
+
+
+def _after_the_end(detail: dict[str, Any], queue: str) -> dict[str, Any]:
+    name, status = str(detail["name"]), str(detail["status"])
+    logger.append_keys(execution=detail.get("executionArn"))
+    found = stop_execution_jobs(name, queue, why=f"its execution ended {status}")
+    count_by_team("JobsStoppedAtExecutionEnd", found.stopped)
+    metrics.add_metric(name="ExecutionEndsChecked", unit=MetricUnit.Count, value=1)
+
+    def cause(job: ServiceJob) -> str:
+        return (
+            f"Execution {name} {ENDED_HOW.get(status, status)} while its training job {job.job_name} was "
+            f"still {job.status}; nothing watched the job any more, so Spotline terminated it."
+        )
+
+    notified = alert_stopped(
+        os.environ["ALERT_TOPIC_ARN"],
+        os.environ.get("AWS_REGION", "us-east-1"),
+        str(detail["stateMachineArn"]),
+        found.stopped,
+        kind="JobStoppedAtExecutionEnd",
+        what="Spotline terminated a training job whose execution had ended.",
+        cause=cause,
+        next_step=NEXT_STEP,
+    )
+    if found.stopped:
+        logger.warning("Jobs left running at the execution's end were stopped", extra=found.to_dict())
+    return {
+        "execution": name,
+        "status": status,
+        "stopped": [j.to_dict() for j in found.stopped],
+        "checked": len(found.checked),
+        "notified": notified,
+        "at": _now(),
+    }
+
+
+def _now() -> str:
+    return to_rfc3339(clock.now())

@@ -1,0 +1,175 @@
+"""Finding and stopping Spotline's service jobs on the job queue: an execution's own jobs when
+it fails or ends (by job-name prefix, confirmed by tag), every live Spotline job whose execution
+no longer runs (the scheduled sweep), and another run of the same job before a submission.
+
+Terminating is idempotent: a job already terminated (`isTerminated`) or ended is left alone, so
+the state machine, the end-of-execution rule and the sweep may all look at the same job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from spotline.aws.clients import client, error_code
+from spotline.aws.observability import logger
+from spotline.aws.reporting import try_publish_alert
+from spotline.core import links
+from spotline.core.service_jobs import (
+    LIVE_STATUSES,
+    NO_SUCH_EXECUTION,
+    ServiceJob,
+    execution_arn,
+    job_name_prefix,
+    jobs_to_stop,
+    orphans,
+    other_live_runs,
+    stop_reason,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """What one clean-up found and terminated."""
+
+    checked: list[ServiceJob] = field(default_factory=list)  # Spotline jobs it looked at closely
+    stopped: list[ServiceJob] = field(default_factory=list)  # those it asked Batch to terminate
+    executions: dict[str, str] = field(default_factory=dict)  # the sweep: execution name -> status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checked": len(self.checked),
+            "stopped": [job.to_dict() for job in self.stopped],
+            "executions": dict(self.executions),
+        }
+
+
+def summaries(
+    queue: str, *, status: str | None = None, filters: list[dict[str, Any]] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every ListServiceJobs summary of one query, page after page. With a JOB_NAME filter Batch
+    ignores `status` and returns jobs of any status; SHARE_IDENTIFIER combines with it."""
+    request: dict[str, Any] = {"jobQueue": queue}
+    if status:
+        request["jobStatus"] = status
+    if filters:
+        request["filters"] = filters
+    while True:
+        page = client("batch").list_service_jobs(**request)
+        yield from page.get("jobSummaryList", [])
+        if not page.get("nextToken"):
+            return
+        request["nextToken"] = page["nextToken"]
+
+
+def _untouched_live_ids(listed: Iterable[dict[str, Any]]) -> list[str]:
+    return [s["jobId"] for s in listed if s.get("status") in LIVE_STATUSES and not s.get("isTerminated")]
+
+
+def describe(job_ids: Iterable[str]) -> list[ServiceJob]:
+    """Each job as DescribeServiceJob tells it (with its tags), in the order given, once each."""
+    batch = client("batch")
+    return [ServiceJob.from_description(batch.describe_service_job(jobId=i)) for i in dict.fromkeys(job_ids)]
+
+
+def terminate(jobs: list[ServiceJob], reason: str) -> None:
+    batch = client("batch")
+    for job in jobs:
+        batch.terminate_service_job(jobId=job.job_id, reason=reason)
+        logger.warning("Training job terminated", extra={**job.to_dict(), "reason": reason})
+
+
+def stop_execution_jobs(execution_name: str, queue: str, *, why: str, known_job_ids: Iterable[str] = ()) -> Stopped:
+    """Terminate every queued or running service job of one execution: those the state knows
+    (`known_job_ids`, which covers a job submitted a moment ago that a listing may not show yet)
+    and those the queue lists under the execution's job-name prefix (which covers a job whose
+    submission returned no id, e.g. a runtime killed after SubmitServiceJob)."""
+    listed = summaries(queue, filters=[{"name": "JOB_NAME", "values": [job_name_prefix(execution_name) + "*"]}])
+    jobs = describe([*known_job_ids, *_untouched_live_ids(listed)])
+    stopping = jobs_to_stop(jobs, execution_name)
+    terminate(stopping, stop_reason(execution_name, why))
+    return Stopped(checked=[j for j in jobs if j.execution == execution_name], stopped=stopping)
+
+
+def execution_status(state_machine_arn: str, execution_name: str) -> str:
+    try:
+        described = client("stepfunctions").describe_execution(
+            executionArn=execution_arn(state_machine_arn, execution_name)
+        )
+    except Exception as exc:
+        if error_code(exc) == "ExecutionDoesNotExist":
+            return NO_SUCH_EXECUTION
+        raise
+    return str(described["status"])
+
+
+def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
+    """Terminate every Spotline job on the queue that is queued or running while its execution
+    is not (it ended, or Step Functions does not know it). Jobs without a `spotline:execution`
+    tag are not Spotline's and are left alone."""
+    ids = [i for status in LIVE_STATUSES for i in _untouched_live_ids(summaries(queue, status=status))]
+    jobs = [job for job in describe(ids) if job.execution]
+    statuses = {
+        name: execution_status(state_machine_arn, name)
+        for name in sorted({j.execution for j in jobs if j.execution and j.needs_stopping})
+    }
+    found = orphans(jobs, statuses)
+    for job in found:
+        terminate([job], stop_reason(str(job.execution), f"{why} (its execution is {statuses[str(job.execution)]})"))
+    return Stopped(checked=jobs, stopped=found, executions=statuses)
+
+
+def live_runs(queue: str, *, team: str, name: str, execution_name: str) -> list[ServiceJob]:
+    """The team's queued or running jobs named `name` that another execution started."""
+    share = [{"name": "SHARE_IDENTIFIER", "values": [team]}]
+    ids = [s["jobId"] for status in LIVE_STATUSES for s in summaries(queue, status=status, filters=share)]
+    return other_live_runs(describe(ids), team=team, name=name, execution_name=execution_name)
+
+
+def count_by_team(metric: str, jobs: list[ServiceJob]) -> None:
+    """One EMF document per team with the number of its jobs (dimensions team and service, like
+    every per-team Spotline metric)."""
+    teams: dict[str, int] = {}
+    for job in jobs:
+        teams[job.team or "unknown"] = teams.get(job.team or "unknown", 0) + 1
+    for team, count in sorted(teams.items()):
+        with single_metric(name=metric, unit=MetricUnit.Count, value=count) as emitted:
+            emitted.add_dimension(name="team", value=team)
+
+
+def alert_stopped(
+    topic_arn: str,
+    region: str,
+    state_machine_arn: str,
+    jobs: list[ServiceJob],
+    *,
+    kind: str,
+    what: str,
+    cause: Callable[[ServiceJob], str],
+    next_step: str,
+) -> int:
+    """One message per terminated job, to its team (message attribute `team`), saying `cause(job)`.
+    Returns how many were sent."""
+    sent = 0
+    for job in jobs:
+        execution = str(job.execution)
+        sent += try_publish_alert(
+            topic_arn,
+            kind=kind,
+            team=job.team or "unknown",
+            job=job.job or job.job_name,
+            owner=None,
+            what=what,
+            cause=cause(job),
+            next_step=next_step,
+            links_=links.for_job(
+                region,
+                execution_arn=execution_arn(state_machine_arn, execution),
+                training_job_name=job.training_job_name,
+                batch_job_id=job.job_id,
+            ),
+        )
+    return sent

@@ -1,0 +1,166 @@
+"""Spotline's AWS Batch service jobs as the clean-up sees them (pure): whose they are, whether
+they are still queued or running, and which ones no execution watches any more.
+
+Every service job Spotline submits is named `<execution name>-a<attempt>-spot|od` and tagged
+`spotline:team`, `spotline:job` and `spotline:execution` (the execution's name), see
+`spotline.core.training_request.service_job_request`. The name narrows a search (the JOB_NAME
+filter of ListServiceJobs takes a prefix); the tag decides, so a job whose name merely starts
+the same way is never touched. A job that a later execution takes over must be re-tagged with
+that execution's name: the tag is the one statement of who watches a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spotline.core.errors import ManifestError
+from spotline.core.execution_state import clip
+from spotline.core.training_request import TAG_PREFIX
+
+LIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
+"""Batch statuses of a service job that is queued or running (SUCCEEDED and FAILED are ends)."""
+TEAM_TAG = f"{TAG_PREFIX}team"
+JOB_TAG = f"{TAG_PREFIX}job"
+EXECUTION_TAG = f"{TAG_PREFIX}execution"
+RUNNING_EXECUTION = "RUNNING"
+NO_SUCH_EXECUTION = "NOT_FOUND"
+"""The status the reconciler records for an execution Step Functions does not know."""
+REASON_LIMIT = 256
+ENDED_HOW = {
+    "SUCCEEDED": "succeeded",
+    "FAILED": "failed",
+    "TIMED_OUT": "timed out",
+    "ABORTED": "was stopped (in the console or by StopExecution)",
+    NO_SUCH_EXECUTION: "is unknown to Step Functions",
+}
+"""An execution's end in words, for alerts: `execution <name> <how>`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceJob:
+    """One service job, from DescribeServiceJob (ListServiceJobs' summaries carry no tags)."""
+
+    job_id: str
+    job_name: str
+    status: str
+    terminating: bool  # isTerminated: someone asked Batch to terminate it; it may still be stopping
+    tags: Mapping[str, str] = field(default_factory=dict)
+    training_job_name: str | None = None
+
+    @classmethod
+    def from_description(cls, described: Mapping[str, Any]) -> ServiceJob:
+        latest = (described.get("latestAttempt") or {}).get("serviceResourceId") or {}
+        arn = str(latest.get("value") or "")
+        return cls(
+            job_id=str(described["jobId"]),
+            job_name=str(described.get("jobName") or ""),
+            status=str(described.get("status") or ""),
+            terminating=bool(described.get("isTerminated")),
+            tags={str(k): str(v) for k, v in (described.get("tags") or {}).items()},
+            training_job_name=arn.rpartition("training-job/")[2] or None,
+        )
+
+    @property
+    def live(self) -> bool:
+        """Queued or running (a job being terminated still runs until SageMaker stops it)."""
+        return self.status in LIVE_STATUSES
+
+    @property
+    def needs_stopping(self) -> bool:
+        """Live, and nobody has asked Batch to terminate it yet."""
+        return self.live and not self.terminating
+
+    @property
+    def execution(self) -> str | None:
+        return self.tags.get(EXECUTION_TAG)
+
+    @property
+    def team(self) -> str | None:
+        return self.tags.get(TEAM_TAG)
+
+    @property
+    def job(self) -> str | None:
+        return self.tags.get(JOB_TAG)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "jobId": self.job_id,
+            "jobName": self.job_name,
+            "status": self.status,
+            "trainingJobName": self.training_job_name,
+            "execution": self.execution,
+        }
+
+
+def execution_name_of(execution: str) -> str:
+    """An execution ARN (or name) -> its name, the value of the `spotline:execution` tag."""
+    name = execution.rsplit(":", 1)[-1]
+    if not name:
+        raise ValueError(f"{execution!r} names no execution")
+    return name
+
+
+def job_name_prefix(execution_name: str) -> str:
+    """What every service job name of the execution starts with (`<name>-a1-spot`, `<name>-a2-od`)."""
+    return f"{execution_name}-a"
+
+
+def execution_arn(state_machine_arn: str, execution_name: str) -> str:
+    """`arn:aws:states:r:a:stateMachine:m` + `x` -> `arn:aws:states:r:a:execution:m:x`."""
+    prefix, separator, machine = state_machine_arn.rpartition(":stateMachine:")
+    if not separator or not machine:
+        raise ValueError(f"{state_machine_arn!r} is not a state machine ARN")
+    return f"{prefix}:execution:{machine}:{execution_name}"
+
+
+def jobs_to_stop(jobs: Iterable[ServiceJob], execution_name: str) -> list[ServiceJob]:
+    """The execution's own jobs (by tag) that are still queued or running and not yet terminated."""
+    return [job for job in jobs if job.execution == execution_name and job.needs_stopping]
+
+
+def orphans(jobs: Iterable[ServiceJob], execution_statuses: Mapping[str, str]) -> list[ServiceJob]:
+    """Spotline jobs still queued or running whose execution is known to be no longer RUNNING
+    (ended, or unknown to Step Functions: `NO_SUCH_EXECUTION`). A job whose execution was not
+    looked up is left alone."""
+    return [
+        job
+        for job in jobs
+        if job.execution is not None
+        and job.needs_stopping
+        and execution_statuses.get(job.execution, RUNNING_EXECUTION) != RUNNING_EXECUTION
+    ]
+
+
+def stop_reason(execution_name: str, why: str) -> str:
+    """The TerminateServiceJob reason (DescribeServiceJob shows it; SageMaker's job gets stopped)."""
+    return clip(f"Spotline: {why}; execution {execution_name}", REASON_LIMIT)
+
+
+def other_live_runs(jobs: Iterable[ServiceJob], *, team: str, name: str, execution_name: str) -> list[ServiceJob]:
+    """Queued or running jobs of the same team and job name started by another execution (a job
+    still being terminated counts: it writes to the same checkpoint prefix until it stops)."""
+    return [
+        job for job in jobs if job.live and job.team == team and job.job == name and job.execution != execution_name
+    ]
+
+
+def live_run_problem(team: str, name: str, runs: list[ServiceJob]) -> ManifestError:
+    """Why the manifest may not start now, and what to do (ResourceValidationFailed)."""
+    first = runs[0]
+    more = f"; and {len(runs) - 1} more job(s) of that name" if len(runs) > 1 else ""
+    return ManifestError(
+        "metadata.name",
+        f"a job of team {team} named {name} is still queued or running (execution {first.execution}, "
+        f"Batch job {first.job_id}, {first.status}{more}): cancel it (stop that execution; Spotline "
+        "then stops its training job) or wait for it to end, then upload the manifest again",
+    )
+
+
+def job_ids_in_state(training: Mapping[str, Any] | None) -> list[str]:
+    """Every service job id the execution state knows (`$.training.jobId` and earlier attempts')."""
+    if not training:
+        return []
+    earlier = [a.get("jobId") for a in training.get("previousAttempts") or []]
+    return [str(i) for i in [*earlier, training.get("jobId")] if i]

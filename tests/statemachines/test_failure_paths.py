@@ -1,0 +1,278 @@
+"""Every end is named and stops its training job: unexpected errors after submission, a failing
+RecordOutcome, a failing StopSpotJob, and another run of the same job still live. The real
+state machine, handlers and stand-in, with faults injected as AWS produces them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import (
+    EXAMPLE_KEY,
+    EXAMPLE_MANIFEST,
+    NOW,
+    entered_states,
+    example_spec,
+    run_upload,
+    team_policy_for,
+    upload,
+)
+from spotline_dev.account import prepare_account
+from spotline_dev.local_aws import LocalStack, start_local_stack
+from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.template import load_template, resources_of_type
+
+HOUR = 3600
+
+
+def subscribe_inbox(stack: LocalStack) -> str:
+    """A queue subscribed to the alert topic: what on-call receives."""
+    sqs, sns = stack.client("sqs"), stack.client("sns")
+    url = sqs.create_queue(QueueName="failure-paths-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=stack.physical["AlertTopic"], Protocol="sqs", Endpoint=arn)
+    return url  # type: ignore[no-any-return]
+
+
+def alerts(stack: LocalStack, inbox: str) -> list[dict[str, Any]]:
+    found, sqs = [], stack.client("sqs")
+    while messages := sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            found.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
+    return found
+
+
+def live_jobs(stack: LocalStack) -> list[str]:
+    """Service jobs still queued or running, once SageMaker had time to stop what was terminated."""
+    stack.clock.advance(600)
+    return [j.job_name for j in stack.standin.jobs if j.status not in ("SUCCEEDED", "FAILED")]
+
+
+def task_failures(history: list[dict[str, Any]]) -> list[str]:
+    return [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"]
+
+
+def test_check_training_status_failing_after_submission_stops_the_job_then_fails_as_unexpected_error(
+    long_training: LocalStack,
+) -> None:
+    stack = long_training
+    inbox = subscribe_inbox(stack)
+    # The first check at 1 minute, then: the runtime dies on every attempt (the retry too).
+    stack.kill_after_call("batch.DescribeServiceJob", times=3)
+    execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
+    states = entered_states(history)
+    assert states[-4:] == ["StopTrainingJobAfterError", "RecordOutcome", "WhatWasTheOutcome?", "UnexpectedError"]
+    assert task_failures(history) == ["Runtime.ExitError"] * 3  # one try and two retries of CheckTrainingStatus
+    assert execution["cause"].startswith("Runtime.ExitError: ")
+    (job,) = stack.standin.jobs
+    assert (
+        f"Spotline stopped this run's training job: {job.training_job_name} (Batch job {job.job_id}"
+        in (execution["cause"])
+    )
+    assert live_jobs(stack) == []
+    (stopped,) = stack.standin.jobs
+    assert stopped.status_reason is not None and "unexpected error (Runtime.ExitError)" in stopped.status_reason
+    (alert,) = alerts(stack, inbox)
+    assert alert["Subject"] == "[Spotline] UnexpectedError: search-ranking/ranker-v2"
+    assert "Spotline stopped this run's training job" in alert["Message"]
+
+
+def test_a_throttled_check_past_the_retries_stops_the_job_too(long_training: LocalStack) -> None:
+    stack = long_training
+    stack.throttle("CheckTrainingStatusFunction", times=7)  # the first try and all 6 transient retries
+    execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
+    assert task_failures(history) == ["Lambda.TooManyRequestsException"] * 7
+    assert "StopTrainingJobAfterError" in entered_states(history)
+    assert live_jobs(stack) == []
+
+
+def test_a_clean_up_that_cannot_stop_the_job_says_so_and_the_run_still_ends_named(
+    long_training: LocalStack,
+) -> None:
+    stack = long_training
+    stack.throttle("CheckTrainingStatusFunction", times=7)
+    stack.standin.throttle("TerminateServiceJob", times=1_000)  # Batch keeps refusing
+    execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
+    assert "Spotline could not stop this run's training job" in execution["cause"]
+    assert "reconciler" in execution["cause"]
+    assert entered_states(history).count("StopTrainingJobAfterError") == 1
+
+
+def test_a_submission_killed_after_batch_took_it_leaves_no_job_behind(stack: LocalStack) -> None:
+    """SubmitServiceJob succeeded, the runtime died every time after: the state has no job id,
+    the clean-up finds the job under the execution's job-name prefix."""
+    stack.kill_after_call("batch.SubmitServiceJob", times=1 + 3)
+    execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
+    assert "SubmitTrainingJob" in entered_states(history)
+    assert len(stack.standin.jobs) >= 1
+    assert "Spotline stopped this run's training job" in execution["cause"]
+    assert live_jobs(stack) == []
+
+
+def test_a_failing_record_outcome_ends_in_outcome_not_recorded_with_an_alert(stack: LocalStack) -> None:
+    inbox = subscribe_inbox(stack)
+    stack.throttle("RecordOutcomeFunction", times=7)  # a training that succeeded, a report that cannot be written
+    execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "OutcomeNotRecorded")
+    assert entered_states(history)[-4:] == [
+        "RecordOutcome",
+        "DescribeUnrecordedOutcome",
+        "AlertOutcomeNotRecorded",
+        "OutcomeNotRecorded",
+    ]
+    assert execution["cause"].startswith(
+        "the outcome could not be recorded: RecordOutcome failed with Lambda.TooManyRequestsException: "
+    )
+    assert f"s3://{stack.bucket}/{EXAMPLE_KEY}" in execution["cause"]
+    (alert,) = alerts(stack, inbox)
+    assert alert["Subject"] == "[Spotline] OutcomeNotRecorded: search-ranking"
+    assert {k: v["Value"] for k, v in alert["MessageAttributes"].items()} == {
+        "team": "search-ranking",
+        "outcome": "OutcomeNotRecorded",
+    }
+    message = json.loads(alert["Message"])
+    assert message["execution"] == execution["executionArn"]
+    assert message["why"] == execution["cause"]
+    assert [j.status for j in stack.standin.jobs] == ["SUCCEEDED"]
+
+
+def test_when_even_the_alert_fails_the_run_still_ends_in_outcome_not_recorded(stack: LocalStack) -> None:
+    stack.throttle("RecordOutcomeFunction", times=7)
+    refuse = _refuse_publishes(times=100)
+    boto3.DEFAULT_SESSION.events.register("before-call.sns.Publish", refuse)  # type: ignore[union-attr]
+    try:
+        execution, _history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+    finally:
+        boto3.DEFAULT_SESSION.events.unregister("before-call.sns.Publish", refuse)  # type: ignore[union-attr]
+    assert (execution["status"], execution["error"]) == ("FAILED", "OutcomeNotRecorded")
+
+
+def _refuse_publishes(times: int) -> Any:
+    left = {"n": times}
+
+    def refuse(**_: Any) -> None:
+        if left["n"] > 0:
+            left["n"] -= 1
+            error = {"Code": "Throttling", "Message": "Rate exceeded"}
+            raise ClientError(
+                {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400, "RequestId": "r"}}, "Publish"
+            )
+
+    return refuse
+
+
+# --- StopSpotJob: a failed alert never skips on-demand; a failed stop never leaves spot running --
+
+
+@pytest.fixture
+def spot_gap_stack() -> Iterator[LocalStack]:
+    """No spot capacity from the first hour on: spot attempts run out and spot-first moves on."""
+    spec = example_spec()
+    weather = SpotWeather(capacity_gaps=[(NOW + timedelta(hours=1), NOW + timedelta(days=30))])
+    with start_local_stack(
+        NOW,
+        environment={"TEAM_POLICY": team_policy_for(spec)},
+        weather=weather,
+        behaviour=lambda _request: TrainingBehaviour(duration=8 * HOUR),
+    ) as local:
+        prepare_account(local.client, spec)
+        yield local
+
+
+def _short_runtime() -> bytes:
+    return (
+        EXAMPLE_MANIFEST.read_bytes()
+        .replace(b"maxRuntime: 30h", b"maxRuntime: 10h")
+        .replace(b"maxWait: 36h", b"maxWait: 12h")
+    )
+
+
+def test_a_throttled_alert_in_stop_spot_job_does_not_skip_the_on_demand_attempt(spot_gap_stack: LocalStack) -> None:
+    stack = spot_gap_stack
+    refuse = _refuse_publishes(times=1)  # the MovedToOnDemand message, past botocore's retries
+    boto3.DEFAULT_SESSION.events.register("before-call.sns.Publish", refuse)  # type: ignore[union-attr]
+    execution, history = run_upload(stack, _short_runtime())
+
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    output = json.loads(execution["output"])
+    assert output["fallback"]["notified"] is False and output["fallback"]["terminated"] in (True, False)
+    assert output["training"]["capacity"] == "on-demand"
+    assert entered_states(history).count("StopSpotJob") == 1
+
+
+def test_a_stop_spot_job_that_keeps_failing_stops_every_job_of_the_run(spot_gap_stack: LocalStack) -> None:
+    stack = spot_gap_stack
+    stack.throttle("StopTrainingJobFunction", times=7)
+    execution, history = run_upload(stack, _short_runtime())
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
+    assert entered_states(history)[-5:-3] == ["StopSpotJob", "StopTrainingJobAfterError"]
+    assert "SubmitTrainingJob" not in entered_states(history)[-5:]  # no on-demand attempt beside the spot job
+    assert live_jobs(stack) == []
+
+
+# --- Re-uploading never starts a second job beside a live one --------------------------------
+
+
+def test_an_upload_while_another_run_of_the_job_is_live_is_refused_with_the_execution_to_cancel(
+    long_training: LocalStack,
+) -> None:
+    stack = long_training
+    # The first run's execution dies without stopping its job (as before this clean-up existed):
+    # stop it while its job trains, and do not deliver its end.
+    stack.stop_executions_after(2 * HOUR)
+    upload(stack, EXAMPLE_KEY, EXAMPLE_MANIFEST.read_bytes())
+    (first,) = stack.deliver_events()
+    assert stack.wait_for_execution(first["executionArn"])["status"] == "ABORTED"
+    assert len(live_jobs(stack)) == 1
+    stack.client("sqs").purge_queue(QueueUrl=_tap(stack, "StopExecutionJobsFunctionExecutionEnded"))
+
+    assert stack.executions is not None
+    stack.executions.stop_after = None
+    upload(stack, EXAMPLE_KEY, EXAMPLE_MANIFEST.read_bytes())  # "re-upload the manifest"
+    (second,) = stack.deliver_events()
+    execution = stack.wait_for_execution(second["executionArn"])
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "ResourceValidationFailed")
+    assert execution["cause"].startswith(
+        "1 error(s): metadata.name: a job of team search-ranking named ranker-v2 is still queued or running "
+        f"(execution {first['name']}, Batch job "
+    )
+    assert "cancel it" in execution["cause"]
+    assert "SubmitTrainingJob" not in entered_states(stack.history(second["executionArn"]))
+    assert len(stack.standin.jobs) == 1
+
+
+def _tap(stack: LocalStack, rule: str) -> str:
+    (url,) = (url for url, (_function, name) in stack.rule_taps.items() if name == rule)
+    return url
+
+
+# --- on-call can look every end up ----------------------------------------------------------
+
+
+def test_every_fail_state_and_alarm_has_its_runbook_section() -> None:
+    root = EXAMPLE_MANIFEST.parents[2]
+    runbook = (root / "docs" / "runbook.md").read_text()
+    states = json.loads((root / "statemachines" / "training_lifecycle.asl.json").read_text())["States"]
+    for name, state in states.items():
+        if state["Type"] == "Fail":
+            assert f"\n## {name}\n" in runbook, name
+    for alarm in resources_of_type(load_template(), "AWS::CloudWatch::Alarm"):
+        assert f"(`{alarm}`)" in runbook, alarm
