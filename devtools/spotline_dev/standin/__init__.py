@@ -17,7 +17,8 @@ retryStrategy or end it FAILED, each retry being a new training job in `attempts
 RUNNABLE is `SpotWeather.requeue_wait`); a repeated clientToken is rejected.
 
 `stand_in` wires the parts: `batch_queues` and `batch_jobs` (Batch's side), `training_jobs` and
-`training_timeline` (SageMaker's), `spot_weather`, `http_answers` (the hook's responses), `clock`.
+`training_timeline` (SageMaker's), `state_events` (the EventBridge events both send for the jobs'
+changes), `spot_weather`, `http_answers` (the hook's responses), `clock`.
 """
 
 from spotline_dev.standin.batch_jobs import ServiceJobView

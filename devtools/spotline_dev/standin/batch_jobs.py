@@ -105,11 +105,18 @@ class ServiceJob:
     next_attempt_at: float | None
     attempts: list[TrainingJob] = field(default_factory=list)
     counted_attempts: int = 0  # attempts that use up retryStrategy.attempts (capacity retries do not)
-    waiting_reason: str | None = None
     final_status: str | None = None
     final_at: float = 0.0
     final_reason: str | None = None
     terminate_reason: str | None = None
+    terminated_at: float | None = None  # when TerminateServiceJob was called
+
+    def attempts_at(self, t: float) -> list[TrainingJob]:
+        """The attempts Batch had started by `t` (every attempt, once the stand-in is past `t`)."""
+        return [a for a in self.attempts if a.created <= t + EPS]
+
+    def final_at_or_before(self, t: float) -> bool:
+        return self.final_status is not None and self.final_at <= t + EPS
 
     @property
     def retry_attempts(self) -> int:
@@ -154,10 +161,10 @@ class ServiceJobs:
             self._finish(sjob, "FAILED", end, reason)
             return
         if (plan.failure_reason or "").startswith("CapacityError"):
-            sjob.next_attempt_at, sjob.waiting_reason = end + self.weather.requeue_delay, CAPACITY_REASON
+            sjob.next_attempt_at = end + self.weather.requeue_delay
             return
         if sjob.counted_attempts < sjob.retry_attempts and self._retry_action(sjob, reason) == "RETRY":
-            sjob.next_attempt_at, sjob.waiting_reason = end + self.weather.requeue_delay, None
+            sjob.next_attempt_at = end + self.weather.requeue_delay
             return
         self._finish(sjob, "FAILED", end, reason)
 
@@ -205,7 +212,6 @@ class ServiceJobs:
         sjob.attempts.append(job)
         if not (job.plan.failure_reason or "").startswith("CapacityError"):
             sjob.counted_attempts += 1
-        sjob.waiting_reason = None
 
     # --- Batch operations -------------------------------------------------------------------
 
@@ -249,14 +255,20 @@ class ServiceJobs:
             self._tokens[token] = request
         return {"jobArn": job.arn, "jobName": job.name, "jobId": job.job_id}
 
-    def _batch_status(self, job: ServiceJob, now: float) -> tuple[str, str | None]:
-        if job.final_status is not None:
-            return job.final_status, job.final_reason
-        if job.next_attempt_at is not None:
-            if not job.attempts and now < job.runnable_at - EPS:
-                return "SUBMITTED", None
-            return "RUNNABLE", job.waiting_reason
-        started = {s.status for s in job.attempts[-1].plan.segments if s.start <= now + EPS}
+    @staticmethod
+    def batch_status(job: ServiceJob, t: float) -> tuple[str, str | None]:
+        """(status, statusReason) at `t`, from what the job went through (valid for any `t` up to
+        the stand-in's last advance; later plan cuts only ever change what follows them)."""
+        if job.final_at_or_before(t):
+            return str(job.final_status), job.final_reason
+        attempts = job.attempts_at(t)
+        if not attempts:
+            return ("SUBMITTED" if t < job.runnable_at - EPS else "RUNNABLE"), None
+        latest = attempts[-1].plan
+        if latest.end <= t + EPS:  # Batch requeued the job after this attempt (retry or capacity)
+            capacity = (latest.failure_reason or "").startswith("CapacityError")
+            return "RUNNABLE", CAPACITY_REASON if capacity else None
+        started = {s.status for s in latest.segments if s.start <= t + EPS}
         if "Training" in started:
             return "RUNNING", None
         return ("STARTING" if "Downloading" in started else "SCHEDULED"), None
@@ -271,29 +283,32 @@ class ServiceJobs:
             return "Job attempt duration exceeded timeout"
         return SAGEMAKER_PREFIX + self._reason_of(plan)
 
-    def _times(self, job: ServiceJob, now: float) -> dict[str, int]:
+    @staticmethod
+    def _times(job: ServiceJob, now: float) -> dict[str, int]:
         times = {"createdAt": ms(job.created)}
-        if job.attempts:
-            times["scheduledAt"] = ms(job.attempts[0].created)
-        starts = [
-            s.start for a in job.attempts for s in a.plan.segments if s.status == "Downloading" and s.start <= now
-        ]
+        attempts = job.attempts_at(now)
+        if attempts:
+            times["scheduledAt"] = ms(attempts[0].created)
+        starts = [s.start for a in attempts for s in a.plan.segments if s.status == "Downloading" and s.start <= now]
         if starts:
             times["startedAt"] = ms(min(starts))
-        if job.final_status is not None:
+        if job.final_at_or_before(now):
             times["stoppedAt"] = ms(job.final_at)
         return times
 
     def describe_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
-        job, now = self._find(body.get("jobId")), self.clock.now
-        status, reason = self._batch_status(job, now)
+        return self.describe(self._find(body.get("jobId")), self.clock.now)
+
+    def describe(self, job: ServiceJob, now: float) -> dict[str, Any]:
+        """DescribeServiceJob's answer as of `now` (any moment up to the stand-in's last advance)."""
+        status, reason = self.batch_status(job, now)
         attempts = []
-        for attempt in job.attempts:
+        for attempt in job.attempts_at(now):
             entry: dict[str, Any] = {
                 "serviceResourceId": {"name": "TrainingJobArn", "value": attempt.arn},
                 "startedAt": ms(attempt.created),
             }
-            if attempt.handled:
+            if attempt.handled and attempt.plan.end <= now + EPS:
                 entry["stoppedAt"] = ms(attempt.plan.end)
                 if (attempt_reason := self._attempt_reason(attempt)) is not None:
                     entry["statusReason"] = attempt_reason
@@ -307,7 +322,7 @@ class ServiceJobs:
             "serviceRequestPayload": job.request["serviceRequestPayload"],
             "status": status,
             "attempts": attempts,
-            "isTerminated": job.terminate_reason is not None,
+            "isTerminated": job.terminated_at is not None and job.terminated_at <= now + EPS,
             **self._times(job, now),
         }
         if reason is not None:
@@ -332,7 +347,7 @@ class ServiceJobs:
             raise ApiError("ClientException", f"jobStatus {status_filter} is not valid")
         summaries = []
         for job in sorted(jobs, key=lambda j: (-j.created, j.job_id)):
-            status, reason = self._batch_status(job, now)
+            status, reason = self.batch_status(job, now)
             if (not filters or names <= {"SHARE_IDENTIFIER"}) and status != status_filter:
                 continue
             if not all(_filter_matches(f, job, status) for f in filters):
@@ -364,13 +379,19 @@ class ServiceJobs:
             page["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode()
         return page
 
+    def tag_resource(self, body: dict[str, Any]) -> dict[str, Any]:
+        """TagResource on a service job: the tags DescribeServiceJob shows from now on."""
+        job = self._find(body["resourceArn"])
+        job.request["tags"] = {**(job.request.get("tags") or {}), **body.get("tags", {})}
+        return {}
+
     def terminate_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self._find(body.get("jobId"))
         if not body.get("reason"):
             raise ApiError("ClientException", "reason is required")
         if job.final_status is not None or job.terminate_reason is not None:
             return {}
-        job.terminate_reason = str(body["reason"])
+        job.terminate_reason, job.terminated_at = str(body["reason"]), self.clock.now
         if job.next_attempt_at is not None or not job.attempts:
             self._finish(job, "FAILED", self.clock.now, f"Terminated: {job.terminate_reason}")
         elif self.trainings.training_status(job.attempts[-1], self.clock.now)[0] == "InProgress":
@@ -380,7 +401,7 @@ class ServiceJobs:
     # --- views ------------------------------------------------------------------------------
 
     def view(self, job: ServiceJob, now: float) -> ServiceJobView:
-        status, reason = self._batch_status(job, now)
+        status, reason = self.batch_status(job, now)
         attempts = tuple(self.trainings.training_view(a, now) for a in job.attempts)
         if attempts:
             capacity = attempts[-1].capacity

@@ -7,16 +7,17 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from spotline_dev.standin.batch_jobs import ServiceJobs, ServiceJobView
 from spotline_dev.standin.batch_queues import JobQueues
-from spotline_dev.standin.clock import EPS, ObservedTime
+from spotline_dev.standin.clock import EPS, ObservedTime, dt
 from spotline_dev.standin.http_answers import ApiError, answer, json_body
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
+from spotline_dev.standin.state_events import StateEvents
 from spotline_dev.standin.training_jobs import CheckpointStore, SageMakerTrainingJobs
 
 _BATCH_PATHS = {
@@ -26,7 +27,8 @@ _BATCH_PATHS = {
     "/v1/terminateservicejob": "TerminateServiceJob",
     "/v1/describejobqueues": "DescribeJobQueues",
 }
-_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob"}
+_BATCH_TAGS_PATH = "/v1/tags/"
+_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags"}
 
 
 class BatchSageMakerStandIn:
@@ -61,7 +63,10 @@ class BatchSageMakerStandIn:
             "DescribeJobQueues": self._queues.describe_job_queues,
             "DescribeTrainingJob": self._trainings.describe_training_job,
             "StopTrainingJob": self._trainings.stop_training_job,
+            "TagResource": self._service_jobs.tag_resource,
+            "AddTags": self._trainings.add_tags,
         }
+        self._events = StateEvents(self._service_jobs, self._trainings)
         self._throttles: dict[str, int] = {}
         self._serial = 0
 
@@ -110,10 +115,37 @@ class BatchSageMakerStandIn:
             now = self._advance()
             return [self._service_jobs.view(job, now) for job in self._service_jobs.jobs.values()]
 
+    # --- EventBridge events (see state_events) ----------------------------------------------
+
+    def next_change_after(self, now: datetime) -> datetime | None:
+        """The earliest moment strictly after `now` at which any service job's Batch status, or any
+        training job's TrainingJobStatus or SecondaryStatus, changes if nothing else happens
+        (None when nothing is scheduled to change). Used by the local stack to stop its virtual
+        clock at each change. `now` should not be ahead of clock(): what follows from events
+        between clock() and `now` (a retried job's next attempt) is not known yet."""
+        with self._lock:
+            self._advance()
+            moment = self._events.next_change_after(now.timestamp())
+            return None if moment is None else dt(moment)
+
+    def state_change_events(self) -> list[dict[str, Any]]:
+        """PutEvents entries for every change since the previous call (first call: since the job
+        was submitted; no event for the submission itself, as Batch documents), in time order, each
+        {"Source", "DetailType", "Detail" (a JSON string), "Resources": [arn], "Time": datetime}."""
+        with self._lock:
+            return self._events.events_until(self._advance())
+
     # --- botocore hooks ---------------------------------------------------------------------
 
     def _on_batch(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
-        operation = _BATCH_PATHS.get(urlsplit(request.url).path.rstrip("/").lower())
+        path = urlsplit(request.url).path
+        if path.startswith(_BATCH_TAGS_PATH) and request.method == "POST":
+            arn = unquote(path.removeprefix(_BATCH_TAGS_PATH))
+            with self._lock:
+                if not any(job.arn == arn for job in self._service_jobs.jobs.values()):
+                    return None  # not one of ours: moto answers
+                return self._answer(request, "rest-json", "TagResource", {**json_body(request), "resourceArn": arn})
+        operation = _BATCH_PATHS.get(path.rstrip("/").lower())
         if operation is None:
             return None
         body = json_body(request)
@@ -131,7 +163,8 @@ class BatchSageMakerStandIn:
         body = json_body(request)
         with self._lock:
             self._advance()  # a training job created by now is ours
-            if str(body.get("TrainingJobName", "")).lower() not in self._trainings.jobs:
+            name = body.get("TrainingJobName") or str(body.get("ResourceArn", "")).rpartition("training-job/")[2]
+            if str(name).lower() not in self._trainings.jobs:
                 return None  # not one of ours: moto answers
             return self._answer(request, "json", operation, body)
 

@@ -260,7 +260,10 @@ class SageMakerTrainingJobs:
     # --- SageMaker operations ---------------------------------------------------------------
 
     def describe_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
-        job, now = self.jobs[body["TrainingJobName"].lower()], self.clock.now
+        return self.describe(self.jobs[body["TrainingJobName"].lower()], self.clock.now)
+
+    def describe(self, job: TrainingJob, now: float) -> dict[str, Any]:
+        """DescribeTrainingJob's answer as of `now` (any moment up to the stand-in's last advance)."""
         plan, request = job.plan, job.request
         status, secondary = self.training_status(job, now)
         members = shape("sagemaker", "DescribeTrainingJob", "output").members
@@ -297,6 +300,14 @@ class SageMakerTrainingJobs:
                 output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
                 described["ModelArtifacts"] = {"S3ModelArtifacts": f"{output}/{job.name}/output/model.tar.gz"}
         return described
+
+    def add_tags(self, body: dict[str, Any]) -> dict[str, Any]:
+        """AddTags on a training job (its ARN): a tag already there takes the new value."""
+        job = self.jobs[str(body["ResourceArn"]).rpartition("training-job/")[2].lower()]
+        tags = {t["Key"]: t["Value"] for t in job.request.get("Tags") or []}
+        tags.update({t["Key"]: t["Value"] for t in body.get("Tags") or []})
+        job.request["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
+        return {"Tags": body.get("Tags") or []}
 
     def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self.jobs[body["TrainingJobName"].lower()]

@@ -155,15 +155,24 @@ def plan_training(
 def cut(
     plan: Plan, at: float, *, behaviour: TrainingBehaviour, checkpointed: bool, final: str, message: str, kind: str
 ) -> Plan:
-    """The plan stopped at `at`: training saves once more on SIGTERM, later events vanish."""
-    segments = [s for s in plan.segments if s.start < at - EPS] or plan.segments[:1]
+    """The plan stopped at `at`: training saves once more on SIGTERM, later events vanish.
+
+    A stop comes at the moment of a call (StopTrainingJob, TerminateServiceJob): what began by
+    then stays, since it may have been seen already. A limit or timeout is planned at creation:
+    what would begin at its moment never does."""
+    stopped_by_call = kind in ("user", "terminate")
+
+    def kept(t: float) -> bool:
+        return t <= at + EPS if stopped_by_call else t < at - EPS
+
+    segments = [s for s in plan.segments if kept(s.start)] or plan.segments[:1]
     checkpoints = [c for c in plan.checkpoints if c[0] <= at + EPS]
     current = segments[-1]
     if current.status == "Training" and checkpointed:
         step = _step(behaviour, current.progress + at - current.start)
         if not checkpoints or checkpoints[-1][0] < at - EPS:
             checkpoints.append((at, step))
-    interruptions = [i for i in plan.interruptions if i[0] < at - EPS]
+    interruptions = [i for i in plan.interruptions if kept(i[0])]
     if kind in ("user", "terminate", "timeout"):
         segments.append(Segment("Stopping", at, "Stopping the training job"))
         return Plan(
