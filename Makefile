@@ -92,6 +92,7 @@ sandbox: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_72h.py
+	$(BIN)/python benchmarks/history_worst_case.py
 	$(BIN)/python benchmarks/handler_import_time.py
 	$(BIN)/spotline simulate
 

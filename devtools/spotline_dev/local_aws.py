@@ -32,6 +32,7 @@ from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 
 from spotline.aws import clients as spotline_aws
+from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions
 from spotline_dev.local_faults import Fault, Faults
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
@@ -86,6 +87,8 @@ class LocalStack:
     standin: BatchSageMakerStandIn
     functions: dict[str, str] = field(default_factory=dict)  # logical id -> function name
     rule_taps: dict[str, tuple[str, str]] = field(default_factory=dict)  # queue url -> (function, rule)
+    rule_sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule -> its pattern's sources
+    delivery_errors: list[str] = field(default_factory=list)  # service events whose delivery failed
     invocations: list[Invocation] = field(default_factory=list)
     throttles: dict[str, int] = field(default_factory=dict)  # function name -> invocations to refuse
     faults: Faults | None = None  # set by start_local_stack
@@ -139,16 +142,21 @@ class LocalStack:
 
     # --- events --------------------------------------------------------------------------
 
-    def deliver_events(self, on_error: Callable[[str, RuntimeError], None] | None = None) -> list[Any]:
+    def deliver_events(
+        self, on_error: Callable[[str, RuntimeError], None] | None = None, sources: tuple[str, ...] | None = None
+    ) -> list[Any]:
         """Deliver what EventBridge rules matched to their Lambda targets, as EventBridge would.
 
         moto matches rules but cannot invoke Lambda targets, so each rule has an SQS tap; this
         drains the taps and invokes the rule's function with each event. Returns the results.
         A failed invocation raises, unless `on_error(rule, error)` is given: then it is reported
         there, the event dropped (as after Lambda's asynchronous retries) and delivery goes on.
+        With `sources`, only the rules matching events of those sources are drained.
         """
         sqs, results = self.client("sqs"), []
         for queue_url, (function, rule) in self.rule_taps.items():
+            if sources is not None and not set(self.rule_sources.get(rule, ())) & set(sources):
+                continue
             while True:
                 messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
                 if not messages:
@@ -347,6 +355,7 @@ def start_local_stack(
         exits.callback(spotline_aws.reset_clients)
         spotline_aws.reset_clients()
         _create_resources(stack, lambdas, exits, environment or {})
+        install_service_events(stack)
         yield stack
 
 
@@ -495,4 +504,5 @@ def _create_resources(
             tap_arn = sqs.get_queue_attributes(QueueUrl=tap, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "tap", "Arn": tap_arn}])
             stack.rule_taps[tap] = (logical, rule)
+            stack.rule_sources[rule] = tuple(pattern.get("source", ()))
             arns[(rule, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"

@@ -109,15 +109,10 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
         ]
         stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)
         (started,) = stack.deliver_events()
-        arn = started["executionArn"]
-        execution = stack.wait_for_execution(arn, timeout=600)
-        ended_at = stack.execution(arn).ended_at
-        # What the end of the execution triggers (rules on Step Functions status changes), then
-        # the stops already under way, before the stand-in's jobs are read.
         delivery_errors: list[str] = []
-        stack.deliver_events(on_error=lambda rule, error: delivery_errors.append(f"{rule}: {error}"))
+        execution, history = follow_run(stack, started["executionArn"], delivery_errors)
+        ended_at = stack.execution(execution["executionArn"]).ended_at
         _settle(stack)
-        history = stack.history(arn)
         jobs = stack.standin.jobs
         reports = {outcome: _read_json(stack, f"reports/{key}.{outcome}.json") for outcome in ("outcome", "rejected")}
         run = summarize(
@@ -136,11 +131,28 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
                 {"function": f.logical_id, "count": f.count, "raisedAt": [_rfc3339(t) for t in f.raised_at]}
                 for f in faults
             ],
-            "deliveryErrors": delivery_errors,
+            "deliveryErrors": delivery_errors + stack.delivery_errors,
             "history": history,
         }
     run["leftRunning"] = [_left_running(run["name"], job) for job in jobs if job.status not in ENDED]
     return run
+
+
+def follow_run(
+    stack: LocalStack, arn: str, delivery_errors: list[str], *, timeout: float = 600
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run the execution to its end, and the fresh executions a long run continues in
+    (`$.continuedAs`), delivering what each end triggers (rules on Step Functions status
+    changes). Returns the last execution and the run's whole history, oldest first."""
+    history: list[dict[str, Any]] = []
+    while True:
+        execution = stack.wait_for_execution(arn, timeout=timeout)
+        stack.deliver_events(on_error=lambda rule, error: delivery_errors.append(f"{rule}: {error}"))
+        history += stack.history(arn)
+        following = json.loads(execution.get("output") or "{}").get("continuedAs")
+        if execution["status"] != "SUCCEEDED" or not following:
+            return execution, history
+        arn = following["executionArn"]
 
 
 def _settle(stack: LocalStack) -> None:

@@ -126,6 +126,12 @@ def test_the_rules_take_events_of_this_account_only(stack: LocalStack) -> None:
     samples["IntakeFunctionManifestUploaded"]["detail"]["bucket"]["name"] = stack.bucket
     samples["StopExecutionJobsFunctionExecutionEnded"] = sample_event("execution_status_change.json")
     samples["StopExecutionJobsFunctionExecutionEnded"]["detail"]["stateMachineArn"] = stack.state_machine_arn()
+    samples["TrainingEventGateFunctionServiceJobEnded"] = sample_event("batch_service_job_state_change.json")
+    samples["TrainingEventGateFunctionServiceJobEnded"]["detail"]["jobQueue"] = stack.physical["TrainingJobQueue"]
+    samples["TrainingEventGateFunctionTrainingJobEnded"] = sample_event("sagemaker_training_job_state_change.json")
+    interrupted = sample_event("sagemaker_training_job_state_change.json")
+    interrupted["detail"] |= {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Interrupted"}
+    samples["TrainingEventGateFunctionTrainingJobInterrupted"] = interrupted
     rules = {rule for _function, rule in stack.rule_taps.values()}
     assert rules == set(samples)
     events = stack.client("events")

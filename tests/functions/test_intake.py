@@ -43,6 +43,7 @@ def test_upload_starts_one_named_execution_with_the_manifest_location(
         "etag": "b1946ac92492d2347c6235b4d2611184",
         "team": "search-ranking",
         "receivedAt": "2026-11-29T08:00:00Z",
+        "continuedFrom": None,
     }
 
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, team_policy_for
+from spotline.core.model import to_rfc3339
 from spotline_dev.account import prepare_account
 from spotline_dev.local_aws import LocalStack, start_local_stack
-from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.standin import ServiceJobView, SpotWeather, TrainingBehaviour
 
 REQUEUE_WAIT = 600.0
 CAPACITY_ERROR = "CapacityError: Unable to provision requested ML compute capacity. Please retry later."
@@ -54,6 +55,12 @@ def _requeued_checks(stack: LocalStack) -> list[dict[str, Any]]:
     return [c for c in _checks(stack) if c["batchStatus"] == "RUNNABLE" and c["trainingJobName"]]
 
 
+def _failed_at(job: ServiceJobView) -> str:
+    first = job.attempts[0]
+    assert first.ended_at is not None
+    return to_rfc3339(first.ended_at)
+
+
 def test_a_capacity_failure_batch_requeues_is_waited_out_in_one_service_job(requeuing_stack: LocalStack) -> None:
     stack = requeuing_stack
     stack.standin.fail_next_attempt(CAPACITY_ERROR)
@@ -65,7 +72,8 @@ def test_a_capacity_failure_batch_requeues_is_waited_out_in_one_service_job(requ
     assert job.status == "SUCCEEDED"
     assert [a.failure_reason for a in job.attempts] == [CAPACITY_ERROR, None]
     requeued = _requeued_checks(stack)
-    assert len(requeued) >= 3  # Spotline looked several times during the 10 minutes in RUNNABLE
+    # The attempt's SageMaker failure woke the execution at once: Batch held the job RUNNABLE
+    assert requeued and requeued[0]["checkedAt"] == _failed_at(job)
     for check in requeued:
         assert (check["state"], check["finished"], check["action"]) == ("queued", False, "keep-waiting")
         assert check["capacityShort"] is True

@@ -6,7 +6,6 @@ import copy
 import json
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -56,18 +55,20 @@ def _start(stack: LocalStack, body: bytes = WITH_DEPENDENCY) -> str:
 
 
 def test_a_dependent_manifest_waits_and_is_released_by_the_event(stack: LocalStack) -> None:
-    arn = _start(stack)
-    _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
-    assert stack.client("stepfunctions").describe_execution(executionArn=arn)["status"] == "RUNNING"
+    with stack.clock.holding_token_waits():  # the test plays the pipeline while the execution waits
+        arn = _start(stack)
+        _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
+        assert stack.client("stepfunctions").describe_execution(executionArn=arn)["status"] == "RUNNING"
 
-    _dataset_ready(stack)
-    (released,) = stack.deliver_events()
-    assert released == {"dataset": DATASET, "released": [arn]}
+        _dataset_ready(stack)
+        (released,) = stack.deliver_events()
+        assert released == {"dataset": DATASET, "released": [arn]}
 
     execution = stack.wait_for_execution(arn)
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     states = entered_states(stack.history(arn))
-    assert states[:6] == [
+    assert states[:7] == [
+        "IsItAContinuation?",
         "LoadManifest",
         "IsManifestValid?",
         "DoesItDependOnDatasets?",
@@ -88,13 +89,11 @@ def test_an_event_that_came_first_means_no_wait(stack: LocalStack) -> None:
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     states = entered_states(stack.history(arn))
     assert "WaitForDatasets" not in states
-    assert states[3:6] == ["CheckDatasets", "AreDatasetsReady?", "ValidateResources"]
+    assert states[4:7] == ["CheckDatasets", "AreDatasetsReady?", "ValidateResources"]
 
 
 def test_a_dataset_that_never_comes_ends_in_dependency_timeout(stack: LocalStack) -> None:
-    arn = _start(stack)
-    _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
-    stack.clock.advance(timedelta(hours=6, minutes=1).total_seconds())
+    arn = _start(stack)  # nothing comes: the wait runs on to its timeout
     execution = stack.wait_for_execution(arn)
 
     assert execution["status"] == "FAILED"
@@ -104,12 +103,13 @@ def test_a_dataset_that_never_comes_ends_in_dependency_timeout(stack: LocalStack
 
 
 def test_duplicate_dataset_events_change_nothing(stack: LocalStack) -> None:
-    arn = _start(stack)
-    _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
-    _dataset_ready(stack)
-    _dataset_ready(stack)
-    first, second = stack.deliver_events()
-    assert (first["released"], second["released"]) == ([arn], [])
+    with stack.clock.holding_token_waits():
+        arn = _start(stack)
+        _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
+        _dataset_ready(stack)
+        _dataset_ready(stack)
+        first, second = stack.deliver_events()
+        assert (first["released"], second["released"]) == ([arn], [])
     assert stack.wait_for_execution(arn)["status"] == "SUCCEEDED"
     _dataset_ready(stack)
     # (the execution's own end reached StopExecutionJobs too: nothing of it was left to stop)
@@ -196,22 +196,23 @@ def test_malformed_dataset_events_are_rejected_with_a_reason(stack: LocalStack) 
 def test_oversized_dataset_events_release_nothing_and_the_valid_one_still_does(stack: LocalStack) -> None:
     """Two Dataset Ready events with a 140 KB location once became readiness records too large for
     the execution state (256 KiB): every dependent execution failed for the readiness TTL."""
-    arn = _start(stack)
-    _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
-    huge = "s3://search-ranking-data/" + "x" * 140 * 1024
-    _dataset_ready(stack, location=huge)
-    _dataset_ready(stack, location=huge)
-    assert [r["status"] for r in stack.deliver_events()] == ["rejected", "rejected"]
-    assert len(_dead_letter_reasons(stack)) == 2
-    assert len(_waiters(stack)) == 1
-    assert not [
-        i
-        for i in stack.client("dynamodb").scan(TableName=stack.physical["DatasetsTable"])["Items"]
-        if i["sk"]["S"] == "READY"
-    ]
+    with stack.clock.holding_token_waits():
+        arn = _start(stack)
+        _until(lambda: len(_waiters(stack)) == 1, "the execution to wait for its dataset")
+        huge = "s3://search-ranking-data/" + "x" * 140 * 1024
+        _dataset_ready(stack, location=huge)
+        _dataset_ready(stack, location=huge)
+        assert [r["status"] for r in stack.deliver_events()] == ["rejected", "rejected"]
+        assert len(_dead_letter_reasons(stack)) == 2
+        assert len(_waiters(stack)) == 1
+        assert not [
+            i
+            for i in stack.client("dynamodb").scan(TableName=stack.physical["DatasetsTable"])["Items"]
+            if i["sk"]["S"] == "READY"
+        ]
 
-    _dataset_ready(stack)
-    assert stack.deliver_events() == [{"dataset": DATASET, "released": [arn]}]
+        _dataset_ready(stack)
+        assert stack.deliver_events() == [{"dataset": DATASET, "released": [arn]}]
     stack.wait_for_execution(arn)
     released = [
         json.loads(e["taskSucceededEventDetails"]["output"])

@@ -34,6 +34,7 @@ TRANSIENT_LAMBDA_ERRORS = {  # Step Functions' best practices, "Handle Lambda se
     "Lambda.TooManyRequestsException",
 }
 HAPPY_PATH = [
+    "IsItAContinuation?",
     "LoadManifest",
     "IsManifestValid?",
     "DoesItDependOnDatasets?",
@@ -206,7 +207,7 @@ def test_invalid_manifest_fails_as_manifest_invalid_listing_every_error(
     assert execution["cause"].startswith("2 error(s): ")
     assert "spec.checkpoint.intervalMinutes: must be at most 60" in execution["cause"]
     assert "spec.image: the tag 'latest' is not allowed" in execution["cause"]
-    assert entered_states(history) == ["LoadManifest", "IsManifestValid?", "ManifestInvalid"]
+    assert entered_states(history) == ["IsItAContinuation?", "LoadManifest", "IsManifestValid?", "ManifestInvalid"]
     reports = stack.client("s3").list_objects_v2(Bucket=stack.bucket, Prefix="reports/")["Contents"]
     assert [r["Key"] for r in reports] == ["reports/manifests/search-ranking/ranker-v2.yaml.rejected.json"]
 
@@ -225,7 +226,7 @@ def test_every_lambda_task_retries_transient_errors_with_jitter_and_keeps_the_ex
     tasks = {
         name: s for name, s in states.items() if str(s.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke")
     }
-    assert len(tasks) == 10
+    assert len(tasks) == 12
     for name, state in tasks.items():
         transient = [r for r in state.get("Retry", []) if set(r["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS]
         assert transient, f"{name} does not retry transient Lambda errors"

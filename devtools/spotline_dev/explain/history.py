@@ -40,6 +40,9 @@ KNOWN_KEYS = frozenset(
         "fallback",
         "outcome",
         "failure",
+        "continuedFrom",
+        "continuedAs",
+        "wakeUp",
     }
 )
 LINK_LABELS = {"execution": "Execution", "trainingJob": "SageMaker job", "logs": "Logs", "batchJob": "Batch job"}

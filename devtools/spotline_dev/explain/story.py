@@ -287,6 +287,10 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         running_state=walk.last_state,
         latest=latest,
     )
+    continued = as_dict(state.get("continuedAs")).get("executionName")
+    if status == "SUCCEEDED" and continued:
+        headline = f"SUCCEEDED: the run continues in execution {continued} (this one made its share of checks)"
+        next_step = f"Follow the run there: spotline explain {continued}"
     reports = {
         k: str(v)
         for k, v in (("outcome", outcome.get("report")), ("rejected", manifest.get("report")))

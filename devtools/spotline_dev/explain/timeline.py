@@ -25,7 +25,17 @@ from spotline_dev.explain.history import (
 )
 
 KNOWN_STATES = frozenset(
-    {"LoadManifest", "ValidateResources", "SubmitTrainingJob", "CheckTrainingStatus", "StopSpotJob", "RecordOutcome"}
+    {
+        "LoadManifest",
+        "ValidateResources",
+        "SubmitTrainingJob",
+        "CheckTrainingStatus",
+        "WaitForTrainingEvent",
+        "StopSpotJob",
+        "ContinueInNewExecution",
+        "ResumeWatching",
+        "RecordOutcome",
+    }
 )
 TIME_FIELDS = ("checkedAt", "at", "updatedAt", "submittedAt", "readyAt", "receivedAt")
 
@@ -45,11 +55,20 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
         "SubmitTrainingJob": lambda s: (
             f"attempt {s['training']['attempt']} on {s['training']['capacity']}: {s['training']['trainingJobName']}"
         ),
+        "WaitForTrainingEvent": _woken,
         "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
+        "ContinueInNewExecution": lambda s: f"the watch continues in execution {s['continuedAs']['executionName']}",
+        "ResumeWatching": lambda s: f"continues the run from execution {s['continuedFrom']['execution']}",
         "RecordOutcome": lambda s: f"{s['outcome']['name']}: {readable_cause(s['outcome']['cause'])}",
     }
     describer = describers.get(name)
     return describer(state) if describer else None
+
+
+def _woken(state: dict[str, Any]) -> str | None:
+    """What woke the wait; nothing for a timed check (its CheckTrainingStatus line follows)."""
+    woken = as_dict(state.get("wakeUp")).get("wokenBy")
+    return f"woken by {as_dict(woken).get('summary')}" if woken else None
 
 
 def _loaded(state: dict[str, Any]) -> str:
@@ -72,10 +91,16 @@ def status_line(status: dict[str, Any]) -> str:
 
 
 def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
-    stamp = {"SubmitTrainingJob": ("training", "submittedAt"), "StopSpotJob": ("fallback", "at")}.get(name)
+    stamp = {
+        "SubmitTrainingJob": ("training", "submittedAt"),
+        "StopSpotJob": ("fallback", "at"),
+        "WaitForTrainingEvent": ("wakeUp", "wokenAt"),
+    }.get(name)
     if stamp and state.get(stamp[0]):
         return datetime.fromisoformat(state[stamp[0]][stamp[1]])
-    if name == "RecordOutcome" and (state.get("status") or {}).get("checkedAt"):
+    if name in ("RecordOutcome", "ContinueInNewExecution", "ResumeWatching") and (state.get("status") or {}).get(
+        "checkedAt"
+    ):
         return datetime.fromisoformat(state["status"]["checkedAt"])
     return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
 

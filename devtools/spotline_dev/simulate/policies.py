@@ -11,8 +11,9 @@
   `spotline.core.lifecycle.next_step`, with the status and the clock built as the CheckTrainingStatus
   Lambda builds them (`spotline.aws.checking`: progress = checkpointed progress as progress.json
   says, `spot_missing`, restart overhead = the longest measured wait for instances + 10 minutes),
-  asked at the Lambda's cadence: `FIRST_POLL_SECONDS` after the submission, then
-  `spotline.core.polling.next_poll_seconds`. It never sees spot capacity directly. Spot endings
+  asked at the Lambda's cadence: `FIRST_POLL_SECONDS` after the submission, then at
+  `spotline.core.polling.next_check`, and at once when its spot job is interrupted (the
+  SageMaker event TrainingEventGate turns into a wake-up). It never sees spot capacity directly. Spot endings
   (MaxWaitTimeExceeded, capacity errors) are not modelled: a spot attempt waits for capacity as
   managed spot does within MaxWait (2 x maxRuntime by default, past every deadline here), so
   `next_step` answers keep-waiting or switch-to-on-demand, never resubmit.
@@ -36,7 +37,7 @@ from spotline.aws.checking import is_spot_missing, restart_overhead
 from spotline.core.lifecycle import next_step
 from spotline.core.model import JobSpec
 from spotline.core.policy import JobClock, decide
-from spotline.core.polling import next_poll_seconds
+from spotline.core.polling import next_check
 from spotline.core.status import State, TrainingStatus
 from spotline_dev.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
 
@@ -157,10 +158,11 @@ def _spec(job: Job, deadline: datetime) -> JobSpec:
 class SpotlinePolicy:
     """The production policy through the CheckTrainingStatus Lambda's interface: at each check,
     the normalized status the Lambda would see, `JobClock` as `spotline.aws.checking.check` builds it,
-    `decide`, `next_step`, and `next_poll_seconds` for the next check."""
+    `decide`, `next_step`, and `next_check` for the next check. Woken by every event of the
+    model, it acts only on what a real event would tell it: an interruption of its job."""
 
     name = "spotline"
-    wakes_on_events = False
+    wakes_on_events = True
 
     def __init__(self, job: Job, start: datetime, seed: str = "simulate") -> None:
         self.job, self.start, self.seed = job, start, seed
@@ -169,6 +171,7 @@ class SpotlinePolicy:
         self.reason = ""
         self.clocks: list[JobClock] = []
         """Every clock the policy was asked about, in order (for tests and reports)."""
+        self._wake, self._preemptions = 0, 0
 
     def _at(self, step: int) -> datetime:
         return self.start + timedelta(seconds=step * self.job.step_seconds)
@@ -181,6 +184,9 @@ class SpotlinePolicy:
             return Command("spot", view.t + self._steps(FIRST_POLL_SECONDS))
         if view.capacity == "on-demand":  # decide() answers "continue" on on-demand: nothing left to ask
             return Command("on-demand")
+        if view.t < self._wake and view.preemptions_in_attempt == self._preemptions:
+            return Command("spot", self._wake)  # a change no Batch or SageMaker event announces
+        self._preemptions = view.preemptions_in_attempt
         step = self.job.step_seconds
         now = self._at(view.t)
         started_at = None if view.attempt_started is None else self._at(view.attempt_started)
@@ -222,14 +228,14 @@ class SpotlinePolicy:
         if action.action == "switch-to-on-demand":
             self.reason = decision.reason
             return Command("on-demand")
-        interval = next_poll_seconds(
+        upcoming = next_check(
             status,
-            seconds_since_submit=since_submit,
             expected_duration=self.spec.expected_duration_seconds,
-            deadline_slack=decision.slack_seconds,
-            seconds_in_state=(now - status.state_since).total_seconds() if status.state_since else None,
+            slack_seconds=decision.slack_seconds,
+            may_switch=True,
         )
-        return Command("spot", view.t + self._steps(interval))
+        self._wake = view.t + self._steps(upcoming.seconds)
+        return Command("spot", self._wake)
 
 
 class Scripted:

@@ -11,10 +11,13 @@ from spotline.core.execution_state import (
     MAX_ERROR_MESSAGE,
     MAX_ERROR_PATH,
     MAX_ERRORS_IN_STATE,
+    MAX_EXECUTION_NAME,
     MAX_REASON,
     JobSummary,
     attempt_history,
     attempt_record,
+    continuation_input,
+    continuation_name,
     job_summary_of,
     rejection_for_state,
 )
@@ -94,3 +97,28 @@ def test_an_attempt_record_keeps_what_later_steps_read_and_bounds_the_reason() -
     assert attempt_record(training, None)["finalStatus"] is None
     assert [a["attempt"] for a in attempt_history(training, status)] == [1, 2]
     assert attempt_history(None, status) == []
+
+
+def test_a_continuation_carries_the_run_and_restarts_the_check_count() -> None:
+    state = {
+        "manifest": {"job": {"team": "t"}},
+        "training": {"jobId": "j", "attempt": 2},
+        "status": {"state": "training", "checks": 600},
+        "wakeUp": {"Error": "States.Timeout"},
+        "continuedAs": {"executionName": "old"},
+    }
+    carried = continuation_input(state, execution="run-a")
+    assert carried["training"] == state["training"] and carried["manifest"] == state["manifest"]
+    assert carried["status"] == {"state": "training", "checks": 0}
+    assert "wakeUp" not in carried and "continuedAs" not in carried
+    assert carried["continuedFrom"] == {"execution": "run-a", "first": "run-a", "number": 1}
+    again = continuation_input(carried, execution="run-a-c1")
+    assert again["continuedFrom"] == {"execution": "run-a-c1", "first": "run-a", "number": 2}
+    assert state["status"]["checks"] == 600  # the state itself is left as it was
+
+
+def test_continuation_names_stay_within_step_functions_limit() -> None:
+    assert continuation_name("search-ranking-ranker-v2-2a265c01", 3) == "search-ranking-ranker-v2-2a265c01-c3"
+    long = "x" * 80
+    assert continuation_name(long, 12) == "x" * 76 + "-c12"
+    assert len(continuation_name(long, 12)) == MAX_EXECUTION_NAME

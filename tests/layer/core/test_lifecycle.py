@@ -5,6 +5,7 @@ spot-only never touches on-demand, on-demand never goes back to spot)."""
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +15,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spotline.core.lifecycle import SPOT_ENDINGS, NextStep, next_step
+from spotline.core.lifecycle import (
+    CHECKS_PER_EXECUTION,
+    SPOT_ENDINGS,
+    Action,
+    NextStep,
+    next_step,
+    within_history_budget,
+)
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, Strategy
 from spotline.core.policy import Capacity, Decision, JobClock, backoff_seconds, decide
@@ -446,3 +454,26 @@ def test_an_attempt_batch_requeues_never_resubmits_or_finishes(
     status = normalize(batch_job, training_job, VALIDATED_AT)
     step = _step(SPECS[strategy], status, capacity=capacity, spot_attempts=attempts, decision=CONTINUE)
     assert step == NextStep("keep-waiting", CONTINUE.reason)
+
+
+def test_an_execution_that_made_its_share_of_checks_hands_the_watch_over() -> None:
+    waiting = NextStep("keep-waiting", "on track: 2h of slack on-demand would not need")
+    assert within_history_budget(waiting, CHECKS_PER_EXECUTION - 1) == waiting
+    handed = within_history_budget(waiting, CHECKS_PER_EXECUTION)
+    assert handed.action == "continue-in-new-execution"
+    assert handed.explanation.startswith("on track: 2h of slack")
+    assert f"{CHECKS_PER_EXECUTION} status checks in this execution" in handed.explanation
+
+
+@pytest.mark.parametrize("action", ["resubmit-on-spot", "switch-to-on-demand", "finish"])
+def test_a_step_that_acts_is_never_postponed_by_the_hand_over(action: str) -> None:
+    step = NextStep(action, "why")  # type: ignore[arg-type]
+    assert within_history_budget(step, 10 * CHECKS_PER_EXECUTION) == step
+
+
+def test_every_action_has_a_route_in_the_state_machine() -> None:
+    asl = json.loads(
+        (Path(__file__).resolve().parents[3] / "statemachines" / "training_lifecycle.asl.json").read_text()
+    )
+    routes = {c["StringEquals"] for c in asl["States"]["WhatShouldHappenNext?"]["Choices"]}
+    assert routes | {"finish"} == set(get_args(Action))  # finish is the Choice's default: RecordOutcome

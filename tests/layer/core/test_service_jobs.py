@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from conftest import example_spec
+from spotline.core.execution_state import continuation_name
 from spotline.core.service_jobs import (
     LIVE_STATUSES,
     NO_SUCH_EXECUTION,
@@ -19,6 +20,7 @@ from spotline.core.service_jobs import (
     live_run_problem,
     orphans,
     other_live_runs,
+    run_job_name_pattern,
     stop_reason,
 )
 from spotline.core.training_request import Attempt, service_job_request
@@ -120,3 +122,10 @@ def test_the_state_knows_every_attempts_job_and_reasons_stay_within_bounds() -> 
     assert job_ids_in_state(training) == ["j1", "j2", "j3"]
     assert job_ids_in_state(None) == []
     assert len(stop_reason("e" * 80, "x" * 500)) == 256
+
+
+def test_the_jobs_of_a_continued_run_are_listed_under_the_first_executions_name() -> None:
+    assert run_job_name_pattern("search-ranking-ranker-v2-2a265c01") == "search-ranking-ranker-v2-2a265c01-a*"
+    assert run_job_name_pattern("search-ranking-ranker-v2-2a265c01-c3") == "search-ranking-ranker-v2-2a265c01*"
+    truncated = continuation_name("x" * 80, 12)  # the first name cut to fit: still a prefix of its jobs
+    assert run_job_name_pattern(truncated) == "x" * 76 + "*"

@@ -11,10 +11,10 @@ from spotline.aws.progress import read_progress
 from spotline.aws.spec_store import spec_of
 from spotline.core import links
 from spotline.core.execution_state import MAX_REASON, clip
-from spotline.core.lifecycle import next_step
+from spotline.core.lifecycle import next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
-from spotline.core.polling import next_poll_seconds
+from spotline.core.polling import next_check
 from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
@@ -108,21 +108,24 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         )
     )
     spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
-    step = next_step(
-        spec,
-        status,
-        capacity=capacity,
-        spot_attempts=spot_attempts,
-        decision=decision,
-        seed=f"{execution_arn}:{training['attempt']}",
+    checks = int((state.get("status") or {}).get("checks") or 0) + 1
+    step = within_history_budget(
+        next_step(
+            spec,
+            status,
+            capacity=capacity,
+            spot_attempts=spot_attempts,
+            decision=decision,
+            seed=f"{execution_arn}:{training['attempt']}",
+        ),
+        checks,
     )
-    interval = next_poll_seconds(
+    # Only a job that may still move to on-demand has a moment of its own to look again at.
+    upcoming = next_check(
         status,
-        seconds_since_submit=since_submit,
         expected_duration=spec.expected_duration_seconds,
-        # Only a job that may still move to on-demand needs to look often as the slack shrinks.
-        deadline_slack=decision.slack_seconds if capacity == "spot" and spec.strategy == "spot-first" else None,
-        seconds_in_state=(now - status.state_since).total_seconds() if status.state_since else None,
+        slack_seconds=decision.slack_seconds,
+        may_switch=capacity == "spot" and spec.strategy == "spot-first",
     )
     return {
         "state": status.state,
@@ -151,7 +154,9 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         "backoffSeconds": step.backoff_seconds,
         "finishReason": step.finish_reason,
         "checkedAt": to_rfc3339(now),
-        "nextPollSeconds": interval,
+        "nextPollSeconds": upcoming.seconds,
+        "nextCheckReason": upcoming.reason,
+        "checks": checks,
         "links": links.for_job(
             region,
             execution_arn=execution_arn,

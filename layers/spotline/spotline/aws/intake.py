@@ -96,6 +96,9 @@ def start_for_manifest(
         "etag": etag,
         "team": location.team,
         "receivedAt": received_at,
+        # A fresh run; an execution that continues a long run names the one before it here
+        # (the state machine's first question, IsItAContinuation?, reads it: always present).
+        "continuedFrom": None,
     }
     try:
         sfn.start_execution(stateMachineArn=settings.state_machine_arn, name=name, input=json.dumps(payload))

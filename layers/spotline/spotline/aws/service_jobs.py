@@ -23,10 +23,10 @@ from spotline.core.service_jobs import (
     NO_SUCH_EXECUTION,
     ServiceJob,
     execution_arn,
-    job_name_prefix,
     jobs_to_stop,
     orphans,
     other_live_runs,
+    run_job_name_pattern,
     stop_reason,
 )
 
@@ -85,9 +85,10 @@ def terminate(jobs: list[ServiceJob], reason: str) -> None:
 def stop_execution_jobs(execution_name: str, queue: str, *, why: str, known_job_ids: Iterable[str] = ()) -> Stopped:
     """Terminate every queued or running service job of one execution: those the state knows
     (`known_job_ids`, which covers a job submitted a moment ago that a listing may not show yet)
-    and those the queue lists under the execution's job-name prefix (which covers a job whose
-    submission returned no id, e.g. a runtime killed after SubmitServiceJob)."""
-    listed = summaries(queue, filters=[{"name": "JOB_NAME", "values": [job_name_prefix(execution_name) + "*"]}])
+    and those the queue lists under the run's job names (which covers a job whose submission
+    returned no id, e.g. a runtime killed after SubmitServiceJob, and the jobs an execution
+    continuing a long run took over)."""
+    listed = summaries(queue, filters=[{"name": "JOB_NAME", "values": [run_job_name_pattern(execution_name)]}])
     jobs = describe([*known_job_ids, *_untouched_live_ids(listed)])
     stopping = jobs_to_stop(jobs, execution_name)
     terminate(stopping, stop_reason(execution_name, why))

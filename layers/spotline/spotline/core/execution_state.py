@@ -172,3 +172,32 @@ def attempt_history(training: Mapping[str, Any] | None, status: Mapping[str, Any
     if not training:
         return []
     return [*training.get("previousAttempts", []), attempt_record(training, status)]
+
+
+# --- continuing in a fresh execution ----------------------------------------------------------
+
+MAX_EXECUTION_NAME = 80
+"""Step Functions' limit on an execution name."""
+LEFT_BEHIND = ("wakeUp", "failure", "continuedAs", "continuationFailure")
+"""Keys of one execution's own waits and errors, not carried into the next."""
+
+
+def continuation_name(first_execution: str, number: int) -> str:
+    """The `number`th execution continuing the run `first_execution` started: `<first>-c<n>`."""
+    suffix = f"-c{number}"
+    return first_execution[: MAX_EXECUTION_NAME - len(suffix)] + suffix
+
+
+def continuation_input(state: Mapping[str, Any], *, execution: str) -> dict[str, Any]:
+    """The state a fresh execution resumes the watch from (its input): the run as it stands,
+    its check count started again, and `continuedFrom` saying where it came from (`execution`,
+    the run's `first` execution and the continuation's `number`)."""
+    previous = state.get("continuedFrom") or {}
+    carried = {k: v for k, v in state.items() if k not in LEFT_BEHIND}
+    carried["status"] = {**(state.get("status") or {}), "checks": 0}
+    carried["continuedFrom"] = {
+        "execution": execution,
+        "first": str(previous.get("first") or execution),
+        "number": int(previous.get("number") or 0) + 1,
+    }
+    return carried

@@ -1,6 +1,7 @@
 """What the workflow does after each status check (pure): keep waiting, resubmit on spot
-after a back-off, move to on-demand, or finish. CheckTrainingStatus returns it as `action`
-and the state machine's `WhatShouldHappenNext?` routes on it."""
+after a back-off, move to on-demand, finish, or hand the watch over to a fresh execution.
+CheckTrainingStatus returns it as `action` and the state machine's `WhatShouldHappenNext?`
+routes on it."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ from spotline.core.model import JobSpec
 from spotline.core.policy import Capacity, Decision, backoff_seconds
 from spotline.core.status import TrainingStatus
 
-Action = Literal["keep-waiting", "resubmit-on-spot", "switch-to-on-demand", "finish"]
+Action = Literal["keep-waiting", "resubmit-on-spot", "switch-to-on-demand", "finish", "continue-in-new-execution"]
 FinishReason = Literal["completed", "failed", "spot-exhausted"]
 SPOT_ENDINGS = frozenset({"spot-wait-exceeded", "capacity"})
 """Reason classes that mean spot capacity ended the job, not the training code."""
+CHECKS_PER_EXECUTION = 600
+"""Status checks one execution makes before a fresh one takes over the watch. A check costs
+about 13 history events and a submission about 12 (at most 11 per run: 10 spot attempts and
+one on-demand), so an execution stays under 8,100 of Step Functions' 25,000 events whatever
+happens; the design bound is 10,000 (`benchmarks/history_worst_case.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +70,15 @@ def next_step(
     if may_switch and decision.verdict == "switch-to-on-demand":
         return NextStep("switch-to-on-demand", decision.reason, next_capacity="on-demand")
     return NextStep("keep-waiting", decision.reason)
+
+
+def within_history_budget(step: NextStep, checks: int) -> NextStep:
+    """`step`, unless this execution has made its share of checks (`checks`, this one included)
+    and would only keep waiting: then the watch continues in a fresh execution."""
+    if step.action != "keep-waiting" or checks < CHECKS_PER_EXECUTION:
+        return step
+    return NextStep(
+        "continue-in-new-execution",
+        f"{step.explanation}; {checks} status checks in this execution, so a fresh execution "
+        "continues the watch (Step Functions keeps at most 25,000 history events per execution)",
+    )

@@ -11,6 +11,7 @@ that execution's name: the tag is the one statement of who watches a job.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ LIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "R
 TEAM_TAG = f"{TAG_PREFIX}team"
 JOB_TAG = f"{TAG_PREFIX}job"
 EXECUTION_TAG = f"{TAG_PREFIX}execution"
+CONTINUED_NAME = re.compile(r"(.+)-c[0-9]+")
 RUNNING_EXECUTION = "RUNNING"
 NO_SUCH_EXECUTION = "NOT_FOUND"
 """The status the reconciler records for an execution Step Functions does not know."""
@@ -105,6 +107,14 @@ def execution_name_of(execution: str) -> str:
 def job_name_prefix(execution_name: str) -> str:
     """What every service job name of the execution starts with (`<name>-a1-spot`, `<name>-a2-od`)."""
     return f"{execution_name}-a"
+
+
+def run_job_name_pattern(execution_name: str) -> str:
+    """A ListServiceJobs JOB_NAME filter that finds every job of the execution's run: an
+    execution continuing a long run (`<first>-c<n>`, see `execution_state.continuation_name`)
+    watches jobs the executions before it submitted, named after the first."""
+    continued = CONTINUED_NAME.fullmatch(execution_name)
+    return f"{continued.group(1)}*" if continued else f"{job_name_prefix(execution_name)}*"
 
 
 def execution_arn(state_machine_arn: str, execution_name: str) -> str:

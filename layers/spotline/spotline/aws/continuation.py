@@ -1,0 +1,83 @@
+"""Handing a run's watch over to a fresh execution, before this one comes near Step Functions'
+history limit (25,000 events per execution).
+
+In order, each step safe to repeat (the state machine retries the task):
+1. start the next execution, named `<first>-c<n>`, with the run's state (`$.continuedFrom`
+   names this execution)
+   (the same name and input again is the same execution; a repeat after the state moved on
+   finds it by name);
+2. tag the live service job and its training job `spotline:execution=<next>`: the tag is the
+   one record of who watches a job, which the end-of-execution clean-up, the reconciler and
+   CheckNoLiveJob read;
+3. point the watch table's item of this execution at the next, for SageMaker events of a
+   training job Batch creates later from the payload (its tags name the first execution).
+This execution then ends in `ContinuedInNewExecution`; its end stops nothing, since no job is
+tagged with it any more.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spotline.aws.clients import client, error_code
+from spotline.aws.observability import logger
+from spotline.aws.training_watch import watches_from_environment
+from spotline.core.execution_state import continuation_input, continuation_name
+from spotline.core.service_jobs import EXECUTION_TAG, execution_name_of
+
+
+def state_machine_of(execution_arn: str) -> str:
+    """`arn:aws:states:r:a:execution:m:x` -> `arn:aws:states:r:a:stateMachine:m`."""
+    prefix, separator, rest = execution_arn.partition(":execution:")
+    machine = rest.partition(":")[0]
+    if not separator or not machine:
+        raise ValueError(f"{execution_arn!r} is not an execution ARN")
+    return f"{prefix}:stateMachine:{machine}"
+
+
+def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> dict[str, Any]:
+    current = execution_name_of(execution_arn)
+    carried = continuation_input(state, execution=current)
+    name = continuation_name(carried["continuedFrom"]["first"], carried["continuedFrom"]["number"])
+    machine = state_machine_of(execution_arn)
+    started = _start(machine, name, carried)
+    retagged = _retag(state, name)
+    watches_from_environment().continue_as(current, name)
+    logger.info("Watch handed over", extra={"next": name, "retagged": retagged})
+    return {"executionName": name, "executionArn": started, "retagged": retagged}
+
+
+def _start(machine: str, name: str, carried: dict[str, Any]) -> str:
+    sfn = client("stepfunctions")
+    try:
+        return str(sfn.start_execution(stateMachineArn=machine, name=name, input=json.dumps(carried))["executionArn"])
+    except Exception as exc:
+        if error_code(exc) != "ExecutionAlreadyExists":
+            raise
+    # Started by an earlier try of this task (whose state has moved on since): the same run.
+    arn = f"{machine.replace(':stateMachine:', ':execution:')}:{name}"
+    return str(sfn.describe_execution(executionArn=arn)["executionArn"])
+
+
+def _retag(state: dict[str, Any], name: str) -> list[str]:
+    training = state.get("training") or {}
+    status = state.get("status") or {}
+    tagged = []
+    if training.get("jobArn"):
+        client("batch").tag_resource(resourceArn=training["jobArn"], tags={EXECUTION_TAG: name})
+        tagged.append(str(training["jobArn"]))
+    job_arn = _training_job_arn(str(training.get("jobArn") or ""), status.get("trainingJobName"))
+    if job_arn:
+        client("sagemaker").add_tags(ResourceArn=job_arn, Tags=[{"Key": EXECUTION_TAG, "Value": name}])
+        tagged.append(job_arn)
+    return tagged
+
+
+def _training_job_arn(service_job_arn: str, training_job_name: Any) -> str | None:
+    """The training job's ARN, in the service job's partition, region and account."""
+    parts = service_job_arn.split(":")
+    if not training_job_name or len(parts) < 6:
+        return None
+    partition, region, account = parts[1], parts[3], parts[4]
+    return f"arn:{partition}:sagemaker:{region}:{account}:training-job/{str(training_job_name).lower()}"

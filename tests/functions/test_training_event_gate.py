@@ -1,0 +1,119 @@
+"""TrainingEventGate and WaitForTrainingEvent: a Batch or SageMaker change of a Spotline job
+wakes the execution watching it at once; other events change nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import boto3
+from moto.events.models import EventPattern
+
+from conftest import EXAMPLE_MANIFEST, entered_states, run_upload, sample_event
+from spotline.aws.clients import reset_clients
+from spotline_dev.local_aws import LocalStack
+
+SAGEMAKER = sample_event("sagemaker_training_job_state_change.json")
+BATCH = sample_event("batch_service_job_state_change.json")
+
+
+def _gate(stack: LocalStack, event: dict[str, Any]) -> dict[str, Any]:
+    return stack.invoke("TrainingEventGateFunction", event)  # type: ignore[no-any-return]
+
+
+def _woken_by(history: list[dict[str, Any]]) -> list[str]:
+    outputs = [json.loads(e["taskSucceededEventDetails"]["output"]) for e in history if e["type"] == "TaskSucceeded"]
+    return [o["wokenBy"]["summary"] for o in outputs if "wokenBy" in o]
+
+
+def test_the_end_of_training_ends_the_execution_within_seconds(stack: LocalStack) -> None:
+    execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    (job,) = stack.standin.jobs
+    assert job.latest is not None and job.latest.ended_at is not None
+    ended = stack.execution(execution["executionArn"]).ended_at
+    assert ended is not None
+    assert 0 <= (ended - job.latest.ended_at).total_seconds() <= 60
+    woken = _woken_by(history)
+    assert woken[-1] == f"Batch service job {job.job_id}: SUCCEEDED"
+    assert entered_states(history).count("WaitForTrainingEvent") >= 1
+
+
+def test_events_of_jobs_that_are_not_spotlines_change_nothing(stack: LocalStack) -> None:
+    untagged = copy.deepcopy(SAGEMAKER)
+    untagged["detail"]["Tags"] = {"team": "someone-else"}
+    assert _gate(stack, untagged) == {"woken": None, "ignored": f"{_summary(untagged)}: not a Spotline job"}
+    unknown = copy.deepcopy(BATCH)
+    unknown["detail"]["jobId"] = "00000000-0000-0000-0000-000000000000"
+    assert _gate(stack, unknown)["woken"] is None
+    assert _gate(stack, {"source": "aws.batch", "detail-type": "Batch Job State Change", "detail": {}}) == {
+        "woken": None,
+        "ignored": "not a training job state change",
+    }
+    items = stack.client("dynamodb").scan(TableName=stack.physical["TrainingWatchesTable"])["Items"]
+    assert items == []
+
+
+def test_a_change_with_no_waiting_execution_is_recorded_for_the_next_registration(stack: LocalStack) -> None:
+    assert _gate(stack, SAGEMAKER) == {"woken": None, "change": _summary(SAGEMAKER)}
+    (item,) = stack.client("dynamodb").scan(TableName=stack.physical["TrainingWatchesTable"])["Items"]
+    assert item["pk"]["S"] == SAGEMAKER["detail"]["Tags"]["spotline:execution"]
+    assert json.loads(item["lastEvent"]["S"])["status"] == "Completed"
+
+
+def test_the_rules_match_only_the_changes_worth_acting_on(stack: LocalStack) -> None:
+    events = stack.client("events")
+
+    def matches(rule: str, event: dict[str, Any]) -> bool:
+        return bool(EventPattern.load(events.describe_rule(Name=rule)["EventPattern"]).matches_event(event))
+
+    batch = copy.deepcopy(BATCH)
+    batch["detail"]["jobQueue"] = stack.physical["TrainingJobQueue"]
+    ended = "TrainingEventGateFunctionServiceJobEnded"
+    assert matches(ended, batch)
+    assert not matches(ended, batch | {"detail": batch["detail"] | {"status": "RUNNING"}})
+    assert not matches(ended, batch | {"detail": batch["detail"] | {"jobQueue": "arn:aws:batch:::job-queue/other"}})
+    training = "TrainingEventGateFunctionTrainingJobEnded"
+    interrupted = "TrainingEventGateFunctionTrainingJobInterrupted"
+    running = SAGEMAKER | {
+        "detail": SAGEMAKER["detail"] | {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"}
+    }
+    assert matches(training, SAGEMAKER) and not matches(training, running) and not matches(interrupted, running)
+    spot_gone = running | {"detail": running["detail"] | {"SecondaryStatus": "Interrupted"}}
+    assert matches(interrupted, spot_gone)
+    untagged = SAGEMAKER | {"detail": SAGEMAKER["detail"] | {"Tags": {}}}
+    assert not matches(training, untagged)
+
+
+def test_a_change_between_the_check_and_the_registration_releases_at_once(stack: LocalStack) -> None:
+    """The training ends after CheckTrainingStatus read it and before WaitForTrainingEvent registers."""
+    fired: dict[str, Any] = {"done": False}
+
+    def job_ends_now(params: dict[str, Any], **_: Any) -> None:
+        if fired["done"] or "taskToken" not in str(params.get("UpdateExpression")):
+            return
+        (job,) = stack.standin.jobs
+        if job.status == "RUNNING":
+            fired["done"] = True
+            change = copy.deepcopy(SAGEMAKER)
+            change["detail"]["Tags"]["spotline:execution"] = params["Key"]["pk"]
+            change["detail"]["TrainingJobStatus"] = "Failed"
+            stack.clock.advance(1)  # the event is processed a moment after the check
+            stack.invoke("TrainingEventGateFunction", change)
+
+    session = boto3._get_default_session()
+    session.events.register("provide-client-params.dynamodb.UpdateItem", job_ends_now)
+    reset_clients()
+    execution, _ = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
+    assert fired["done"]
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    registrations = [i.result for i in stack.invocations if i.function.endswith("WaitForTrainingEventFunction")]
+    assert {"registered": True, "releasedAtOnce": True} in registrations
+
+
+def _summary(event: dict[str, Any]) -> str:
+    detail = event["detail"]
+    status = f"{detail['TrainingJobStatus']} ({detail['SecondaryStatus']})"
+    return f"SageMaker training job {detail['TrainingJobName']}: {status}"
