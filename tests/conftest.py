@@ -70,6 +70,25 @@ def sample_event(name: str) -> dict[str, Any]:
     return json.loads((ROOT / "events" / name).read_text())  # type: ignore[no-any-return]
 
 
+def subscribe_to_alerts(stack: LocalStack, name: str = "alert-inbox") -> str:
+    """A queue subscribed to the alert topic (what on-call receives); returns its URL."""
+    sqs, sns = stack.client("sqs"), stack.client("sns")
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=stack.physical["AlertTopic"], Protocol="sqs", Endpoint=arn)
+    return url  # type: ignore[no-any-return]
+
+
+def received_alerts(stack: LocalStack, url: str) -> list[dict[str, Any]]:
+    """Every alert the inbox holds, drained."""
+    found, sqs = [], stack.client("sqs")
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            found.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return found
+
+
 def upload(stack: LocalStack, key: str, body: bytes) -> str:
     """Put a manifest into the ingest bucket; returns its version id."""
     return stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)["VersionId"]  # type: ignore[no-any-return]

@@ -3,7 +3,6 @@ whose execution no longer runs, counts and reports them, and leaves every other 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import boto3
@@ -14,6 +13,8 @@ from conftest import (
     EXAMPLE_MANIFEST,
     emitted_metrics,
     example_spec,
+    received_alerts,
+    subscribe_to_alerts,
     upload,
 )
 from spotline.core.training_request import Attempt, service_job_request
@@ -27,24 +28,11 @@ def live(stack: LocalStack) -> list[str]:
     return [j.job_name for j in stack.standin.jobs if j.status not in ("SUCCEEDED", "FAILED")]
 
 
-def inbox(stack: LocalStack) -> str:
-    sqs, sns = stack.client("sqs"), stack.client("sns")
-    url = sqs.create_queue(QueueName="reconciler-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=stack.physical["AlertTopic"], Protocol="sqs", Endpoint=arn)
-    return url  # type: ignore[no-any-return]
-
-
-def received(stack: LocalStack, url: str) -> list[dict[str, Any]]:
-    messages = stack.client("sqs").receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
-    return [json.loads(m["Body"]) for m in messages]
-
-
 def test_a_job_whose_execution_ended_while_the_clean_up_was_failing_is_stopped_counted_and_reported(
     long_training: LocalStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stack = long_training
-    alerts = inbox(stack)
+    alerts = subscribe_to_alerts(stack, "reconciler-inbox")
     stack.stop_executions_after(2 * HOUR)  # on-call stops the execution in the console
     upload(stack, EXAMPLE_KEY, EXAMPLE_MANIFEST.read_bytes())
     (started,) = stack.deliver_events()
@@ -67,7 +55,7 @@ def test_a_job_whose_execution_ended_while_the_clean_up_was_failing_is_stopped_c
     assert live(stack) == []
     counted = [d for d in emitted_metrics(capsys.readouterr().out) if "OrphanedJobsStopped" in d]
     assert [(d["team"], d["OrphanedJobsStopped"]) for d in counted] == [("search-ranking", [1.0])]
-    (alert,) = received(stack, alerts)
+    (alert,) = received_alerts(stack, alerts)
     assert alert["Subject"] == "[Spotline] OrphanedJobStopped: search-ranking/ranker-v2"
     assert f"Execution {started['name']} was stopped (in the console or by StopExecution)" in alert["Message"]
     assert alert["MessageAttributes"]["team"]["Value"] == "search-ranking"

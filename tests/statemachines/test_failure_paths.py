@@ -19,7 +19,9 @@ from conftest import (
     NOW,
     entered_states,
     example_spec,
+    received_alerts,
     run_upload,
+    subscribe_to_alerts,
     team_policy_for,
     upload,
 )
@@ -29,24 +31,6 @@ from spotline_dev.standin import SpotWeather, TrainingBehaviour
 from spotline_dev.template import load_template, resources_of_type
 
 HOUR = 3600
-
-
-def subscribe_inbox(stack: LocalStack) -> str:
-    """A queue subscribed to the alert topic: what on-call receives."""
-    sqs, sns = stack.client("sqs"), stack.client("sns")
-    url = sqs.create_queue(QueueName="failure-paths-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=stack.physical["AlertTopic"], Protocol="sqs", Endpoint=arn)
-    return url  # type: ignore[no-any-return]
-
-
-def alerts(stack: LocalStack, inbox: str) -> list[dict[str, Any]]:
-    found, sqs = [], stack.client("sqs")
-    while messages := sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", []):
-        for message in messages:
-            found.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
-    return found
 
 
 def live_jobs(stack: LocalStack) -> list[str]:
@@ -63,7 +47,7 @@ def test_check_training_status_failing_after_submission_stops_the_job_then_fails
     long_training: LocalStack,
 ) -> None:
     stack = long_training
-    inbox = subscribe_inbox(stack)
+    inbox = subscribe_to_alerts(stack)
     # The first check at 1 minute, then: the runtime dies on every attempt (the retry too).
     stack.kill_after_call("batch.DescribeServiceJob", times=3)
     execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
@@ -81,7 +65,7 @@ def test_check_training_status_failing_after_submission_stops_the_job_then_fails
     assert live_jobs(stack) == []
     (stopped,) = stack.standin.jobs
     assert stopped.status_reason is not None and "unexpected error (Runtime.ExitError)" in stopped.status_reason
-    (alert,) = alerts(stack, inbox)
+    (alert,) = received_alerts(stack, inbox)
     assert alert["Subject"] == "[Spotline] UnexpectedError: search-ranking/ranker-v2"
     assert "Spotline stopped this run's training job" in alert["Message"]
 
@@ -125,7 +109,7 @@ def test_a_submission_killed_after_batch_took_it_leaves_no_job_behind(stack: Loc
 
 
 def test_a_failing_record_outcome_ends_in_outcome_not_recorded_with_an_alert(stack: LocalStack) -> None:
-    inbox = subscribe_inbox(stack)
+    inbox = subscribe_to_alerts(stack)
     stack.throttle("RecordOutcomeFunction", times=7)  # a training that succeeded, a report that cannot be written
     execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
 
@@ -140,7 +124,7 @@ def test_a_failing_record_outcome_ends_in_outcome_not_recorded_with_an_alert(sta
         "the outcome could not be recorded: RecordOutcome failed with Lambda.TooManyRequestsException: "
     )
     assert f"s3://{stack.bucket}/{EXAMPLE_KEY}" in execution["cause"]
-    (alert,) = alerts(stack, inbox)
+    (alert,) = received_alerts(stack, inbox)
     assert alert["Subject"] == "[Spotline] OutcomeNotRecorded: search-ranking"
     assert {k: v["Value"] for k, v in alert["MessageAttributes"].items()} == {
         "team": "search-ranking",

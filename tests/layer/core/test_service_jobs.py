@@ -21,6 +21,7 @@ from spotline.core.service_jobs import (
     orphans,
     other_live_runs,
     run_job_name_pattern,
+    state_machine_of,
     stop_reason,
 )
 from spotline.core.training_request import Attempt, service_job_request
@@ -129,3 +130,10 @@ def test_the_jobs_of_a_continued_run_are_listed_under_the_first_executions_name(
     assert run_job_name_pattern("search-ranking-ranker-v2-2a265c01-c3") == "search-ranking-ranker-v2-2a265c01*"
     truncated = continuation_name("x" * 80, 12)  # the first name cut to fit: still a prefix of its jobs
     assert run_job_name_pattern(truncated) == "x" * 76 + "*"
+
+
+def test_an_execution_arn_names_its_state_machine() -> None:
+    machine = "arn:aws:states:us-east-1:123456789012:stateMachine:spotline-training-lifecycle"
+    assert state_machine_of(execution_arn(machine, "run-a-c1")) == machine
+    with pytest.raises(ValueError):
+        state_machine_of(machine)

@@ -24,16 +24,7 @@ from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
 from spotline.aws.training_watch import watches_from_environment
 from spotline.core.execution_state import continuation_input, continuation_name
-from spotline.core.service_jobs import EXECUTION_TAG, execution_name_of
-
-
-def state_machine_of(execution_arn: str) -> str:
-    """`arn:aws:states:r:a:execution:m:x` -> `arn:aws:states:r:a:stateMachine:m`."""
-    prefix, separator, rest = execution_arn.partition(":execution:")
-    machine = rest.partition(":")[0]
-    if not separator or not machine:
-        raise ValueError(f"{execution_arn!r} is not an execution ARN")
-    return f"{prefix}:stateMachine:{machine}"
+from spotline.core.service_jobs import EXECUTION_TAG, execution_arn, execution_name_of, state_machine_of
 
 
 def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> dict[str, Any]:
@@ -56,8 +47,7 @@ def _start(machine: str, name: str, carried: dict[str, Any]) -> str:
         if error_code(exc) != "ExecutionAlreadyExists":
             raise
     # Started by an earlier try of this task (whose state has moved on since): the same run.
-    arn = f"{machine.replace(':stateMachine:', ':execution:')}:{name}"
-    return str(sfn.describe_execution(executionArn=arn)["executionArn"])
+    return str(sfn.describe_execution(executionArn=execution_arn(machine, name))["executionArn"])
 
 
 def _retag(state: dict[str, Any], name: str) -> list[str]:

@@ -125,6 +125,15 @@ def execution_arn(state_machine_arn: str, execution_name: str) -> str:
     return f"{prefix}:execution:{machine}:{execution_name}"
 
 
+def state_machine_of(execution_arn: str) -> str:
+    """`arn:aws:states:r:a:execution:m:x` -> `arn:aws:states:r:a:stateMachine:m`."""
+    prefix, separator, rest = execution_arn.partition(":execution:")
+    machine = rest.partition(":")[0]
+    if not separator or not machine:
+        raise ValueError(f"{execution_arn!r} is not an execution ARN")
+    return f"{prefix}:stateMachine:{machine}"
+
+
 def jobs_to_stop(jobs: Iterable[ServiceJob], execution_name: str) -> list[ServiceJob]:
     """The execution's own jobs (by tag) that are still queued or running and not yet terminated."""
     return [job for job in jobs if job.execution == execution_name and job.needs_stopping]
