@@ -1,7 +1,7 @@
 """A local stand-in for AWS Batch service jobs (SAGEMAKER_TRAINING) and the SageMaker training
 jobs they start.
 
-moto has no Batch service jobs, and its training jobs finish at once, so the workflow's real
+moto has no Batch service jobs, and its training jobs finish at once (and write no logs), so the workflow's real
 decisions (spot interruptions, MaxWait, capacity errors, progress) could not be exercised. The
 stand-in answers those few calls at botocore's `before-send` hook: handlers run unchanged,
 botocore parses (and retries) its answers exactly as it would AWS's, and moto serves the rest.
@@ -17,8 +17,9 @@ retryStrategy or end it FAILED, each retry being a new training job in `attempts
 RUNNABLE is `SpotWeather.requeue_wait`); a repeated clientToken is rejected.
 
 `stand_in` wires the parts: `batch_queues` and `batch_jobs` (Batch's side), `training_jobs` and
-`training_timeline` (SageMaker's), `state_events` (the EventBridge events both send for the jobs'
-changes), `spot_weather`, `http_answers` (the hook's responses), `clock`.
+`training_timeline` (SageMaker's), `training_logs` (the CloudWatch logs a training job writes),
+`state_events` (the EventBridge events both send for the jobs' changes), `spot_weather`,
+`http_answers` (the hook's responses), `clock`.
 """
 
 from spotline_dev.standin.batch_jobs import ServiceJobView

@@ -1,5 +1,6 @@
-"""The stand-in installed on a boto3 session: it routes the Batch and SageMaker calls it serves
-to the job queues, service jobs and training jobs, after replaying events up to the clock."""
+"""The stand-in installed on a boto3 session: it routes the Batch, SageMaker and CloudWatch Logs
+calls it serves to the job queues, service jobs, training jobs and their logs, after replaying
+events up to the clock."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from spotline_dev.standin.http_answers import ApiError, answer, json_body
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
 from spotline_dev.standin.training_jobs import CheckpointStore, SageMakerTrainingJobs
+from spotline_dev.standin.training_logs import OPERATIONS as _LOGS_OPERATIONS
+from spotline_dev.standin.training_logs import TrainingLogs
 
 _BATCH_PATHS = {
     "/v1/submitservicejob": "SubmitServiceJob",
@@ -32,7 +35,7 @@ _SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags"}
 
 
 class BatchSageMakerStandIn:
-    """Batch service jobs and their SageMaker training jobs, on a clock, below boto3."""
+    """Batch service jobs, their SageMaker training jobs and the jobs' logs, on a clock, below boto3."""
 
     def __init__(
         self,
@@ -55,6 +58,7 @@ class BatchSageMakerStandIn:
         self._service_jobs = ServiceJobs(
             self._time, weather, self._queues, self._trainings, account=account, region=region
         )
+        self._logs = TrainingLogs(self._trainings, self._time, account=account, region=region)
         self._operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "SubmitServiceJob": self._service_jobs.submit_service_job,
             "DescribeServiceJob": self._service_jobs.describe_service_job,
@@ -65,6 +69,9 @@ class BatchSageMakerStandIn:
             "StopTrainingJob": self._trainings.stop_training_job,
             "TagResource": self._service_jobs.tag_resource,
             "AddTags": self._trainings.add_tags,
+            "FilterLogEvents": self._logs.filter_log_events,
+            "DescribeLogStreams": self._logs.describe_log_streams,
+            "GetLogEvents": self._logs.get_log_events,
         }
         self._events = StateEvents(self._service_jobs, self._trainings)
         self._throttles: dict[str, int] = {}
@@ -73,7 +80,7 @@ class BatchSageMakerStandIn:
     # --- set-up and controls ----------------------------------------------------------------
 
     def install(self, session: boto3.Session) -> None:
-        """Answer Batch and SageMaker calls of clients created from `session` from now on.
+        """Answer Batch, SageMaker and CloudWatch Logs calls of clients created from `session` from now on.
 
         Clients copy the session's event hooks when they are created, so install first.
         """
@@ -86,6 +93,9 @@ class BatchSageMakerStandIn:
             "before-send.sagemaker",
             cast(Callable[..., None], self._on_sagemaker),
             unique_id=f"standin-sagemaker-{id(self)}",
+        )
+        events.register_first(
+            "before-send.logs", cast(Callable[..., None], self._on_logs), unique_id=f"standin-logs-{id(self)}"
         )
 
     def register_queue(
@@ -155,9 +165,7 @@ class BatchSageMakerStandIn:
             return self._answer(request, "rest-json", operation, body)
 
     def _on_sagemaker(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
-        target = request.headers.get("X-Amz-Target", "")
-        target = target.decode() if isinstance(target, bytes) else str(target)
-        operation = target.rpartition(".")[2]
+        operation = _target(request)
         if operation not in _SAGEMAKER_OPERATIONS:
             return None
         body = json_body(request)
@@ -166,6 +174,18 @@ class BatchSageMakerStandIn:
             name = body.get("TrainingJobName") or str(body.get("ResourceArn", "")).rpartition("training-job/")[2]
             if str(name).lower() not in self._trainings.jobs:
                 return None  # not one of ours: moto answers
+            return self._answer(request, "json", operation, body)
+
+    def _on_logs(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        """The training jobs' log group (see training_logs); other groups and streams go to moto."""
+        operation = _target(request)
+        if operation not in _LOGS_OPERATIONS:
+            return None
+        body = json_body(request)
+        with self._lock:
+            self._advance()  # a training job created by now is ours
+            if not self._logs.serves(body):
+                return None
             return self._answer(request, "json", operation, body)
 
     def _answer(self, request: AWSPreparedRequest, protocol: str, operation: str, body: dict[str, Any]) -> AWSResponse:
@@ -207,3 +227,10 @@ class BatchSageMakerStandIn:
     @staticmethod
     def _bind(method: Callable[[Any], None], arg: Any) -> Callable[[], None]:
         return lambda: method(arg)
+
+
+def _target(request: AWSPreparedRequest) -> str:
+    """The operation a JSON-protocol request names in X-Amz-Target (`Prefix.Operation`)."""
+    target = request.headers.get("X-Amz-Target", "")
+    target = target.decode() if isinstance(target, bytes) else str(target)
+    return target.rpartition(".")[2]
