@@ -32,6 +32,7 @@ from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 
 from spotline.aws import clients as spotline_aws
+from spotline_dev.local_cloudformation import install_stack_description
 from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions
 from spotline_dev.local_faults import Fault, Faults
@@ -93,6 +94,7 @@ class LocalStack:
     throttles: dict[str, int] = field(default_factory=dict)  # function name -> invocations to refuse
     faults: Faults | None = None  # set by start_local_stack
     executions: Executions | None = None  # set by start_local_stack
+    outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
 
     def kill_after_call(self, operation: str, times: int = 1) -> None:
         """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
@@ -356,6 +358,7 @@ def start_local_stack(
         spotline_aws.reset_clients()
         _create_resources(stack, lambdas, exits, environment or {})
         install_service_events(stack)
+        install_stack_description(stack, STACK, region=REGION, account=ACCOUNT, created=clock.now())
         yield stack
 
 
@@ -506,3 +509,6 @@ def _create_resources(
             stack.rule_taps[tap] = (logical, rule)
             stack.rule_sources[rule] = tuple(pattern.get("source", ()))
             arns[(rule, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"
+
+    for key, output in template.get("Outputs", {}).items():
+        stack.outputs[key] = (str(resolver.resolve(output["Value"])), str(output.get("Description", "")))

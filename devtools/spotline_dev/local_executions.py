@@ -124,6 +124,7 @@ class Executions:
 
     def _started(self, execution: Any) -> None:
         record = ExecutionRecord(execution.exec_arn, execution.name, self.clock.now())
+        execution.start_date = record.started_at  # DescribeExecution and ListExecutions tell virtual time
         with self._lock:
             self.records[record.arn] = record
         if self.stop_after is not None:
@@ -147,6 +148,7 @@ class Executions:
             record.status = str(execution.exec_status.value)
             aborted_by_us = record.status == "ABORTED" and record.stopped_at is not None
             record.ended_at = record.stopped_at if aborted_by_us else self.clock.now()
+            execution.stop_date = record.ended_at
             record.event = status_change_entry(execution, record)
             self._put_event(record.event)
         finally:
