@@ -12,7 +12,9 @@ with the key the state added or changed, never a crash.
 - `history`: reading the history (and fetching it from a deployed stack), the facts of a run;
 - `timeline`: one line per meaningful change;
 - `story`: the `Story` and building it from the facts, with the next step to take;
-- `render`: the story as text.
+- `render`: the story as text;
+- `plot`: the run as a picture (`--plot`): capacity over time, checkpointed progress against the
+  deadline and the even schedule, each decision marked (matplotlib, loaded only when drawing).
 """
 
 from spotline_dev.explain.history import (
