@@ -1,4 +1,5 @@
-"""`spotline`: the developer-side command line (validate, render, sandbox, explain, ...)."""
+"""`spotline`: the command line: local checks (validate, render, simulate), the local system
+(sandbox), and a deployed stack (submit, runs, status, logs, cancel, explain)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from spotline.aws import training_settings
@@ -21,13 +23,29 @@ from spotline.core.training_request import (
     TrainingSettingsInvalid,
     has_instance_storage,
 )
+from spotline_dev.exit_codes import EXIT_AWS, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
+from spotline_dev.manifest_checks import manifest_problems
+from spotline_dev.operate.parser import add_operate_commands, add_output_option, examples, timestamp
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}    done (validate: every manifest valid; sandbox, submit --wait: every run succeeded)
+  {EXIT_INVALID}    invalid input: a manifest, team policy or file is refused, or the stack or run named does not exist
+  {EXIT_USAGE}    usage error: an option is missing or wrong
+  {EXIT_NOT_SUCCEEDED}    a run did not succeed (sandbox, submit --wait): failed, stopped or timed out
+  {EXIT_AWS}    AWS refused or failed: credentials, access denied, throttling after retries
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+
+
+def _version() -> str:
+    try:
+        return version("spotline")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _read(path: str) -> bytes | ManifestError:
     try:
-        return Path(path).read_bytes()
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         return ManifestError(DOCUMENT, f"cannot read file: {exc.strerror or exc}")
 
@@ -46,10 +64,7 @@ def _team_policy(path: str) -> TeamPolicy | str:
 def _manifest_errors(
     data: bytes, args: argparse.Namespace, now: datetime, policy: TeamPolicy | None
 ) -> list[ManifestError]:
-    result = validate_bytes(data, now=now, expected_team=args.team)
-    if result.spec is None or policy is None:
-        return result.errors
-    return policy.check(result.spec)
+    return manifest_problems(data, now=now, expected_team=args.team, policy=policy)[1]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -63,7 +78,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         data = _read(path)
         errors = [data] if isinstance(data, ManifestError) else _manifest_errors(data, args, now, policy)
         reports.append({"file": path, "valid": not errors, "errors": [e.to_dict() for e in errors]})
-    if args.json:
+    if args.output == "json":
         print(json.dumps(reports, indent=2))
     else:
         for report in reports:
@@ -131,7 +146,9 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     from spotline_dev import sandbox  # noqa: PLC0415 (imports moto: only when asked)
 
     try:
-        return sandbox.main(args.scenario, as_json=args.json, verbose=args.verbose, stories=args.explain)
+        return sandbox.main(
+            args.scenario, as_json=args.output == "json", verbose=args.verbose, stories=args.explain, plots=args.plot
+        )
     except sandbox.ScenarioError as exc:
         print(f"spotline sandbox: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -140,7 +157,9 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError, NoRegionError  # noqa: PLC0415 (boto3 only when asked)
 
+    from spotline.aws.clients import error_code  # noqa: PLC0415
     from spotline_dev import explain  # noqa: PLC0415
+    from spotline_dev.operate.deployment import OperateError, aws_failure, use_session  # noqa: PLC0415
 
     target, via_machine, via_stack = args.execution, args.state_machine, args.stack
     usage = "spotline explain: usage error:"
@@ -159,26 +178,39 @@ def cmd_explain(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     try:
+        use_session(profile=args.profile, region=None)
         if via_stack:
             via_machine = explain.state_machine_of_stack(via_stack, args.region)
         arn = target if target.startswith("arn:") else explain.execution_arn_for(target, via_machine)
         explain.region_of(arn)
-    except ValueError as exc:
+    except (ValueError, OperateError) as exc:
         print(f"{usage} {exc}", file=sys.stderr)
         return EXIT_USAGE
     except NoRegionError:
         print(f"{usage} no AWS region for --stack: add --region or set AWS_REGION", file=sys.stderr)
         return EXIT_USAGE
-    except (explain.ExplainError, ClientError, BotoCoreError) as exc:
+    except explain.ExplainError as exc:
         print(f"spotline explain: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    except (ClientError, BotoCoreError) as exc:
+        print(f"spotline explain: {aws_failure(exc)}", file=sys.stderr)
+        return EXIT_INVALID if error_code(exc) == "ValidationError" else EXIT_AWS
     try:
         history, described = explain.fetch(arn)
     except (ClientError, BotoCoreError) as exc:
-        print(f"spotline explain: cannot read {arn}: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        print(f"spotline explain: cannot read {arn}: {aws_failure(exc)}", file=sys.stderr)
+        return EXIT_INVALID if error_code(exc) == "ExecutionDoesNotExist" else EXIT_AWS
     story = explain.explain(history, described)
-    print(json.dumps(story.to_dict(), indent=2) if args.json else explain.render_text(story))
+    print(json.dumps(story.to_dict(), indent=2) if args.output == "json" else explain.render_text(story))
+    if args.plot:
+        from spotline_dev.explain.plot import plot_run  # noqa: PLC0415 (matplotlib only when asked)
+
+        try:  # a long run continues in fresh executions: the picture is of the whole run
+            whole = explain.fetch_run(arn)
+        except (ClientError, BotoCoreError) as exc:
+            print(f"spotline explain: cannot read the rest of the run for --plot: {aws_failure(exc)}", file=sys.stderr)
+            return EXIT_AWS
+        print(f"Plot: {plot_run(whole, args.plot)}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -188,25 +220,31 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return simulate.main(args)
 
 
-def _timestamp(text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text.upper())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an RFC 3339 timestamp") from None
-    if moment.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{text!r} needs an offset such as Z")
-    return moment
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spotline", description="Spotline developer tools.")
+    parser = argparse.ArgumentParser(
+        prog="spotline",
+        description="Spotline: deadline-aware ML training on spot capacity. `spotline COMMAND --help` "
+        "shows each command's options and examples.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"spotline {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    validate = commands.add_parser("validate", help="check manifests against the spotline/v1 contract")
-    validate.add_argument("files", nargs="+", metavar="FILE")
-    validate.add_argument("--json", action="store_true", help="machine-readable report")
+    validate = commands.add_parser(
+        "validate",
+        help="check manifests against the spotline/v1 contract",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples(
+            "spotline validate examples/manifests/*.yaml",
+            "spotline validate ranker.yaml --team search-ranking --team-policy team-policy.json --output json",
+            "generate-manifest | spotline validate -",
+        ),
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE", help="manifests; - reads one from standard input")
+    _output_options(validate)
     validate.add_argument("--team", help="also require metadata.team to be this team (as the S3 folder does)")
-    validate.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
+    validate.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
     validate.add_argument(
         "--team-policy",
         metavar="FILE",
@@ -215,16 +253,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.set_defaults(run=cmd_validate)
 
-    render = commands.add_parser("render", help="print the Batch SubmitServiceJob request for a manifest (dry run)")
-    render.add_argument("file", metavar="FILE")
+    render = commands.add_parser(
+        "render",
+        help="print the Batch SubmitServiceJob request for a manifest (dry run)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples(
+            "spotline render examples/manifests/ranker-v2.yaml",
+            "spotline render ranker.yaml --payload --capacity on-demand --attempt 2",
+        ),
+    )
+    render.add_argument("file", metavar="FILE", help="the manifest; - reads standard input")
     render.add_argument("--payload", action="store_true", help="print only the SageMaker CreateTrainingJob payload")
     render.add_argument("--capacity", choices=["spot", "on-demand"], help="default: from the manifest's strategy")
-    render.add_argument("--attempt", type=int, default=1)
+    render.add_argument("--attempt", type=int, default=1, help="the attempt number (default 1)")
     render.add_argument("--execution-arn", help="default: a dry-run execution name")
     render.add_argument("--job-queue", help="default: the stack's queue name in --account/--region")
-    render.add_argument("--account", default="123456789012")
-    render.add_argument("--region", default="us-east-1")
-    render.add_argument("--now", type=_timestamp, help="judge deadlines as of this RFC 3339 time")
+    render.add_argument("--account", default="123456789012", help="for the default ARNs (default 123456789012)")
+    render.add_argument("--region", default="us-east-1", help="for the default ARNs (default us-east-1)")
+    render.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time")
     stack = render.add_argument_group("the stack's training settings (template parameters; default: none)")
     stack.add_argument("--subnets", metavar="IDS", help="TrainingSubnetIds: comma-separated subnet ids")
     stack.add_argument("--security-groups", metavar="IDS", help="TrainingSecurityGroupIds: comma-separated")
@@ -236,16 +282,34 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--output-kms-key", metavar="KEY", help="TrainingOutputKmsKeyId")
     render.set_defaults(run=cmd_render)
 
-    sandbox = commands.add_parser("sandbox", help="run the whole system locally on a virtual clock (no AWS account)")
+    sandbox = commands.add_parser(
+        "sandbox",
+        help="run the whole system locally on a virtual clock (no AWS account)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples(
+            "spotline sandbox                       # the default scenario; exit 3 if an execution did not succeed",
+            "spotline sandbox --plot out/plots      # and a picture of each execution",
+            "spotline sandbox --scenario examples/scenarios/stopped-by-on-call.yaml --explain",
+        ),
+    )
     sandbox.add_argument("--scenario", type=Path, help="scenario YAML (default: examples/scenarios/default.yaml)")
-    sandbox.add_argument("--json", action="store_true", help="print the machine-readable summary")
+    _output_options(sandbox)
     sandbox.add_argument("--verbose", action="store_true", help="show the handlers' logs and metrics")
     sandbox.add_argument("--explain", action="store_true", help="also print the explain story of each execution")
+    sandbox.add_argument(
+        "--plot", type=Path, metavar="DIR", help="draw each execution to DIR/<execution name>.png (see explain --plot)"
+    )
     sandbox.set_defaults(run=cmd_sandbox)
 
     explain = commands.add_parser(
         "explain",
         help="tell the story of one execution: what happened, why, what to do next",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples(
+            "spotline explain search-ranking-ranker-v2-df269d08 --stack spotline",
+            "spotline explain arn:aws:states:us-east-1:123456789012:execution:spotline-training-lifecycle:NAME",
+            "spotline explain NAME --stack spotline --plot run.png --output json",
+        ),
         description="Reads an execution's history (GetExecutionHistory, DescribeExecution) and tells what "
         "happened: the timeline, the attempts, spot interruptions, the on-demand fallback, the deadline, "
         "the failing state with its error and cause, the next step and the console links.",
@@ -257,12 +321,25 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--state-machine", metavar="ARN", help="the state machine the execution NAME belongs to")
     where.add_argument("--stack", metavar="NAME", help="a Spotline stack: its TrainingLifecycleArn output")
     explain.add_argument("--region", help="region of --stack (default: the AWS configuration's)")
-    explain.add_argument("--json", action="store_true", help="print the story as a JSON object")
+    explain.add_argument("--profile", help="the AWS CLI profile to use (default: the AWS configuration's)")
+    _output_options(explain)
+    explain.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.png",
+        help="also draw the run: capacity over time, checkpointed progress against the deadline and the even "
+        "schedule, each decision marked",
+    )
     explain.set_defaults(run=cmd_explain)
 
     simulate = commands.add_parser(
         "simulate",
         help="replay the deadline policy, baselines and the offline optimum on real spot traces",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples(
+            "spotline simulate",
+            "spotline simulate --traces ../shared/data/spot-availability --work-hours 8 --slack 20 50 --no-plot",
+        ),
         description="Runs one training job per trace x job length x deadline slack x start time on the real "
         "spot-availability logs with Spotline's deadline policy, the baselines (on-demand, spot without fallback, "
         "greedy, uniform progress) and the offline optimum; prints a table per policy and writes runs.csv, "
@@ -297,16 +374,26 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: CPUs, at most 4)")
     simulate.add_argument("--no-plot", action="store_true", help="skip the PNG")
     simulate.set_defaults(run=cmd_simulate)
+    add_operate_commands(commands)
     return parser
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    add_output_option(parser)
+    parser.add_argument("--json", dest="output", action="store_const", const="json", help="the same as --output json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version
         return int(exc.code or 0)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        print(f"spotline {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, redirect_stdout
@@ -25,6 +26,7 @@ from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import to_rfc3339
 from spotline_dev.account import prepare_account, team_allowance
+from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.history import job_of
@@ -66,15 +68,9 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
     return {"scenario": scenario.name, "executions": executions, "leftRunning": left}
 
 
-def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str, Any]:
-    body = manifest.read_bytes()
-    spec = validate_bytes(body, now=scenario.start).spec
-    team = spec.team if spec else "sandbox"
-    if scenario.team_policy is not None:
-        policy = scenario.team_policy
-    else:
-        policy = {"teams": {spec.team: team_allowance(spec)}} if spec else {"teams": {}}
-    weather = SpotWeather(
+def weather_of(scenario: Scenario) -> SpotWeather:
+    """The scenario's spot capacity: its gaps (offsets from its start), interruptions and start delays."""
+    return SpotWeather(
         capacity_gaps=[
             (scenario.start + timedelta(seconds=a), scenario.start + timedelta(seconds=b))
             for a, b in scenario.capacity_gaps
@@ -83,6 +79,17 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
         spot_start_delay=scenario.spot_start_delay,
         on_demand_start_delay=scenario.on_demand_start_delay,
     )
+
+
+def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str, Any]:
+    body = manifest.read_bytes()
+    spec = validate_bytes(body, now=scenario.start).spec
+    team = spec.team if spec else "sandbox"
+    if scenario.team_policy is not None:
+        policy = scenario.team_policy
+    else:
+        policy = {"teams": {spec.team: team_allowance(spec)}} if spec else {"teams": {}}
+    weather = weather_of(scenario)
     duration = scenario.duration or (spec.expected_duration_seconds if spec else None) or 3600.0
 
     def behaviour(_request: dict[str, Any]) -> TrainingBehaviour:
@@ -367,14 +374,25 @@ def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict
 
 def render_stories(summary: dict[str, Any]) -> str:
     """`--explain`: the explain story of each execution, as `spotline explain` prints it."""
-    note = (
-        "Explain (as `spotline explain` tells it; started/stopped are the replay's wall-clock times, "
-        "the timeline runs on the virtual clock)"
-    )
+    note = "Explain (as `spotline explain` tells it, on the virtual clock)"
     return "\n\n".join([note, *(render_story(run["story"]) for run in summary["executions"])])
 
 
-def main(scenario_path: Path | None, *, as_json: bool, verbose: bool, stories: bool = False) -> int:
+def draw(summary: dict[str, Any], directory: Path) -> list[Path]:
+    """`--plot DIR`: one picture per execution, DIR/<execution name>.png."""
+    from spotline_dev.explain.plot import plot_run  # noqa: PLC0415 (matplotlib only when asked)
+
+    directory.mkdir(parents=True, exist_ok=True)
+    return [
+        plot_run(run["history"], directory / f"{run['name']}.png", title=run["name"]) for run in summary["executions"]
+    ]
+
+
+def main(
+    scenario_path: Path | None, *, as_json: bool, verbose: bool, stories: bool = False, plots: Path | None = None
+) -> int:
+    """Run the scenario and print it; exits EXIT_NOT_SUCCEEDED when an execution did not succeed
+    (a scenario that expects a failure shows it, and scripts can tell)."""
     scenario = load_scenario(scenario_path)
     started = time.perf_counter()
     summary = run_scenario(scenario, verbose=verbose)
@@ -386,4 +404,8 @@ def main(scenario_path: Path | None, *, as_json: bool, verbose: bool, stories: b
         if stories:
             print()
             print(render_stories(summary))
-    return 0
+    if plots is not None:
+        for path in draw(summary, plots):
+            print(f"Plot: {path}", file=sys.stderr)
+    failed = [run["name"] for run in summary["executions"] if run["status"] != "SUCCEEDED"]
+    return EXIT_NOT_SUCCEEDED if failed else EXIT_OK

@@ -23,7 +23,13 @@ from spotline.aws.observability import add_team_dimension, bind_execution, logge
 from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_execution_jobs
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
-from spotline.core.service_jobs import ENDED_HOW, ServiceJob, execution_name_of, job_ids_in_state
+from spotline.core.service_jobs import (
+    CANCELLED_ERROR,
+    ENDED_HOW,
+    ServiceJob,
+    execution_name_of,
+    job_ids_in_state,
+)
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 NEXT_STEP = (
@@ -57,9 +63,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 def _after_the_end(detail: dict[str, Any], queue: str) -> dict[str, Any]:
     name, status = str(detail["name"]), str(detail["status"])
     logger.append_keys(execution=detail.get("executionArn"))
-    found = stop_execution_jobs(name, queue, why=f"its execution ended {status}")
-    count_by_team("JobsStoppedAtExecutionEnd", found.stopped)
+    cancelled = status == "ABORTED" and detail.get("error") == CANCELLED_ERROR
+    why = "its run was cancelled with spotline cancel" if cancelled else f"its execution ended {status}"
+    found = stop_execution_jobs(name, queue, why=why)
     metrics.add_metric(name="ExecutionEndsChecked", unit=MetricUnit.Count, value=1)
+    if cancelled:  # the team asked for it: `spotline cancel` stops the jobs too, whoever gets there first
+        count_by_team("JobsStoppedAtCancel", found.stopped)
+        return {
+            "execution": name,
+            "status": status,
+            "stopped": [j.to_dict() for j in found.stopped],
+            "checked": len(found.checked),
+            "notified": 0,
+            "at": _now(),
+        }
+    count_by_team("JobsStoppedAtExecutionEnd", found.stopped)
 
     def cause(job: ServiceJob) -> str:
         return (

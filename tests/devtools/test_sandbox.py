@@ -219,7 +219,7 @@ def test_bad_scenarios_name_the_field(tmp_path: Path) -> None:
 
 def test_json_with_explain_adds_each_story_under_explain(capsys: pytest.CaptureFixture[str]) -> None:
     scenario = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "missing-image.yaml"
-    assert cli_main(["sandbox", "--json", "--explain", "--scenario", str(scenario)]) == 0
+    assert cli_main(["sandbox", "--json", "--explain", "--scenario", str(scenario)]) == 3  # it failed
     (run,) = json.loads(capsys.readouterr().out)["executions"]
     story = run.pop("explain")
     assert "explain" not in run and run["error"] == "ResourceValidationFailed"

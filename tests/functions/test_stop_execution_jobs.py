@@ -16,6 +16,7 @@ from conftest import (
     sample_event,
     upload,
 )
+from spotline.core.service_jobs import CANCELLED_ERROR
 from spotline.core.training_request import Attempt, service_job_request
 from spotline_dev.local_aws import ACCOUNT, LocalStack
 
@@ -120,3 +121,25 @@ def test_a_job_whose_name_merely_starts_the_same_way_is_left_alone(stack: LocalS
 
     assert (result["stopped"], result["checked"]) == ([], 0)  # its spotline:execution tag says whose it is
     assert live(stack) == [request["jobName"]]
+
+
+def test_an_execution_cancelled_with_spotline_cancel_has_its_job_stopped_without_an_alert(
+    long_training: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The end's rule may reach the job before `spotline cancel` does: the team asked, nobody is alerted."""
+    stack = long_training
+    started = stopped_while_training(stack)
+    drain(stack, RULE)
+    event = status_change(stack, started["executionArn"])
+    event["detail"] |= {"error": CANCELLED_ERROR, "cause": "Cancelled by arn:aws:iam::1:user/a with `spotline cancel`."}
+
+    result = stack.invoke("StopExecutionJobsFunction", event)
+
+    (stopped,) = result["stopped"]
+    assert (stopped["jobName"], result["notified"]) == (f"{started['name']}-a1-spot", 0)
+    stack.clock.advance(600)
+    assert live(stack) == []
+    (job,) = stack.standin.jobs
+    assert job.status_reason is not None and "cancelled with spotline cancel" in job.status_reason
+    counted = [d for d in emitted_metrics(capsys.readouterr().out) if "JobsStoppedAtCancel" in d]
+    assert [(d["team"], d["JobsStoppedAtCancel"]) for d in counted] == [("search-ranking", [1.0])]

@@ -286,3 +286,23 @@ def fetch(execution_arn: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     ):
         events.extend(page["events"])
     return events, dict(described)
+
+
+def fetch_run(execution_arn: str) -> list[dict[str, Any]]:
+    """The whole run's history, oldest first: from the run's first execution (`continuedFrom.first`
+    of a continuation's input) through every execution it continued in (`$.continuedAs`)."""
+    events, described = fetch(execution_arn)
+    first = as_dict(walk_history(events).input.get("continuedFrom")).get("first")
+    if first:  # arn:aws:states:<region>:<account>:execution:<machine>:<name>
+        execution_arn = ":".join([*execution_arn.split(":")[:7], str(first)])
+        events, described = fetch(execution_arn)
+    run: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while True:
+        run += events
+        seen.add(execution_arn)
+        following = as_dict(as_dict(load_document(described.get("output"))).get("continuedAs"))
+        execution_arn = str(following.get("executionArn") or "")
+        if not execution_arn or execution_arn in seen:
+            return run
+        events, described = fetch(execution_arn)

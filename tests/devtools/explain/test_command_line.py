@@ -78,7 +78,7 @@ def test_sandbox_explain_shows_the_failing_state_error_and_cause(
         f'name: failing\nstart: "2026-12-01T00:00:00Z"\nmanifests: ["{EXAMPLE_MANIFEST}"]\n'
         "training: {duration: 2h, failAfter: 1h}\n"
     )
-    assert cli_main(["sandbox", "--explain", "--scenario", str(scenario)]) == 0
+    assert cli_main(["sandbox", "--explain", "--scenario", str(scenario)]) == 3  # did not succeed
     out = capsys.readouterr().out
     normal, _, stories = out.partition("\nExplain (as `spotline explain` tells it")
     assert "result: FAILED (TrainingFailed)" in normal
@@ -87,3 +87,26 @@ def test_sandbox_explain_shows_the_failing_state_error_and_cause(
     assert "  Error      TrainingFailed" in stories
     assert "  Cause      ranker-v2-" in stories and "failed (algorithm): AlgorithmError" in stories
     assert "Next step\n  Open the training logs" in stories
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_explain_plot_draws_the_run(
+    stack: LocalStack, example_manifest: bytes, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    execution, _ = run_upload(stack, example_manifest)
+    picture = tmp_path / "run.png"
+    assert cli_main(["explain", execution["executionArn"], "--plot", str(picture)]) == 0
+    assert picture.read_bytes().startswith(PNG_SIGNATURE)
+    assert f"Plot: {picture}" in capsys.readouterr().err
+
+
+def test_sandbox_plot_draws_each_execution_and_exits_3_when_one_did_not_succeed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = Path(__file__).resolve().parents[3] / "examples" / "scenarios" / "missing-image.yaml"
+    assert cli_main(["sandbox", "--scenario", str(scenario), "--plot", str(tmp_path / "plots")]) == 3
+    (picture,) = (tmp_path / "plots").iterdir()
+    assert picture.suffix == ".png" and picture.read_bytes().startswith(PNG_SIGNATURE)
+    assert "result: FAILED (ResourceValidationFailed)" in capsys.readouterr().out

@@ -30,6 +30,9 @@ RUNNING_EXECUTION = "RUNNING"
 NO_SUCH_EXECUTION = "NOT_FOUND"
 """The status the reconciler records for an execution Step Functions does not know."""
 REASON_LIMIT = 256
+CANCELLED_ERROR = "CancelledBySpotlineCli"
+"""The error `spotline cancel` stops an execution with: its end then stops the jobs without an
+alert (the team asked for it)."""
 ENDED_HOW = {
     "SUCCEEDED": "succeeded",
     "FAILED": "failed",

@@ -1,0 +1,21 @@
+"""What `spotline validate` and `spotline submit` check in a manifest, as the stack would."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from spotline.core.errors import ManifestError
+from spotline.core.manifest import validate_bytes
+from spotline.core.model import JobSpec
+from spotline.core.team_policy import TeamPolicy
+
+
+def manifest_problems(
+    data: bytes, *, now: datetime, expected_team: str | None = None, policy: TeamPolicy | None = None
+) -> tuple[JobSpec | None, list[ManifestError]]:
+    """The spec and what is wrong with it: the spotline/v1 contract, then the team policy
+    (its roles, S3 prefixes, images, families and limits, as ValidateResources applies them)."""
+    result = validate_bytes(data, now=now, expected_team=expected_team)
+    if result.spec is None or policy is None:
+        return result.spec, result.errors
+    return result.spec, policy.check(result.spec)

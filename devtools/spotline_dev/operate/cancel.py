@@ -1,0 +1,91 @@
+"""`spotline cancel`: stop a run's execution, then its training jobs, and say what was stopped.
+
+The execution is stopped first: a training job terminated under a running execution would wake
+it and count as a failed attempt (which it may resubmit). The jobs are then terminated with the
+same clean-up the stack runs at an execution's end (`spotline.aws.service_jobs`), idempotent:
+whichever of the two gets to a job first stops it, and the end-of-execution rule, seeing the
+stop's error (CANCELLED_ERROR), alerts nobody. A job that a SubmitTrainingJob already under way
+submits after both have looked is the 15-minute sweep's (ReconcileTrainingJobs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from spotline.aws.service_jobs import describe, stop_execution_jobs, summaries
+from spotline.core.service_jobs import CANCELLED_ERROR, LIVE_STATUSES, ServiceJob, run_job_name_pattern
+from spotline_dev.operate.deployment import Deployment
+from spotline_dev.operate.runs import describe_run
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    execution: str
+    execution_arn: str
+    was: str  # the execution's status when asked: RUNNING, or how it had ended
+    stopped_execution: bool
+    stopped_jobs: list[ServiceJob] = field(default_factory=list)
+    stopping_jobs: list[ServiceJob] = field(default_factory=list)  # already told to stop (by the stack's clean-up)
+    checked_jobs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "execution": self.execution,
+            "executionArn": self.execution_arn,
+            "was": self.was,
+            "stoppedExecution": self.stopped_execution,
+            "stoppedJobs": [job.to_dict() for job in self.stopped_jobs],
+            "stoppingJobs": [job.to_dict() for job in self.stopping_jobs],
+            "checkedJobs": self.checked_jobs,
+        }
+
+
+def cancel(deployment: Deployment, name: str, *, now: datetime, who: str) -> Cancellation:
+    """Stop the run's live execution (the latest of a continued run) and its queued or running jobs."""
+    run = describe_run(deployment, name, now)
+    stopped = False
+    if run.status == "RUNNING":
+        deployment.client("stepfunctions").stop_execution(
+            executionArn=run.execution_arn,
+            error=CANCELLED_ERROR,
+            cause=f"Cancelled by {who} with `spotline cancel`.",
+        )
+        stopped = True
+    found = stop_execution_jobs(
+        run.name,
+        deployment.job_queue_arn,
+        why=f"its run was cancelled by {who} with spotline cancel",
+        known_job_ids=[run.batch_job_id] if run.batch_job_id else [],
+    )
+    return Cancellation(
+        execution=run.name,
+        execution_arn=run.execution_arn,
+        was=run.status,
+        stopped_execution=stopped,
+        stopped_jobs=found.stopped,
+        stopping_jobs=_being_stopped(deployment, run.name, {job.job_id for job in found.stopped}),
+        checked_jobs=len(found.checked),
+    )
+
+
+def _being_stopped(deployment: Deployment, name: str, ours: set[str]) -> list[ServiceJob]:
+    """The run's live jobs someone else already asked Batch to terminate (the stack's clean-up
+    at the execution's end may get there first)."""
+    pattern = run_job_name_pattern(name)
+    listed = summaries(deployment.job_queue_arn, filters=[{"name": "JOB_NAME", "values": [pattern]}])
+    terminating = [
+        s["jobId"]
+        for s in listed
+        if s.get("isTerminated") and s.get("status") in LIVE_STATUSES and s["jobId"] not in ours
+    ]
+    return [job for job in describe(terminating) if job.execution == name]
+
+
+def caller(deployment: Deployment) -> str:
+    """Who is asking (GetCallerIdentity's ARN), for the stop's cause and the jobs' reason."""
+    try:
+        return str(deployment.client("sts").get_caller_identity()["Arn"])
+    except Exception:
+        return "an operator"

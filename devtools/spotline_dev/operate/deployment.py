@@ -1,0 +1,125 @@
+"""A deployed Spotline stack as the commands see it: its CloudFormation outputs (the ingest
+bucket, the state machine, the job queue) and its TeamPolicy parameter, found with the
+caller's own AWS session.
+
+The layer's AWS adapters (`spotline.aws`) take their clients from boto3's default session, so
+`--profile` and `--region` are applied to it: the CLI and what it reuses from the layer (the
+clean-up of a run's jobs) then act with the same credentials, in the same region.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError, ProfileNotFound
+
+from spotline.aws import clients
+from spotline.aws.clients import error_code, reset_clients
+from spotline.core.service_jobs import execution_arn
+
+OUTPUTS = {
+    "bucket": "IngestBucketName",
+    "state_machine_arn": "TrainingLifecycleArn",
+    "job_queue_arn": "TrainingJobQueueArn",
+}
+HIDDEN_PARAMETER = "****"  # what DescribeStacks shows of a NoEcho parameter
+
+
+class OperateError(Exception):
+    """A command cannot do what it was asked; the message says why and what to check.
+    `usage` marks the caller's mistake (exit 2), `not_found` a stack or run that does not
+    exist (exit 1); anything else is AWS's answer (exit 4)."""
+
+    def __init__(self, message: str, *, usage: bool = False, not_found: bool = False) -> None:
+        super().__init__(message)
+        self.usage, self.not_found = usage, not_found
+
+
+@dataclass
+class Surroundings:
+    """How the commands wait and what time they think it is (one instance, SURROUNDINGS): the
+    tests against the local stack set its virtual clock and let it deliver events while they wait."""
+
+    pause: Callable[[float], None] = time.sleep
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+
+SURROUNDINGS = Surroundings()
+
+
+@dataclass(frozen=True)
+class Deployment:
+    stack: str
+    region: str
+    bucket: str
+    state_machine_arn: str
+    job_queue_arn: str
+    team_policy: str | None  # the TeamPolicy parameter's JSON; None when DescribeStacks hides it
+
+    def execution_arn(self, name: str) -> str:
+        return execution_arn(self.state_machine_arn, name)
+
+    def client(self, service: str) -> Any:
+        """The layer's client for the service (one per process, botocore's standard retries)."""
+        return clients.client(service, self.region)
+
+
+def use_session(*, profile: str | None, region: str | None) -> None:
+    """Apply `--profile` and `--region` to boto3's default session (nothing when neither is given).
+    With no region anywhere else, AWS_REGION counts, as for the aws CLI (botocore reads only
+    AWS_DEFAULT_REGION)."""
+    try:
+        if profile:
+            boto3.setup_default_session(profile_name=profile, region_name=region)
+        region = region or (None if boto3._get_default_session().region_name else os.environ.get("AWS_REGION"))
+        if region:
+            boto3._get_default_session()._session.set_config_variable("region", region)
+    except ProfileNotFound as exc:
+        raise OperateError(f"{exc} (see `aws configure list-profiles`)", usage=True) from None
+    reset_clients()
+
+
+def connect(stack: str, *, profile: str | None = None, region: str | None = None) -> Deployment:
+    """The stack's outputs and TeamPolicy, read with DescribeStacks."""
+    use_session(profile=profile, region=region)
+    session = boto3._get_default_session()
+    if not session.region_name:
+        raise OperateError("no AWS region: add --region or set AWS_REGION (or a region in the profile)", usage=True)
+    try:
+        described = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"]
+    except ClientError as exc:
+        if error_code(exc) == "ValidationError":
+            raise OperateError(f"there is no stack {stack} in {session.region_name}", not_found=True) from None
+        raise OperateError(aws_failure(exc)) from None
+    except (BotoCoreError, NoRegionError) as exc:
+        raise OperateError(aws_failure(exc)) from None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in described[0].get("Outputs", [])}
+    missing = [key for key in OUTPUTS.values() if key not in outputs]
+    if missing:
+        raise OperateError(f"stack {stack} has no {', '.join(missing)} output (is it a Spotline stack?)")
+    parameters = {p["ParameterKey"]: p.get("ParameterValue") for p in described[0].get("Parameters", [])}
+    policy = parameters.get("TeamPolicy")
+    return Deployment(
+        stack=stack,
+        region=str(session.region_name),
+        team_policy=None if policy in (None, HIDDEN_PARAMETER) else policy,
+        **{attribute: str(outputs[key]) for attribute, key in OUTPUTS.items()},
+    )
+
+
+def aws_failure(exc: Exception) -> str:
+    """An AWS error in a sentence, with the one thing to check."""
+    if isinstance(exc, NoCredentialsError):
+        return "no AWS credentials: set a profile (--profile) or the AWS_* variables"
+    code = error_code(exc)
+    if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
+        return f"access denied: {exc} (README 'Operating a stack' lists the permissions each command needs)"
+    if code in ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId"):
+        return f"the AWS credentials were refused: {exc}"
+    return str(exc)

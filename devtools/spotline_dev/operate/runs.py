@@ -1,0 +1,264 @@
+"""Where a run stands, read from its execution: the newest state document in the history
+(every state keeps the whole run under its keys: `$.manifest.job`, `$.training`, `$.status`,
+`$.outcome`), so one GetExecutionHistory call in reverse order per run is enough, however long
+the history. A long run continues in fresh executions (`$.continuedAs`); a run is shown by its
+latest execution, and a name of an earlier one leads there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from spotline.core.execution_state import job_summary_of
+from spotline.core.model import to_rfc3339
+from spotline.core.naming import slug
+from spotline.core.outcome import attempt_records, figures
+from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time
+from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
+
+INTAKE_PATIENCE_SECONDS = 300.0  # how long a follower waits for Intake to start an uploaded manifest's run
+LATEST_EVENTS = 25  # a page of the reversed history: the newest state document is among them
+DOCUMENT_KEYS = (
+    ("executionSucceededEventDetails", "output"),
+    ("stateExitedEventDetails", "output"),
+    ("stateEnteredEventDetails", "input"),
+    ("executionStartedEventDetails", "input"),
+)
+ENDED_STATE = {"SUCCEEDED": "succeeded", "FAILED": "failed", "TIMED_OUT": "timed out", "ABORTED": "stopped"}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run as its latest execution tells it (the `runs` row, the `status` figures)."""
+
+    name: str
+    execution_arn: str
+    status: str  # the execution's: RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED
+    state: str  # the run's, in words: validating, queued, training, interrupted, succeeded, failed (Error), ...
+    team: str | None
+    job: str | None
+    attempts: int
+    capacity: str | None
+    deadline: str | None
+    started_at: str | None  # when the manifest arrived (the run's start, over continuations)
+    ended_at: str | None
+    elapsed_seconds: int
+    cost_usd: float
+    interruptions: int
+    progress: float | None  # checkpointed fraction at the last check
+    slack_seconds: int | None
+    explanation: str | None  # the last check's, or the outcome's cause
+    error: str | None = None
+    cause: str | None = None
+    training_job: str | None = None
+    batch_job_id: str | None = None  # the latest attempt's service job
+    first_execution: str = ""  # the run's first execution (its jobs are named and tagged after it)
+    continued_as: str | None = None
+    links: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {_camel(k): v for k, v in asdict(self).items()}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+# --- reading one execution ---------------------------------------------------------------------
+
+
+def latest_document(sfn: Any, execution_arn: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the run's newest state, the end event's details or {}) from the reversed history. The
+    newest document may be a narrow one (an execution's output); the newest with the job in it
+    (`$.manifest`) fills in the rest."""
+    request: dict[str, Any] = {
+        "executionArn": execution_arn,
+        "reverseOrder": True,
+        "maxResults": LATEST_EVENTS,
+        "includeExecutionData": True,
+    }
+    end: dict[str, Any] = {}
+    newest: dict[str, Any] | None = None
+    while True:
+        page = sfn.get_execution_history(**request)
+        # Newest first, as asked (moto's local Step Functions ignores reverseOrder and pages).
+        for event in sorted(page["events"], key=lambda e: -int(e.get("id", 0))):
+            kind = str(event.get("type", ""))
+            if kind in END_EVENTS and not end:
+                end = as_dict(event.get(f"execution{kind.removeprefix('Execution')}EventDetails"))
+            for details_key, field_name in DOCUMENT_KEYS:
+                document = load_document(as_dict(event.get(details_key)).get(field_name))
+                if document is None:
+                    continue
+                newest = document if newest is None else newest
+                if "manifest" in document or kind == "ExecutionStarted":
+                    return {**document, **newest}, end
+        if not page.get("nextToken"):
+            return newest or {}, end
+        request["nextToken"] = page["nextToken"]
+
+
+def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, Any], now: datetime) -> Run:
+    """The run from DescribeExecution (or a ListExecutions item), its newest state document and end."""
+    status = str(described["status"])
+    job = job_summary_of(document.get("manifest"))
+    attempts = attempt_records(document)
+    counted = figures(job, attempts)
+    outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
+    training = as_dict(document.get("training"))
+    started = parse_time(document.get("receivedAt")) or _moment(described.get("startDate"))
+    ended = _moment(described.get("stopDate"))
+    elapsed = int(((ended or now) - started).total_seconds()) if started else 0
+    progress = as_dict(check.get("progress")).get("fraction")
+    error = end.get("error") or described.get("error")
+    links = {**as_dict(check.get("links")), **as_dict(as_dict(outcome).get("links"))}
+    continued = as_dict(document.get("continuedAs")).get("executionName") or _name(
+        as_dict(document.get("continuedAs")).get("executionArn")
+    )
+    return Run(
+        name=str(described["name"]),
+        execution_arn=str(described["executionArn"]),
+        status=status,
+        state=_state_in_words(status, document, error),
+        team=job.team if job else _team_of_input(document),
+        job=job.name if job else None,
+        attempts=counted.attempts,
+        capacity=training.get("capacity"),
+        deadline=job.deadline if job else None,
+        started_at=to_rfc3339(started) if started else None,
+        ended_at=to_rfc3339(ended) if ended else None,
+        elapsed_seconds=max(0, elapsed),
+        cost_usd=float(as_dict(outcome.get("figures")).get("cost_usd", counted.cost_usd)),
+        interruptions=counted.interruptions,
+        progress=float(progress) if isinstance(progress, int | float) else None,
+        slack_seconds=as_dict(check.get("decision")).get("slackSeconds"),
+        explanation=outcome.get("cause") or check.get("explanation"),
+        error=str(error) if error else None,
+        cause=str(end.get("cause") or described.get("cause") or "") or None,
+        training_job=check.get("trainingJobName") or training.get("trainingJobName"),
+        batch_job_id=str(training["jobId"]) if training.get("jobId") else None,
+        first_execution=str(as_dict(document.get("continuedFrom")).get("first") or described["name"]),
+        continued_as=str(continued) if continued else None,
+        links={k: str(v) for k, v in links.items()},
+    )
+
+
+def _state_in_words(status: str, document: dict[str, Any], error: Any) -> str:
+    if status != "RUNNING":
+        if status == "SUCCEEDED" and document.get("continuedAs"):
+            return "continued"
+        return ENDED_STATE.get(status, status.lower()) + (f" ({error})" if error and status == "FAILED" else "")
+    check = as_dict(document.get("status"))
+    if document.get("training"):
+        return str(check.get("state") or "submitted")
+    if document.get("datasets") and not document.get("resources"):
+        return "waiting for datasets"
+    return "validating"
+
+
+def _team_of_input(document: dict[str, Any]) -> str | None:
+    team = document.get("team")
+    return str(team) if team else None
+
+
+def _moment(value: Any) -> datetime | None:
+    return value if isinstance(value, datetime) else parse_time(value)
+
+
+def _name(arn: Any) -> str | None:
+    return str(arn).rsplit(":", 1)[-1] if arn else None
+
+
+# --- finding runs ------------------------------------------------------------------------------
+
+
+def describe_run(deployment: Deployment, name: str, now: datetime) -> Run:
+    """The run of execution `name`, followed to the execution it continues in, if any."""
+    sfn = deployment.client("stepfunctions")
+    seen: set[str] = set()
+    while True:
+        arn = deployment.execution_arn(name)
+        try:
+            described = sfn.describe_execution(executionArn=arn)
+        except sfn.exceptions.ExecutionDoesNotExist:
+            raise OperateError(
+                f"no execution {name} in stack {deployment.stack} ({deployment.region})", not_found=True
+            ) from None
+        except sfn.exceptions.InvalidArn:
+            raise OperateError(f"{name!r} is not an execution name (submit and runs print them)", usage=True) from None
+        document, end = latest_document(sfn, arn)
+        run = run_of(described, document, end, now)
+        if not run.continued_as or run.continued_as in seen:
+            return run
+        seen.add(name)
+        name = run.continued_as
+
+
+def list_runs(
+    deployment: Deployment,
+    now: datetime,
+    *,
+    team: str | None = None,
+    status: str | None = None,
+    since: datetime | None = None,
+    limit: int = 50,
+) -> list[Run]:
+    """The newest runs first (at most `limit`), one row per run: an execution a run continued
+    from is left out (its continuation stands for the run)."""
+    sfn = deployment.client("stepfunctions")
+    prefix = f"{slug(team, 24) or 'team'}-" if team else None
+    runs: list[Run] = []
+    for listed in _executions(sfn, deployment.state_machine_arn, status, since):
+        if prefix and not listed["name"].startswith(prefix):
+            continue  # execution names begin with the team's slug (core.naming.execution_name)
+        document, end = latest_document(sfn, listed["executionArn"])
+        run = run_of(listed, document, end, now)
+        if run.continued_as or (team and run.team != team):
+            continue
+        runs.append(run)
+        if len(runs) >= limit:
+            break
+    return runs
+
+
+def _executions(sfn: Any, machine: str, status: str | None, since: datetime | None) -> Iterator[dict[str, Any]]:
+    """ListExecutions, page after page, those started since `since`. Step Functions sorts running
+    executions by start (or redrive) date and the others by stop date, newest first: an ended
+    execution that stopped before `since` also started before it, and so did every ended one after it."""
+    request: dict[str, Any] = {"stateMachineArn": machine, "maxResults": 100}
+    if status:
+        request["statusFilter"] = status
+    while True:
+        page = sfn.list_executions(**request)
+        for item in page["executions"]:
+            started, stopped = _moment(item.get("startDate")), _moment(item.get("stopDate"))
+            if since and stopped and stopped < since:
+                return
+            if since and started and started < since:
+                continue  # started before, still running or stopped after: not a run since then
+            yield item
+        if not page.get("nextToken"):
+            return
+        request["nextToken"] = page["nextToken"]
+
+
+def wait_for_start(deployment: Deployment, name: str, *, interval: float) -> None:
+    """Wait until execution `name` exists: a manifest just uploaded starts it a moment later."""
+    sfn, waited = deployment.client("stepfunctions"), 0.0
+    while True:
+        try:
+            sfn.describe_execution(executionArn=deployment.execution_arn(name))
+            return
+        except sfn.exceptions.ExecutionDoesNotExist:
+            if waited >= INTAKE_PATIENCE_SECONDS:
+                raise OperateError(
+                    f"execution {name} has not started after {waited:.0f}s: check the stack's events "
+                    "dead-letter queue (EventsDeadLetterQueueUrl output) and Intake's logs",
+                    not_found=True,
+                ) from None
+        SURROUNDINGS.pause(interval)
+        waited += interval

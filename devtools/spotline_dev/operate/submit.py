@@ -1,0 +1,121 @@
+"""`spotline submit`: validate a manifest as the stack will (its TeamPolicy, where DescribeStacks
+shows it), upload it to `manifests/<team>/`, name the execution it starts, and optionally
+follow the run to its end.
+
+The execution's name is known before it exists: Intake names it after the bucket, key and
+S3 version (`core.naming.execution_name`), so the upload's VersionId is all it takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from spotline.core import links
+from spotline.core.errors import ManifestError
+from spotline.core.model import JobSpec
+from spotline.core.naming import MANIFEST_PREFIX, MANIFEST_SUFFIXES, ManifestLocation, execution_name
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline_dev.manifest_checks import manifest_problems
+from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
+from spotline_dev.operate.runs import Run, describe_run, wait_for_start
+
+WAIT_INTERVAL_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class Submission:
+    bucket: str
+    key: str
+    version_id: str | None
+    execution_name: str
+    execution_arn: str
+    console: str
+    team_policy_checked: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bucket": self.bucket,
+            "key": self.key,
+            "versionId": self.version_id,
+            "executionName": self.execution_name,
+            "executionArn": self.execution_arn,
+            "console": self.console,
+            "teamPolicyChecked": self.team_policy_checked,
+        }
+
+
+class ManifestRejected(Exception):
+    """The manifest would be refused: every error, each naming its field."""
+
+    def __init__(self, errors: list[ManifestError]) -> None:
+        super().__init__("; ".join(f"{e.path}: {e.message}" for e in errors))
+        self.errors = errors
+
+
+def manifest_key(spec: JobSpec, file_name: str | None, data: bytes) -> str:
+    """`manifests/<team>/<file name>`; from standard input, `<metadata.name>.yaml` (or .json)."""
+    if file_name is None:
+        suffix = ".json" if data.lstrip().startswith(b"{") else ".yaml"
+        file_name = f"{spec.name}{suffix}"
+    if not file_name.lower().endswith(MANIFEST_SUFFIXES):
+        raise OperateError(
+            f"{file_name}: a manifest's file name ends in {', '.join(MANIFEST_SUFFIXES)} (Intake ignores others)",
+            usage=True,
+        )
+    return f"{MANIFEST_PREFIX}{spec.team}/{PurePosixPath(file_name).name}"
+
+
+def team_policy_of(deployment: Deployment) -> TeamPolicy | None:
+    if deployment.team_policy is None:
+        return None
+    try:
+        return TeamPolicy.from_json(deployment.team_policy)
+    except TeamPolicyInvalid:
+        return None  # the stack's own problem: ValidateResources reports it on every run
+
+
+def submit(deployment: Deployment, data: bytes, *, file_name: str | None, now: datetime) -> Submission:
+    """Validate, then upload; raises ManifestRejected (nothing uploaded) or OperateError."""
+    policy = team_policy_of(deployment)
+    spec, errors = manifest_problems(data, now=now, policy=policy)
+    if errors or spec is None:
+        raise ManifestRejected(errors)
+    key = manifest_key(spec, file_name, data)
+    content_type = "application/json" if key.lower().endswith(".json") else "application/yaml"
+    put = deployment.client("s3").put_object(Bucket=deployment.bucket, Key=key, Body=data, ContentType=content_type)
+    version = put.get("VersionId")
+    name = execution_name(ManifestLocation(deployment.bucket, key, version, spec.team))
+    arn = deployment.execution_arn(name)
+    return Submission(
+        bucket=deployment.bucket,
+        key=key,
+        version_id=version,
+        execution_name=name,
+        execution_arn=arn,
+        console=links.execution(deployment.region, arn),
+        team_policy_checked=policy is not None,
+    )
+
+
+def follow(deployment: Deployment, name: str, on_change: Callable[[Run], None]) -> Run:
+    """Poll the run until its execution (and the ones it continues in) has ended; `on_change`
+    sees the run each time its state, capacity or attempt count changes."""
+    wait_for_start(deployment, name, interval=WAIT_INTERVAL_SECONDS)
+    last = None
+    while True:
+        run = describe_run(deployment, name, SURROUNDINGS.now())
+        seen = (run.name, run.state, run.capacity, run.attempts)
+        if seen != last:
+            on_change(run)
+            last = seen
+        if run.status != "RUNNING":
+            return run
+        SURROUNDINGS.pause(WAIT_INTERVAL_SECONDS)
+
+
+def succeeded(run: Run) -> bool:
+    return run.status == "SUCCEEDED"

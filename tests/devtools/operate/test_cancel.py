@@ -1,0 +1,66 @@
+"""`spotline cancel`: the execution and its training job stopped in one command, confirmed."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import boto3
+import pytest
+
+from conftest import EXAMPLE_MANIFEST, received_alerts, subscribe_to_alerts
+from devtools.operate.printed import printed_json, printed_lines
+from spotline_dev.cli import main
+from spotline_dev.exit_codes import EXIT_OK
+from spotline_dev.local_aws import STACK, LocalStack
+
+ON_STACK = ["--stack", STACK]
+
+
+def _training(stack: LocalStack, capsys: pytest.CaptureFixture[str]) -> str:
+    """Submit the example and wait (in real time; the world is held) until its job trains."""
+    assert main(["submit", str(EXAMPLE_MANIFEST), *ON_STACK, "--output", "json"]) == EXIT_OK
+    name = str(printed_json(capsys.readouterr().out)["executionName"])  # type: ignore[index]
+    stack.deliver_events()
+    deadline = time.monotonic() + 60
+    while not any(job.status == "RUNNING" for job in stack.standin.jobs):
+        assert time.monotonic() < deadline, "the training job never started"
+        if stack.standin.jobs:  # submitted: the world moves on while the execution waits
+            stack.clock.advance(60)
+        time.sleep(0.01)
+    return name
+
+
+def test_cancel_stops_the_execution_and_its_training_job_and_says_so(
+    deployed_long: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = deployed_long
+    inbox = subscribe_to_alerts(stack)
+    stops: list[dict[str, Any]] = []
+    boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
+        "provide-client-params.sfn.StopExecution", lambda params, **_: stops.append(dict(params))
+    )
+    with stack.clock.holding_token_waits():
+        name = _training(stack, capsys)
+        assert main(["cancel", name, *ON_STACK, "--yes"]) == EXIT_OK
+    lines = printed_lines(capsys.readouterr().out)
+    assert lines[0] == f"Stopped execution {name} (it was RUNNING; it ends ABORTED)"
+    assert lines[1].startswith(f"Terminated training job {name}-a1-spot (")  # the Batch job, named after the run
+    assert "was RUNNING, SageMaker job ranker-v2-" in lines[1]
+
+    arn = stack.state_machine_arn().replace(":stateMachine:", ":execution:") + f":{name}"
+    assert stack.wait_for_execution(arn)["status"] == "ABORTED"
+    (stop,) = stops  # moto keeps no error or cause for a stop: the request carried them
+    assert (stop["executionArn"], stop["error"]) == (arn, "CancelledBySpotlineCli")
+    assert stop["cause"] == "Cancelled by arn:aws:sts::123456789012:user/moto with `spotline cancel`."
+    stack.clock.advance(120)  # SageMaker takes a moment to stop
+    (job,) = stack.standin.jobs
+    assert job.status == "FAILED" and job.training_status in ("Stopping", "Stopped")
+
+    (end,) = stack.deliver_events(sources=("aws.states",))  # the end-of-execution clean-up finds nothing left
+    assert (end["status"], end["stopped"]) == ("ABORTED", [])
+    assert received_alerts(stack, inbox) == []  # and so tells nobody a job was left running
+
+    assert main(["cancel", name, *ON_STACK, "--output", "json"]) == EXIT_OK  # again: nothing to stop
+    again = printed_json(capsys.readouterr().out)
+    assert (again["was"], again["stoppedExecution"], again["stoppedJobs"]) == ("ABORTED", False, [])  # type: ignore[index]
