@@ -1,7 +1,8 @@
 """Step Functions executions in the local stack as the world around them sees them: when each
 started and ended on the virtual clock, the `Step Functions Execution Status Change` event AWS
 puts on the default bus when one ends (moto emits none), and stops at a virtual moment, as
-on-call would stop an execution in the console.
+on-call would stop an execution in the console. StopExecution keeps its error and cause (moto's
+models drop them), in the ExecutionAborted event and the status change event, as AWS does.
 
 The hooks (moto's `Execution.start` and its worker's `terminated`) are moto internals, hence the
 exact pin. Only the end of an execution is emitted (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), not
@@ -20,7 +21,9 @@ from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
+from moto.core.responses import ActionResult
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+from moto.stepfunctions.responses import StepFunctionResponse
 
 from spotline_dev.virtual_time import VirtualClock
 
@@ -42,6 +45,8 @@ class ExecutionRecord:
     ended_at: datetime | None = None
     status: str | None = None
     stopped_at: datetime | None = None  # when the local stack stopped it (StopExecution)
+    stop_error: str | None = None  # StopExecution's error and cause (moto keeps neither)
+    stop_cause: str | None = None
     event: dict[str, Any] | None = None  # the status change event put when it ended
     ended: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -76,8 +81,8 @@ def status_change_entry(execution: Any, record: ExecutionRecord) -> dict[str, An
         "output": output if output_included else None,
         "inputDetails": {"included": input_included},
         "outputDetails": {"included": output_included} if output is not None else None,
-        "error": execution.error or None,
-        "cause": execution.cause or None,
+        "error": execution.error or record.stop_error or None,
+        "cause": execution.cause or record.stop_cause or None,
     }
     return {
         "Source": STATES_SOURCE,
@@ -108,6 +113,7 @@ class Executions:
     def install(self, exits: ExitStack) -> None:
         original_start = Execution.start
         original_terminated = BaseExecutionWorkerCommunication.terminated
+        original_stop = StepFunctionResponse.stop_execution
 
         def start(execution: Execution) -> None:
             self._started(execution)
@@ -117,6 +123,20 @@ class Executions:
             original_terminated(communication)
             self._ended(communication.execution)
 
+        def stop_execution(response: StepFunctionResponse) -> Any:
+            """StopExecution with its error and cause, which moto's models drop (AWS keeps them
+            in the ExecutionAborted event and the status change event)."""
+            arn = response._get_param("executionArn")
+            record = self.records.get(arn)
+            if record is None or record.ended.is_set():
+                return original_stop(response)  # not ours, or ended: moto answers (and errs) as it does
+            record.stop_error, record.stop_cause = response._get_param("error"), response._get_param("cause")
+            machine = response.stepfunction_backend._get_state_machine_for_execution(arn)
+            execution = next(x for x in machine.executions if x.execution_arn == arn)
+            execution.stop(stop_date=self.clock.now(), error=record.stop_error or "", cause=record.stop_cause or "")
+            return ActionResult({"stopDate": self.clock.now()})
+
+        exits.enter_context(mock.patch.object(StepFunctionResponse, "stop_execution", stop_execution))
         exits.enter_context(mock.patch.object(Execution, "start", start))
         exits.enter_context(mock.patch.object(BaseExecutionWorkerCommunication, "terminated", terminated))
 

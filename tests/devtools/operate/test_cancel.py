@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
-from typing import Any
 
-import boto3
 import pytest
 
 from conftest import EXAMPLE_MANIFEST, received_alerts, subscribe_to_alerts
@@ -13,6 +12,7 @@ from devtools.operate.printed import printed_json, printed_lines
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_OK
 from spotline_dev.local_aws import STACK, LocalStack
+from spotline_dev.operate import cancel as cancel_module
 
 ON_STACK = ["--stack", STACK]
 
@@ -36,10 +36,6 @@ def test_cancel_stops_the_execution_and_its_training_job_and_says_so(
 ) -> None:
     stack = deployed_long
     inbox = subscribe_to_alerts(stack)
-    stops: list[dict[str, Any]] = []
-    boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
-        "provide-client-params.sfn.StopExecution", lambda params, **_: stops.append(dict(params))
-    )
     with stack.clock.holding_token_waits():
         name = _training(stack, capsys)
         assert main(["cancel", name, *ON_STACK, "--yes"]) == EXIT_OK
@@ -50,9 +46,11 @@ def test_cancel_stops_the_execution_and_its_training_job_and_says_so(
 
     arn = stack.state_machine_arn().replace(":stateMachine:", ":execution:") + f":{name}"
     assert stack.wait_for_execution(arn)["status"] == "ABORTED"
-    (stop,) = stops  # moto keeps no error or cause for a stop: the request carried them
-    assert (stop["executionArn"], stop["error"]) == (arn, "CancelledBySpotlineCli")
-    assert stop["cause"] == "Cancelled by arn:aws:sts::123456789012:user/moto with `spotline cancel`."
+    aborted = stack.history(arn)[-1]["executionAbortedEventDetails"]
+    cause = "Cancelled by arn:aws:sts::123456789012:user/moto with `spotline cancel`."
+    assert (aborted["error"], aborted["cause"]) == ("CancelledBySpotlineCli", cause)
+    detail = json.loads(stack.execution(arn).event["Detail"])  # type: ignore[index]
+    assert (detail["status"], detail["error"], detail["cause"]) == ("ABORTED", "CancelledBySpotlineCli", cause)
     stack.clock.advance(120)  # SageMaker takes a moment to stop
     (job,) = stack.standin.jobs
     assert job.status == "FAILED" and job.training_status in ("Stopping", "Stopped")
@@ -64,3 +62,28 @@ def test_cancel_stops_the_execution_and_its_training_job_and_says_so(
     assert main(["cancel", name, *ON_STACK, "--output", "json"]) == EXIT_OK  # again: nothing to stop
     again = printed_json(capsys.readouterr().out)
     assert (again["was"], again["stoppedExecution"], again["stoppedJobs"]) == ("ABORTED", False, [])  # type: ignore[index]
+
+
+def test_when_the_stacks_clean_up_gets_there_first_cancel_says_so_and_nobody_is_alerted(
+    deployed_long: LocalStack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack = deployed_long
+    inbox = subscribe_to_alerts(stack)
+    ends: list[object] = []
+
+    def end_rule_first(*args: object, **kwargs: object) -> object:
+        stack.wait_for_execution(stack.state_machine_arn().replace(":stateMachine:", ":execution:") + f":{args[0]}")
+        ends.extend(stack.deliver_events(sources=("aws.states",)))  # the execution's end reaches its rule first
+        return real_stop(*args, **kwargs)  # type: ignore[arg-type]
+
+    real_stop = cancel_module.stop_execution_jobs
+    monkeypatch.setattr(cancel_module, "stop_execution_jobs", end_rule_first)
+    with stack.clock.holding_token_waits():
+        name = _training(stack, capsys)
+        assert main(["cancel", name, *ON_STACK, "--yes"]) == EXIT_OK
+    lines = printed_lines(capsys.readouterr().out)
+    job_id = stack.standin.jobs[0].job_id
+    assert lines[1] == f"Training job {name}-a1-spot ({job_id}) is being stopped already (by the stack's clean-up)"
+    (end,) = ends
+    assert (len(end["stopped"]), end["notified"]) == (1, 0)  # type: ignore[index]
+    assert received_alerts(stack, inbox) == []
