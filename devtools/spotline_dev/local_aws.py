@@ -30,6 +30,7 @@ from unittest import mock
 import boto3
 from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
+from moto.moto_api._internal import mock_random
 
 from spotline.aws import clients as spotline_aws
 from spotline_dev.local_cloudformation import install_stack_description
@@ -43,6 +44,7 @@ from spotline_dev.virtual_time import VirtualClock, install_time_hooks
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 STACK = "spotline-local"
+RANDOM_SEED = 12
 Handler = Callable[[Any, Any], Any]
 Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
@@ -336,6 +338,7 @@ def start_local_stack(
             )
         )
         exits.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        mock_random.seed(RANDOM_SEED)  # moto's ids (S3 version ids, hence execution names) repeat per replay
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
         standin = BatchSageMakerStandIn(
