@@ -38,7 +38,14 @@ from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions
 from spotline_dev.local_faults import Fault, Faults
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
-from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, load_template, resources_of_type
+from spotline_dev.template import (
+    PROJECT_ROOT,
+    Resolver,
+    function_environment,
+    load_template,
+    queue_capacity,
+    resources_of_type,
+)
 from spotline_dev.virtual_time import VirtualClock, install_time_hooks
 
 REGION = "us-east-1"
@@ -411,7 +418,9 @@ def _create_resources(
     for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
         policy = queue["Properties"].get("SchedulingPolicyArn")
         physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
-            f"{STACK}-{logical}", scheduling_policy_arn=resolver.resolve(policy) if policy else None
+            f"{STACK}-{logical}",
+            scheduling_policy_arn=resolver.resolve(policy) if policy else None,
+            capacity_instances=queue_capacity(template, queue, resolver),
         )
 
     dynamodb = stack.client("dynamodb")

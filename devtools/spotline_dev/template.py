@@ -108,3 +108,16 @@ def powertools_environment(template: dict[str, Any] | None = None) -> dict[str, 
     resolver = Resolver(template, lambda logical, attribute: logical, {})
     variables = template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
     return {k: str(resolver.resolve(v)) for k, v in variables.items() if k.startswith("POWERTOOLS_")}
+
+
+def queue_capacity(template: dict[str, Any], queue: dict[str, Any], resolver: Resolver) -> int | None:
+    """The instances a job queue's first service environment may run at once (its
+    CapacityLimits' MaxCapacity in NUM_INSTANCES), None when it sets no limit."""
+    order = sorted(queue["Properties"].get("ServiceEnvironmentOrder") or [], key=lambda o: int(o.get("Order", 0)))
+    environment = order[0].get("ServiceEnvironment") if order else None
+    logical = environment.get("Ref") if isinstance(environment, dict) else None
+    resource = template["Resources"].get(logical) if logical else None
+    for limit in (resource or {}).get("Properties", {}).get("CapacityLimits") or []:
+        if limit.get("CapacityUnit", "NUM_INSTANCES") == "NUM_INSTANCES" and "MaxCapacity" in limit:
+            return int(resolver.resolve(limit["MaxCapacity"]))
+    return None

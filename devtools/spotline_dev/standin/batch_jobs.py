@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from spotline_dev.standin.batch_capacity import admit, fits, instances_of
 from spotline_dev.standin.batch_queues import JobQueues, Queue
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, ms
 from spotline_dev.standin.http_answers import ApiError
@@ -110,6 +111,9 @@ class ServiceJob:
     final_reason: str | None = None
     terminate_reason: str | None = None
     terminated_at: float | None = None  # when TerminateServiceJob was called
+    instances: int = 1  # what it holds of the queue's capacity while an attempt runs
+    sequence: int = 0  # submission order (jobs submitted at the same moment keep it)
+    awaiting_capacity: bool = False  # RUNNABLE until the queue's capacity lets it start (batch_capacity)
 
     def attempts_at(self, t: float) -> list[TrainingJob]:
         """The attempts Batch had started by `t` (every attempt, once the stand-in is past `t`)."""
@@ -144,7 +148,12 @@ class ServiceJobs:
     # --- Batch's decisions ------------------------------------------------------------------
 
     def training_ended(self, job: TrainingJob) -> None:
-        """Batch's view of an attempt that ended: success, retry (capacity or retryStrategy) or failure."""
+        """Batch's view of an attempt that ended: success, retry (capacity or retryStrategy) or
+        failure; the instances it held go to the jobs waiting for them."""
+        self._decide_after(job)
+        admit(list(self.jobs.values()), job.service_job.queue.name, job.plan.end)
+
+    def _decide_after(self, job: TrainingJob) -> None:
         job.handled = True
         sjob, plan, end = job.service_job, job.plan, job.plan.end
         if plan.status == "Completed":
@@ -185,13 +194,16 @@ class ServiceJobs:
     @staticmethod
     def _finish(sjob: ServiceJob, status: str, at: float, reason: str | None) -> None:
         sjob.final_status, sjob.final_at, sjob.final_reason = status, at, reason
-        sjob.next_attempt_at = None
+        sjob.next_attempt_at, sjob.awaiting_capacity = None, False
 
     def start_attempt(self, sjob: ServiceJob) -> None:
         """Batch hands the payload to SageMaker (CreateTrainingJob) at SCHEDULED."""
         assert sjob.next_attempt_at is not None
         t = sjob.next_attempt_at
         sjob.next_attempt_at = None
+        if not fits(sjob, list(self.jobs.values()), t):
+            sjob.awaiting_capacity = True  # RUNNABLE until admitted (batch_capacity.admit)
+            return
         try:
             request = self.trainings.validated_payload(sjob.request["serviceRequestPayload"])
             number = len(sjob.attempts) + 1
@@ -249,6 +261,8 @@ class ServiceJobs:
             request=request,
             runnable_at=now + delay / 2,
             next_attempt_at=now + delay,
+            instances=instances_of(request),
+            sequence=len(self.jobs),
         )
         self.jobs[job_id] = job
         if token is not None:
@@ -392,11 +406,23 @@ class ServiceJobs:
         if job.final_status is not None or job.terminate_reason is not None:
             return {}
         job.terminate_reason, job.terminated_at = str(body["reason"]), self.clock.now
-        if job.next_attempt_at is not None or not job.attempts:
+        if job.next_attempt_at is not None or job.awaiting_capacity or not job.attempts:
             self._finish(job, "FAILED", self.clock.now, f"Terminated: {job.terminate_reason}")
         elif self.trainings.training_status(job.attempts[-1], self.clock.now)[0] == "InProgress":
             self.trainings.stop(job.attempts[-1], "terminate")
         return {}
+
+    def update_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
+        """UpdateServiceJob: a new schedulingPriority (0 to 9999, API reference) for a job not yet
+        ended; a job waiting for capacity is admitted by it from now on (batch_capacity)."""
+        job = self._find(body.get("jobId"))
+        priority = body.get("schedulingPriority")
+        if not isinstance(priority, int) or not 0 <= priority <= 9999:
+            raise ApiError("ClientException", "schedulingPriority must be between 0 and 9999")
+        if job.final_at_or_before(self.clock.now):
+            raise ApiError("ClientException", f"Job {job.job_id} has ended ({job.final_status}): it cannot be updated")
+        job.request["schedulingPriority"] = priority
+        return {"jobArn": job.arn, "jobId": job.job_id, "jobName": job.name}
 
     # --- views ------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ class Queue:
     state: str
     status: str
     scheduling_policy_arn: str | None
+    capacity_instances: int | None = None  # the service environment's maxCapacity (NUM_INSTANCES)
 
 
 class JobQueues:
@@ -28,9 +29,17 @@ class JobQueues:
         self.account, self.region = account, region
         self.queues: dict[str, Queue] = {}
 
-    def register_queue(self, name: str, *, state: str, status: str, scheduling_policy_arn: str | None) -> str:
+    def register_queue(
+        self,
+        name: str,
+        *,
+        state: str,
+        status: str,
+        scheduling_policy_arn: str | None,
+        capacity_instances: int | None = None,
+    ) -> str:
         arn = f"arn:aws:batch:{self.region}:{self.account}:job-queue/{name}"
-        self.queues[name] = Queue(name, arn, state, status, scheduling_policy_arn)
+        self.queues[name] = Queue(name, arn, state, status, scheduling_policy_arn, capacity_instances)
         return arn
 
     def queue(self, name_or_arn: str) -> Queue | None:

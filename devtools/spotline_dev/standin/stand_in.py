@@ -28,6 +28,7 @@ _BATCH_PATHS = {
     "/v1/describeservicejob": "DescribeServiceJob",
     "/v1/listservicejobs": "ListServiceJobs",
     "/v1/terminateservicejob": "TerminateServiceJob",
+    "/v1/updateservicejob": "UpdateServiceJob",
     "/v1/describejobqueues": "DescribeJobQueues",
 }
 _BATCH_TAGS_PATH = "/v1/tags/"
@@ -64,6 +65,7 @@ class BatchSageMakerStandIn:
             "DescribeServiceJob": self._service_jobs.describe_service_job,
             "ListServiceJobs": self._service_jobs.list_service_jobs,
             "TerminateServiceJob": self._service_jobs.terminate_service_job,
+            "UpdateServiceJob": self._service_jobs.update_service_job,
             "DescribeJobQueues": self._queues.describe_job_queues,
             "DescribeTrainingJob": self._trainings.describe_training_job,
             "StopTrainingJob": self._trainings.stop_training_job,
@@ -99,13 +101,25 @@ class BatchSageMakerStandIn:
         )
 
     def register_queue(
-        self, name: str, *, state: str = "ENABLED", status: str = "VALID", scheduling_policy_arn: str | None = None
+        self,
+        name: str,
+        *,
+        state: str = "ENABLED",
+        status: str = "VALID",
+        scheduling_policy_arn: str | None = None,
+        capacity_instances: int | None = None,
     ) -> str:
         """A SAGEMAKER_TRAINING job queue. With a scheduling policy (fair share), submissions
-        without a shareIdentifier are refused, as Batch does; without one, shareIdentifier is not checked."""
+        without a shareIdentifier are refused, as Batch does; without one, shareIdentifier is not checked.
+        With `capacity_instances` (its service environment's maxCapacity), jobs that do not fit wait
+        RUNNABLE (see batch_capacity)."""
         with self._lock:
             return self._queues.register_queue(
-                name, state=state, status=status, scheduling_policy_arn=scheduling_policy_arn
+                name,
+                state=state,
+                status=status,
+                scheduling_policy_arn=scheduling_policy_arn,
+                capacity_instances=capacity_instances,
             )
 
     def throttle(self, operation: str, times: int = 1) -> None:
