@@ -10,6 +10,7 @@ are moto internals, which is why moto's version is pinned exactly.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import threading
@@ -52,6 +53,7 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 STACK = "spotline-local"
 RANDOM_SEED = 12
+_STACKS_STARTED = itertools.count()
 Handler = Callable[[Any, Any], Any]
 Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
@@ -345,7 +347,9 @@ def start_local_stack(
             )
         )
         exits.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
-        mock_random.seed(RANDOM_SEED)  # moto's ids (S3 version ids, hence execution names) repeat per replay
+        # moto's ids (S3 version ids, hence execution names) repeat from one replay to the next, and
+        # differ between the stacks of one process (the layer caches by version id, as per Lambda process).
+        mock_random.seed(RANDOM_SEED + next(_STACKS_STARTED))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
         standin = BatchSageMakerStandIn(
