@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from spotline.core.durations import format_duration
 from spotline_dev.exit_codes import EXIT_AWS, EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
+from spotline_dev.explain.history import LINK_LABELS
 from spotline_dev.operate.cancel import caller, cancel
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError, aws_failure, connect
 from spotline_dev.operate.logs import LogLine, follow_logs, run_logs
@@ -139,8 +140,7 @@ def render_status(run: Run, asked: str, now: datetime) -> str:
         out.append(f"  Why        {run.explanation}")
     if run.error:
         out.append(f"  Error      {run.error}: {run.cause or ''}".rstrip(": "))
-    labels = {"execution": "Execution", "trainingJob": "SageMaker job", "logs": "Logs", "batchJob": "Batch job"}
-    out += [f"  {labels.get(key, key):<10} {url}" for key, url in run.links.items()]
+    out += [f"  {LINK_LABELS.get(key, key):<10} {url}" for key, url in run.links.items()]
     return "\n".join(out)
 
 

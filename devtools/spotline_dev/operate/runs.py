@@ -16,6 +16,7 @@ from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import slug
 from spotline.core.outcome import attempt_records, figures
+from spotline.core.service_jobs import execution_name_of
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
 
@@ -110,14 +111,15 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     counted = figures(job, attempts)
     outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
     training = as_dict(document.get("training"))
-    started = parse_time(document.get("receivedAt")) or _moment(described.get("startDate"))
-    ended = _moment(described.get("stopDate"))
+    started = parse_time(document.get("receivedAt")) or parse_time(described.get("startDate"))
+    ended = parse_time(described.get("stopDate"))
     elapsed = int(((ended or now) - started).total_seconds()) if started else 0
     progress = as_dict(check.get("progress")).get("fraction")
     error = end.get("error") or described.get("error")
     links = {**as_dict(check.get("links")), **as_dict(as_dict(outcome).get("links"))}
-    continued = as_dict(document.get("continuedAs")).get("executionName") or _name(
-        as_dict(document.get("continuedAs")).get("executionArn")
+    following = as_dict(document.get("continuedAs"))
+    continued = following.get("executionName") or (
+        execution_name_of(str(following["executionArn"])) if following.get("executionArn") else None
     )
     return Run(
         name=str(described["name"]),
@@ -163,14 +165,6 @@ def _state_in_words(status: str, document: dict[str, Any], error: Any) -> str:
 def _team_of_input(document: dict[str, Any]) -> str | None:
     team = document.get("team")
     return str(team) if team else None
-
-
-def _moment(value: Any) -> datetime | None:
-    return value if isinstance(value, datetime) else parse_time(value)
-
-
-def _name(arn: Any) -> str | None:
-    return str(arn).rsplit(":", 1)[-1] if arn else None
 
 
 # --- finding runs ------------------------------------------------------------------------------
@@ -235,7 +229,7 @@ def _executions(sfn: Any, machine: str, status: str | None, since: datetime | No
     while True:
         page = sfn.list_executions(**request)
         for item in page["executions"]:
-            started, stopped = _moment(item.get("startDate")), _moment(item.get("stopDate"))
+            started, stopped = parse_time(item.get("startDate")), parse_time(item.get("stopDate"))
             if since and stopped and stopped < since:
                 return
             if since and started and started < since:
