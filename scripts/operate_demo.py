@@ -24,7 +24,7 @@ from spotline_dev.account import prepare_account, team_allowance
 from spotline_dev.cli import main
 from spotline_dev.local_aws import STACK, start_local_stack
 from spotline_dev.operate import deployment
-from spotline_dev.sandbox import QUIET, _powertools_environment, weather_of
+from spotline_dev.sandbox_runs import QUIET, powertools_environment_for, weather_of
 from spotline_dev.scenario import load_scenario
 from spotline_dev.standin import TrainingBehaviour
 
@@ -69,7 +69,7 @@ def demo() -> None:
         return TrainingBehaviour(duration=float(spec.expected_duration_seconds or 3600) if spec else 3600.0)
 
     with (
-        _powertools_environment(False),
+        powertools_environment_for(False),
         start_local_stack(
             scenario.start,
             environment={"TEAM_POLICY": json.dumps(policy), **QUIET},

@@ -96,4 +96,5 @@ def _ensure_image(ecr: Any, image: str) -> None:
             "layers": [],
         }
     )
-    ecr.put_image(repositoryName=repository, imageManifest=manifest, **({"imageTag": tag} if tag else {}))
+    with contextlib.suppress(ecr.exceptions.ImageAlreadyExistsException):  # two manifests, one image
+        ecr.put_image(repositoryName=repository, imageManifest=manifest, **({"imageTag": tag} if tag else {}))

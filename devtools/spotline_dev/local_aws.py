@@ -9,22 +9,17 @@ are moto internals, which is why moto's version is pinned exactly.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
 import threading
 import time
 import traceback
-import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from io import BytesIO
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 from unittest import mock
 
@@ -32,26 +27,21 @@ import boto3
 from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 from moto.moto_api._internal import mock_random
+from moto.moto_api._internal.moto_random import MotoRandom
+from moto.s3 import models as moto_s3_models
 
 from spotline.aws import clients as spotline_aws
 from spotline_dev.local_cloudformation import install_stack_description
 from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions
 from spotline_dev.local_faults import Fault, Faults
+from spotline_dev.local_resources import ACCOUNT, REGION, STACK, create_resources
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import (
-    PROJECT_ROOT,
-    Resolver,
-    function_environment,
     load_template,
-    queue_capacity,
-    resources_of_type,
 )
 from spotline_dev.virtual_time import VirtualClock, install_time_hooks
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-STACK = "spotline-local"
 RANDOM_SEED = 12
 _STACKS_STARTED = itertools.count()
 Handler = Callable[[Any, Any], Any]
@@ -60,6 +50,22 @@ Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
 def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
     return TrainingBehaviour(duration=2 * 3600)
+
+
+class _OwnVersionIds:
+    """moto's randomness for S3, but version ids from their own stream. Execution names derive
+    from the manifest's version id, and the uploads come in the same order in every replay, while
+    moto draws its other ids from the shared stream too, not always in the same order (its
+    executions run in threads): fleet replays gave other names without this."""
+
+    def __init__(self, seed: int) -> None:
+        self._own = MotoRandom(seed)
+
+    def uuid4(self) -> Any:
+        return self._own.uuid4()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(mock_random, name)
 
 
 class RuntimeKilled(Exception):
@@ -106,6 +112,7 @@ class LocalStack:
     faults: Faults | None = None  # set by start_local_stack
     executions: Executions | None = None  # set by start_local_stack
     outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
+    queue_capacities: dict[str, int | None] = field(default_factory=dict)  # job queue -> instances (None: no limit)
 
     def kill_after_call(self, operation: str, times: int = 1) -> None:
         """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
@@ -265,24 +272,6 @@ def _stop_execution(stack: LocalStack, execution_arn: str, cause: str) -> None:
     stack.client("stepfunctions").stop_execution(executionArn=execution_arn, cause=cause)
 
 
-def _load_handler(code_uri: str, handler: str) -> Handler:
-    module_file, _, attribute = handler.rpartition(".")
-    path = PROJECT_ROOT / code_uri / f"{module_file}.py"
-    name = f"spotline_functions.{Path(code_uri).name}.{module_file}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader, path
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, attribute)  # type: ignore[no-any-return]
-
-
-def _zip_stub() -> bytes:
-    buffer = BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "# code runs in-process in the local stack\n")
-    return buffer.getvalue()
-
-
 class _InProcessLambdas:
     """Replaces moto's Docker-based Lambda runner with a direct call of the real handler."""
 
@@ -327,9 +316,11 @@ def start_local_stack(
     environment: dict[str, str] | None = None,
     weather: SpotWeather | None = None,
     behaviour: Behaviour = two_hour_training,
+    capacity_instances: int | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
-    yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY)."""
+    yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY);
+    `capacity_instances` the training queue's capacity (the template's TrainingCapacityInstances)."""
     template = load_template()
     clock = VirtualClock(start or datetime.now(UTC))
     with ExitStack() as exits:
@@ -349,7 +340,9 @@ def start_local_stack(
         exits.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
         # moto's ids (S3 version ids, hence execution names) repeat from one replay to the next, and
         # differ between the stacks of one process (the layer caches by version id, as per Lambda process).
-        mock_random.seed(RANDOM_SEED + next(_STACKS_STARTED))
+        seed = RANDOM_SEED + next(_STACKS_STARTED)
+        mock_random.seed(seed)
+        exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
         standin = BatchSageMakerStandIn(
@@ -370,161 +363,7 @@ def start_local_stack(
         )
         exits.callback(spotline_aws.reset_clients)
         spotline_aws.reset_clients()
-        _create_resources(stack, lambdas, exits, environment or {})
+        create_resources(stack, lambdas.handlers, exits, environment or {}, capacity_instances=capacity_instances)
         install_service_events(stack)
         install_stack_description(stack, STACK, region=REGION, account=ACCOUNT, created=clock.now())
         yield stack
-
-
-def _create_resources(
-    stack: LocalStack, lambdas: _InProcessLambdas, exits: ExitStack, environment: dict[str, str]
-) -> None:
-    template, physical = stack.template, stack.physical
-    iam, s3, sqs, sns = (stack.client(s) for s in ("iam", "s3", "sqs", "sns"))
-    arns: dict[tuple[str, str | None], str] = {}
-
-    def lookup(logical: str, attribute: str | None) -> str:
-        if (logical, attribute) in arns:
-            return arns[(logical, attribute)]
-        if attribute == "Name" or attribute is None:
-            return physical[logical]
-        raise KeyError(f"{logical}.{attribute} is not known to the local stack")
-
-    resolver = Resolver(
-        template,
-        lookup,
-        {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK, "AWS::Partition": "aws"},
-    )
-
-    for logical in resources_of_type(template, "AWS::S3::Bucket"):
-        name = f"{STACK}-{logical.lower()}"
-        s3.create_bucket(Bucket=name)
-        props = template["Resources"][logical]["Properties"]
-        if props.get("VersioningConfiguration", {}).get("Status") == "Enabled":
-            s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
-        if props.get("NotificationConfiguration", {}).get("EventBridgeConfiguration", {}).get("EventBridgeEnabled"):
-            s3.put_bucket_notification_configuration(
-                Bucket=name, NotificationConfiguration={"EventBridgeConfiguration": {}}
-            )
-        physical[logical] = name
-        arns[(logical, "Arn")] = f"arn:aws:s3:::{name}"
-
-    for logical in resources_of_type(template, "AWS::SQS::Queue"):
-        url = sqs.create_queue(QueueName=f"{STACK}-{logical}")["QueueUrl"]
-        physical[logical] = url
-        arns[(logical, "Arn")] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-
-    for kind in ("AWS::Batch::ServiceEnvironment", "AWS::Batch::SchedulingPolicy"):
-        for logical in resources_of_type(template, kind):
-            physical[logical] = f"arn:aws:batch:{REGION}:{ACCOUNT}:{kind.rsplit(':', 1)[-1].lower()}/{STACK}-{logical}"
-    for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
-        policy = queue["Properties"].get("SchedulingPolicyArn")
-        physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
-            f"{STACK}-{logical}",
-            scheduling_policy_arn=resolver.resolve(policy) if policy else None,
-            capacity_instances=queue_capacity(template, queue, resolver),
-        )
-
-    dynamodb = stack.client("dynamodb")
-    for logical, table in resources_of_type(template, "AWS::DynamoDB::Table").items():
-        props = table["Properties"]
-        name = f"{STACK}-{logical}"
-        described = dynamodb.create_table(
-            TableName=name,
-            BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
-            AttributeDefinitions=props["AttributeDefinitions"],
-            KeySchema=props["KeySchema"],
-        )
-        ttl = props.get("TimeToLiveSpecification")
-        if ttl:
-            dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
-        physical[logical] = name
-        arns[(logical, "Arn")] = described["TableDescription"]["TableArn"]
-
-    for logical in resources_of_type(template, "AWS::SNS::Topic"):
-        physical[logical] = arns[(logical, "TopicArn")] = sns.create_topic(Name=f"{STACK}-{logical}")["TopicArn"]
-
-    role = iam.create_role(
-        RoleName=f"{STACK}-execution",
-        AssumeRolePolicyDocument=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Action": "sts:AssumeRole",
-                        "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
-                    }
-                ],
-            }
-        ),
-    )["Role"]["Arn"]
-
-    functions = resources_of_type(template, "AWS::Serverless::Function")
-    machines = resources_of_type(template, "AWS::Serverless::StateMachine")
-    for logical in functions:
-        physical[logical] = f"{STACK}-{logical}"
-        arns[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{physical[logical]}"
-    for logical, machine in machines.items():
-        name = resolver.resolve(machine["Properties"].get("Name")) or f"{STACK}-{logical}"
-        physical[logical] = arns[(logical, "Arn")] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
-        arns[(logical, "Name")] = name
-
-    # One process, one environment: the union of every function's variables (they must agree).
-    merged: dict[str, str] = {}
-    for logical in functions:
-        for key, value in resolver.resolve(function_environment(template, logical)).items():
-            if merged.get(key, value) != value:
-                raise ValueError(
-                    f"environment variable {key} differs between functions; the local stack shares one process"
-                )
-            merged[key] = str(value)
-    merged.update(environment)
-    exits.enter_context(mock.patch.dict(os.environ, merged))
-
-    lambda_client = stack.client("lambda")
-    for logical, resource in functions.items():
-        props = resource["Properties"]
-        lambda_client.create_function(
-            FunctionName=physical[logical],
-            Runtime="python3.13",
-            Role=role,
-            Handler=props["Handler"],
-            Code={"ZipFile": _zip_stub()},
-        )
-        lambdas.handlers[physical[logical]] = _load_handler(props["CodeUri"], props["Handler"])
-        stack.functions[logical] = physical[logical]
-
-    sfn = stack.client("stepfunctions")
-    for logical, resource in machines.items():
-        props = resource["Properties"]
-        definition = (PROJECT_ROOT / props["DefinitionUri"]).read_text()
-        for key, value in resolver.resolve(props.get("DefinitionSubstitutions", {})).items():
-            definition = definition.replace("${" + key + "}", str(value))
-        sfn.create_state_machine(
-            name=physical[logical].rsplit(":", 1)[-1],
-            definition=definition,
-            roleArn=role,
-            type=props.get("Type", "STANDARD"),
-        )
-
-    events = stack.client("events")
-    for logical, resource in functions.items():
-        for event_id, event in resource["Properties"].get("Events", {}).items():
-            if event["Type"] != "EventBridgeRule":
-                continue
-            rule = f"{logical}{event_id}"
-            bus = resolver.resolve(event["Properties"].get("EventBusName", "default"))
-            pattern = resolver.resolve(event["Properties"]["Pattern"])
-            events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(pattern))
-            tap = sqs.create_queue(QueueName=f"{STACK}-tap-{rule}")["QueueUrl"]
-            tap_arn = sqs.get_queue_attributes(QueueUrl=tap, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "tap", "Arn": tap_arn}])
-            stack.rule_taps[tap] = (logical, rule)
-            stack.rule_sources[rule] = tuple(pattern.get("source", ()))
-            arns[(rule, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"
-
-    for key, output in template.get("Outputs", {}).items():
-        stack.outputs[key] = (str(resolver.resolve(output["Value"])), str(output.get("Description", "")))

@@ -108,6 +108,7 @@ class Executions:
         self.clock, self._put_event, self._stop = clock, put_event, stop
         self.records: dict[str, ExecutionRecord] = {}
         self.stop_after: float | None = None
+        self.on_end: Callable[[ExecutionRecord], None] | None = None  # told of each end, at its moment
         self._lock = threading.Lock()
 
     def install(self, exits: ExitStack) -> None:
@@ -147,6 +148,7 @@ class Executions:
         execution.start_date = record.started_at  # DescribeExecution and ListExecutions tell virtual time
         with self._lock:
             self.records[record.arn] = record
+        self.clock.join(record.arn)  # time now waits for it (virtual_time.VirtualClock)
         if self.stop_after is not None:
             offset = self.stop_after
             cause = f"stopped {timedelta(seconds=offset)} after its start, as on-call would in the console"
@@ -171,5 +173,8 @@ class Executions:
             execution.stop_date = record.ended_at
             record.event = status_change_entry(execution, record)
             self._put_event(record.event)
+            if self.on_end is not None:
+                self.on_end(record)
         finally:
+            self.clock.leave(record.arn)
             record.ended.set()

@@ -12,76 +12,68 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, redirect_stdout
+from contextlib import ExitStack, redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from spotline.core.cost import cost_usd
 from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
-from spotline.core.model import to_rfc3339
 from spotline_dev.account import prepare_account, team_allowance
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
-from spotline_dev.explain import explain, timeline
 from spotline_dev.explain import render_text as render_story
-from spotline_dev.explain.history import job_of
 from spotline_dev.explain.timeline import offset
-from spotline_dev.local_aws import LocalStack, start_local_stack
+from spotline_dev.fleet import run_fleet
+from spotline_dev.fleet_figures import fleet_figures, plot_fleet, render_fleet
+from spotline_dev.local_aws import start_local_stack
+from spotline_dev.sandbox_runs import (
+    ENDED,
+    QUIET,
+    follow_run,
+    left_running,
+    powertools_environment_for,
+    read_json,
+    rfc3339_or_none,
+    settle,
+    summarize,
+    weather_of,
+)
 from spotline_dev.scenario import FaultSpec, Scenario, ScenarioError, load_scenario
-from spotline_dev.standin import ServiceJobView, SpotWeather, TrainingBehaviour
-from spotline_dev.template import PROJECT_ROOT, powertools_environment
+from spotline_dev.standin import ServiceJobView, TrainingBehaviour
 
 __all__ = ["FaultSpec", "Scenario", "ScenarioError", "load_scenario", "main", "run_scenario"]
 
-QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
-ENDED = frozenset({"SUCCEEDED", "FAILED"})  # Batch service job statuses that are an end
-SETTLE_SECONDS = 600.0  # after the last execution: how long stops already under way may take
-SETTLE_STEP = 10.0
-
-
-@contextmanager
-def _powertools_environment(verbose: bool) -> Iterator[None]:
-    """Powertools reads its settings at import, as in Lambda: set them before the handlers load."""
-    wanted = {**powertools_environment(), **({} if verbose else QUIET)}
-    saved = {k: os.environ.get(k) for k in wanted}
-    os.environ.update(wanted)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
 
 def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
-    """Run every manifest of the scenario; returns the `--json` summary (plus timelines)."""
-    with _powertools_environment(verbose):
-        executions = [_run_manifest(scenario, manifest, verbose) for manifest in scenario.manifests]
-    left = [job for run in executions for job in run["leftRunning"]]
-    return {"scenario": scenario.name, "executions": executions, "leftRunning": left}
-
-
-def weather_of(scenario: Scenario) -> SpotWeather:
-    """The scenario's spot capacity: its gaps (offsets from its start), interruptions and start delays."""
-    return SpotWeather(
-        capacity_gaps=[
-            (scenario.start + timedelta(seconds=a), scenario.start + timedelta(seconds=b))
-            for a, b in scenario.capacity_gaps
-        ],
-        interruptions=list(scenario.interruptions),
-        spot_start_delay=scenario.spot_start_delay,
-        on_demand_start_delay=scenario.on_demand_start_delay,
+    """Run the scenario; returns the `--json` summary (plus timelines and the fleet's figures).
+    A fleet scenario (submissions, or a queue) runs in one stack; otherwise each manifest alone."""
+    with powertools_environment_for(verbose):
+        if scenario.shares_a_queue:
+            summary = run_fleet(scenario, verbose=verbose)
+        else:
+            runs = [_run_manifest(scenario, manifest, verbose) for manifest in scenario.manifests]
+            summary = {
+                "scenario": scenario.name,
+                "executions": [run for run, _ in runs],
+                "leftRunning": [job for run, _ in runs for job in run["leftRunning"]],
+                "jobs": [job for run, jobs in runs for job in jobs],
+                "virtualEnd": max((run["virtualEndAt"] for run, _ in runs), default=scenario.start),
+                "capacityInstances": next((run["capacityInstances"] for run, _ in runs), None),
+                "sharedQueue": False,
+            }
+    summary["fleet"] = fleet_figures(
+        summary["executions"],
+        summary["jobs"],
+        capacity_instances=summary["capacityInstances"],
+        start=scenario.start,
+        end=summary["virtualEnd"],
     )
+    return summary
 
 
-def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str, Any]:
+def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[dict[str, Any], list[ServiceJobView]]:
     body = manifest.read_bytes()
     spec = validate_bytes(body, now=scenario.start).spec
     team = spec.team if spec else "sandbox"
@@ -119,9 +111,9 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
         delivery_errors: list[str] = []
         execution, history = follow_run(stack, started["executionArn"], delivery_errors)
         ended_at = stack.execution(execution["executionArn"]).ended_at
-        _settle(stack)
+        settle(stack)
         jobs = stack.standin.jobs
-        reports = {outcome: _read_json(stack, f"reports/{key}.{outcome}.json") for outcome in ("outcome", "rejected")}
+        reports = {outcome: read_json(stack, f"reports/{key}.{outcome}.json") for outcome in ("outcome", "rejected")}
         run = summarize(
             scenario=scenario,
             manifest=manifest,
@@ -132,149 +124,22 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> dict[str
             duration=duration,
         )
         run |= {
-            "executionEndedAt": _rfc3339(ended_at),
-            "virtualEnd": _rfc3339(stack.clock.now()),
+            "executionEndedAt": rfc3339_or_none(ended_at),
+            "virtualEnd": rfc3339_or_none(stack.clock.now()),
             "faults": [
-                {"function": f.logical_id, "count": f.count, "raisedAt": [_rfc3339(t) for t in f.raised_at]}
+                {"function": f.logical_id, "count": f.count, "raisedAt": [rfc3339_or_none(t) for t in f.raised_at]}
                 for f in faults
             ],
             "deliveryErrors": delivery_errors + stack.delivery_errors,
             "history": history,
+            "team": team,
+            "instanceCount": spec.instance_count if spec else 0,
+            "jobIds": [job.job_id for job in jobs],
+            "virtualEndAt": stack.clock.now(),
+            "capacityInstances": stack.queue_capacities.get("TrainingJobQueue"),
         }
-    run["leftRunning"] = [_left_running(run["name"], job) for job in jobs if job.status not in ENDED]
-    return run
-
-
-def follow_run(
-    stack: LocalStack, arn: str, delivery_errors: list[str], *, timeout: float = 600
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run the execution to its end, and the fresh executions a long run continues in
-    (`$.continuedAs`), delivering what each end triggers (rules on Step Functions status
-    changes). Returns the last execution and the run's whole history, oldest first."""
-    history: list[dict[str, Any]] = []
-    while True:
-        execution = stack.wait_for_execution(arn, timeout=timeout)
-        stack.deliver_events(on_error=lambda rule, error: delivery_errors.append(f"{rule}: {error}"))
-        history += stack.history(arn)
-        following = json.loads(execution.get("output") or "{}").get("continuedAs")
-        if execution["status"] != "SUCCEEDED" or not following:
-            return execution, history
-        arn = following["executionArn"]
-
-
-def _settle(stack: LocalStack) -> None:
-    """Let stops already under way finish (SageMaker takes a little while to stop a training job),
-    so that a job told to stop is not reported as left running."""
-    waited = 0.0
-    while waited < SETTLE_SECONDS and any(job.training_status == "Stopping" for job in stack.standin.jobs):
-        stack.clock.advance(SETTLE_STEP)
-        waited += SETTLE_STEP
-
-
-def _left_running(execution: str, job: ServiceJobView) -> dict[str, Any]:
-    return {
-        "execution": execution,
-        "jobId": job.job_id,
-        "jobName": job.job_name,
-        "status": job.status,
-        "trainingJobName": job.training_job_name,
-        "trainingStatus": job.training_status,
-    }
-
-
-def _rfc3339(moment: datetime | None) -> str | None:
-    return to_rfc3339(moment) if moment else None
-
-
-def _read_json(stack: Any, key: str) -> dict[str, Any] | None:
-    try:
-        return json.loads(stack.client("s3").get_object(Bucket=stack.bucket, Key=key)["Body"].read())  # type: ignore[no-any-return]
-    except Exception:
-        return None
-
-
-def training_end(jobs: list[ServiceJobView], deadline: str | None) -> dict[str, Any]:
-    """When the execution's training ended, judged from the training jobs themselves (not from
-    when the execution noticed): the last attempt's end (any outcome; None while one still runs),
-    the completion (`finishedAt`) and whether it came by the deadline."""
-    attempts = sorted((a for job in jobs for a in job.attempts), key=lambda a: a.created_at)
-    last = attempts[-1] if attempts else None
-    completed = last.ended_at if last and last.status == "Completed" else None
-    met = completed <= datetime.fromisoformat(deadline) if completed and deadline else None
-    return {
-        "trainingEndedAt": _rfc3339(last.ended_at if last else None),
-        "trainingStatus": last.status if last else None,
-        "finishedAt": _rfc3339(completed),
-        "deadlineMet": met,
-    }
-
-
-def summarize(
-    *,
-    scenario: Scenario,
-    manifest: Path,
-    execution: dict[str, Any],
-    history: list[dict[str, Any]],
-    jobs: list[ServiceJobView],
-    reports: dict[str, dict[str, Any] | None],
-    duration: float,
-) -> dict[str, Any]:
-    report = reports.get("outcome") or {}
-    figures = report.get("figures") or {}
-    job = _job_from_history(history)
-    instance, count = (job["instanceType"], job["instanceCount"]) if job else ("", 0)
-    upload = 60.0
-    deadline = figures.get("deadline") or job.get("deadline")
-    # Without a report (stopped, or failed before RecordOutcome): what was billed so far.
-    billed = cost_usd(instance, count, sum(j.billable_seconds for j in jobs)) if job else 0.0
-    return {
-        "name": execution["name"],
-        "manifest": str(manifest.relative_to(PROJECT_ROOT)) if manifest.is_relative_to(PROJECT_ROOT) else str(manifest),
-        "status": execution["status"],
-        "error": execution.get("error"),
-        "cause": execution.get("cause"),
-        "attempts": figures.get("attempts", len(jobs)),
-        "spotInterruptions": sum(job.interruptions for job in jobs),
-        "onDemandFallback": bool(figures.get("on_demand_fallback", False)),
-        "deadline": deadline,
-        **training_end(jobs, deadline),
-        "trainingSeconds": int(sum(job.training_seconds for job in jobs)),
-        "billableSeconds": int(sum(job.billable_seconds for job in jobs)),
-        "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
-        "costUsd": figures.get("cost_usd", billed),
-        "onDemandCostUsd": cost_usd(instance, count, duration + upload) if job else 0.0,
-        "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
-        "historyEvents": len(history),
-        "maxStateBytes": max_state_bytes(history),
-        "timeline": timeline(history, scenario.start),
-        "start": scenario.start,
-        "story": explain(history, execution),
-    }
-
-
-def _job_from_history(history: list[dict[str, Any]]) -> dict[str, Any]:
-    """The job summary LoadManifest left in the state ({} when the manifest was rejected)."""
-    for event in history:
-        details = event.get("stateExitedEventDetails")
-        if details and details["name"] == "LoadManifest":
-            return job_of(json.loads(details["output"]).get("manifest"))
-    return {}
-
-
-def max_state_bytes(history: list[dict[str, Any]]) -> int:
-    """The largest state input or output in the history, in UTF-8 bytes: what Step Functions
-    holds to its 256 KiB limit (States.DataLimitExceeded). moto does not enforce it."""
-    return max(
-        (
-            len(text.encode())
-            for event in history
-            for key, details in event.items()
-            if key.endswith("EventDetails") and isinstance(details, dict)
-            for text in (details.get("input"), details.get("output"))
-            if isinstance(text, str)
-        ),
-        default=0,
-    )
+    run["leftRunning"] = [left_running(run["name"], job) for job in jobs if job.status not in ENDED]
+    return run, jobs
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -288,7 +153,9 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     out = [
         f"Scenario {summary['scenario']}: {len(summary['executions'])} execution(s), replayed in {wall_seconds:.1f}s"
     ]
-    for run in summary["executions"]:
+    if summary.get("sharedQueue"):
+        out += ["", *_fleet_runs(summary), "", *render_fleet(summary["fleet"])]
+    for run in [] if summary.get("sharedQueue") else summary["executions"]:
         out += ["", f"== {run['name']}  ({run['manifest']})", *("  " + line for line in run["timeline"])]
         result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
         if run["deadlineMet"] is not None:
@@ -317,6 +184,18 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     return "\n".join(out)
 
 
+def _fleet_runs(summary: dict[str, Any]) -> list[str]:
+    """One line per run of a fleet (`spotline explain NAME` or `--explain` tell each run's story)."""
+    out = [f"  {'execution':<44} {'team':<18} {'uploaded':>9} {'status':<10} {'attempts':>8}  deadline"]
+    for run in summary["executions"]:
+        uploaded = offset(datetime.fromisoformat(run["uploadedAt"]), run["start"]).strip()
+        deadline = "met" if run["deadlineMet"] else ("MISSED" if run["deadline"] else "none")
+        out.append(
+            f"  {run['name']:<44} {run['team']:<18} {uploaded:>9} {run['status']:<10} {run['attempts']:>8}  {deadline}"
+        )
+    return out
+
+
 def _ends(run: dict[str, Any]) -> list[str]:
     """When the training and the execution ended (deadlines are judged at the training's end),
     the faults the scenario injected, and what failed in delivering the execution's end."""
@@ -338,10 +217,14 @@ def _ends(run: dict[str, Any]) -> list[str]:
     return out
 
 
-def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict[str, Any]:
-    """The `--json` contract: the documented fields only (plus `explain`, the story, when asked)."""
+def public_summary(
+    summary: dict[str, Any], *, with_story: bool = False, wall_seconds: float | None = None
+) -> dict[str, Any]:
+    """The `--json` contract: the documented fields only (plus `explain`, the story, when asked).
+    `wallSeconds` is the replay's own wall time: the one figure two replays do not share."""
     fields = (
         "name",
+        "team",
         "manifest",
         "status",
         "error",
@@ -369,6 +252,8 @@ def public_summary(summary: dict[str, Any], *, with_story: bool = False) -> dict
             for run in summary["executions"]
         ],
         "leftRunning": summary["leftRunning"],
+        "fleet": summary["fleet"],
+        **({"wallSeconds": round(wall_seconds, 1)} if wall_seconds is not None else {}),
     }
 
 
@@ -379,9 +264,23 @@ def render_stories(summary: dict[str, Any]) -> str:
 
 
 def draw(summary: dict[str, Any], directory: Path) -> list[Path]:
-    """`--plot DIR`: one picture per execution, DIR/<execution name>.png."""
+    """`--plot DIR`: one picture per execution, DIR/<execution name>.png; `--plot FILE.png`: the
+    capacity each team used over time (for a fleet)."""
     from spotline_dev.explain.plot import plot_run  # noqa: PLC0415 (matplotlib only when asked)
 
+    if directory.suffix == ".png":
+        start = summary["executions"][0]["start"] if summary["executions"] else summary["virtualEnd"]
+        return [
+            plot_fleet(
+                summary["executions"],
+                summary["jobs"],
+                directory,
+                capacity_instances=summary["capacityInstances"],
+                start=start,
+                end=summary["virtualEnd"],
+                title=f"{summary['scenario']}: instances held by each team",
+            )
+        ]
     directory.mkdir(parents=True, exist_ok=True)
     return [
         plot_run(run["history"], directory / f"{run['name']}.png", title=run["name"]) for run in summary["executions"]
@@ -398,7 +297,7 @@ def main(
     summary = run_scenario(scenario, verbose=verbose)
     wall = time.perf_counter() - started
     if as_json:
-        print(json.dumps(public_summary(summary, with_story=stories), indent=2))
+        print(json.dumps(public_summary(summary, with_story=stories, wall_seconds=wall), indent=2))
     else:
         print(render_text(summary, wall))
         if stories:

@@ -18,9 +18,24 @@ from spotline_dev.template import PROJECT_ROOT, load_template, resources_of_type
 DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
 SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
 KNOWN_FIELDS = frozenset(
-    {"name", "start", "manifests", "spot", "onDemand", "training", "missing", "teamPolicy", "stopExecutionAt", "faults"}
+    {
+        "name",
+        "start",
+        "manifests",
+        "submissions",
+        "queue",
+        "spot",
+        "onDemand",
+        "training",
+        "missing",
+        "teamPolicy",
+        "stopExecutionAt",
+        "faults",
+    }
 )
 FAULT_FIELDS = frozenset({"function", "from", "count"})
+SUBMISSION_FIELDS = frozenset({"manifest", "at", "every", "count", "deadlineAfter"})
+QUEUE_FIELDS = frozenset({"capacityInstances"})
 
 
 class ScenarioError(ValueError):
@@ -38,6 +53,22 @@ class FaultSpec:
 
 
 @dataclass(frozen=True)
+class Submission:
+    """`count` uploads of the manifest, the first `at` seconds after the scenario's start, then one
+    every `every` seconds: each a new object version, so a new execution. With `deadline_after`,
+    each upload's deadline is that long after the upload (a recurring job's deadline moves on)."""
+
+    manifest: Path
+    at: float = 0.0
+    every: float | None = None
+    count: int = 1
+    deadline_after: float | None = None
+
+    def moments(self) -> list[float]:
+        return [self.at + index * (self.every or 0.0) for index in range(self.count)]
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     start: datetime
@@ -52,6 +83,14 @@ class Scenario:
     team_policy: dict[str, Any] | None = None  # the stack's TeamPolicy; None: each team gets what it names
     stop_execution_at: float | None = None  # seconds after each execution's start: StopExecution
     faults: list[FaultSpec] = field(default_factory=list)
+    submissions: list[Submission] = field(default_factory=list)
+    capacity_instances: int | None = None  # queue.capacityInstances; None: the template's default
+
+    @property
+    def shares_a_queue(self) -> bool:
+        """A fleet scenario: every upload goes to one stack, its executions sharing one queue and
+        one clock. Otherwise each manifest runs alone in a fresh stack."""
+        return bool(self.submissions) or self.capacity_instances is not None
 
 
 def _seconds(raw: Any, where: str) -> float:
@@ -91,10 +130,11 @@ def load_scenario(path: Path | None) -> Scenario:
         raise ScenarioError(f"start: {start_raw!r} is not an RFC 3339 timestamp") from None
     if start.tzinfo is None:
         raise ScenarioError("start: needs an offset such as Z")
+    submissions = _submissions(raw["submissions"], path.parent) if "submissions" in raw else []
     manifests = (
         [(path.parent / m).resolve() for m in raw["manifests"]]
         if raw.get("manifests")
-        else sorted(SAMPLE_MANIFESTS.glob("*.yaml"))
+        else ([] if submissions else sorted(SAMPLE_MANIFESTS.glob("*.yaml")))
     )
     for manifest in manifests:
         if not manifest.is_file():
@@ -122,7 +162,61 @@ def load_scenario(path: Path | None) -> Scenario:
         team_policy=_team_policy(raw["teamPolicy"], path.parent) if "teamPolicy" in raw else None,
         stop_execution_at=_stop_execution_at(raw["stopExecutionAt"]) if "stopExecutionAt" in raw else None,
         faults=_faults(raw["faults"]) if "faults" in raw else [],
+        submissions=submissions,
+        capacity_instances=_queue(raw["queue"]) if "queue" in raw else None,
     )
+
+
+def _only(entry: dict[Any, Any], known: frozenset[str], where: str) -> None:
+    if unknown := sorted(set(map(str, entry)) - known):
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+
+def _whole(raw: Any, where: str, least: int) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < least:
+        raise ScenarioError(f"{where}: {raw!r} must be a whole number, at least {least}")
+    return raw
+
+
+def _queue(raw: Any) -> int:
+    """`queue: {capacityInstances: N}`: the service environment's capacity (MaxCapacity, in instances)."""
+    if not isinstance(raw, dict):
+        raise ScenarioError("queue: must be a mapping {capacityInstances}")
+    _only(raw, QUEUE_FIELDS, "queue")
+    if "capacityInstances" not in raw:
+        raise ScenarioError("queue.capacityInstances: required")
+    return _whole(raw["capacityInstances"], "queue.capacityInstances", 1)
+
+
+def _submissions(raw: Any, folder: Path) -> list[Submission]:
+    """`submissions: [{manifest: FILE, at: 2h, every: 1d, count: 7, deadlineAfter: 12h}]`, strictly."""
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError("submissions: must be a non-empty list of {manifest, at, every, count, deadlineAfter}")
+    submissions = []
+    for index, entry in enumerate(raw):
+        where = f"submissions[{index}]"
+        if not isinstance(entry, dict):
+            raise ScenarioError(f"{where}: must be a mapping {{manifest, at, every, count, deadlineAfter}}")
+        _only(entry, SUBMISSION_FIELDS, where)
+        if "manifest" not in entry:
+            raise ScenarioError(f"{where}.manifest: required")
+        manifest = (folder / str(entry["manifest"])).resolve()
+        if not manifest.is_file():
+            raise ScenarioError(f"{where}.manifest: {manifest} does not exist")
+        at = _seconds(entry.get("at", 0), f"{where}.at")
+        if at < 0:
+            raise ScenarioError(f"{where}.at: {entry['at']!r} must not be negative")
+        count = _whole(entry.get("count", 1), f"{where}.count", 1)
+        every = _seconds(entry["every"], f"{where}.every") if "every" in entry else None
+        if count > 1 and not every:
+            raise ScenarioError(f"{where}.every: required (a positive duration) when count is more than 1")
+        if every is not None and every <= 0:
+            raise ScenarioError(f"{where}.every: {entry['every']!r} must be a positive duration")
+        after = _seconds(entry["deadlineAfter"], f"{where}.deadlineAfter") if "deadlineAfter" in entry else None
+        if after is not None and after <= 0:
+            raise ScenarioError(f"{where}.deadlineAfter: {entry['deadlineAfter']!r} must be a positive duration")
+        submissions.append(Submission(manifest, at, every, count, after))
+    return submissions
 
 
 def _stop_execution_at(raw: Any) -> float:
@@ -142,10 +236,7 @@ def _faults(raw: Any) -> list[FaultSpec]:
         where = f"faults[{index}]"
         if not isinstance(entry, dict):
             raise ScenarioError(f"{where}: must be a mapping {{function, from, count}}")
-        if unknown := sorted(set(entry) - FAULT_FIELDS):
-            raise ScenarioError(
-                f"{where}: unknown field(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(FAULT_FIELDS))}"
-            )
+        _only(entry, FAULT_FIELDS, where)
         if "function" not in entry:
             raise ScenarioError(f"{where}.function: required")
         name = entry["function"]

@@ -4,10 +4,12 @@ hence the exact pin)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -20,83 +22,187 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
     StateTaskServiceCallback,
 )
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackOutcomeSuccess, CallbackOutcomeTimedOut
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
 from spotline.aws import clock as spotline_clock
 
+TIMEOUT_GRACE_SECONDS = 1.0
+"""Real time a task's thread gets, once its virtual timeout has come, to end on its own."""
+POLL_SECONDS = 0.05
+"""How often a blocked thread looks again without being notified (a safety net: every change
+that can let one go on notifies)."""
+
 
 class VirtualClock:
-    """Time that moves only when the workflow waits (Wait states, Retry back-off).
+    """Time that moves only when the workflow waits, for any number of executions at once.
 
-    Something can be made to happen at a virtual moment (`at`): the action runs when an advance
-    reaches that moment, with the clock standing at it, as if the world acted then."""
+    A discrete-event clock: every running execution is a *participant* (`join`, `leave`), and its
+    waits (Wait states, Retry back-off, task token waits) are `sleep`s. Time moves only when every
+    participant is asleep, and then only to the earliest pending moment: a sleeper's wake-up, a
+    timer (`at`) or a watched change of the world (`watch`), whose action runs with the clock
+    standing at it, as if the world acted then. Sleepers are woken one at a time, in the order
+    their executions joined, and the next one only once the first sleeps again or ends: the
+    executions take turns, so a replay repeats itself. With one execution this is exactly "its
+    waits move the clock".
+
+    `advance` (no participant: a test, the sandbox's settling) moves the clock at once, as far as
+    asked, stopping at each due moment on the way."""
 
     def __init__(self, start: datetime) -> None:
         self._now = start.astimezone(UTC)
-        self._lock = threading.Lock()
+        self._cv = threading.Condition()
         self._timers: list[tuple[datetime, int, Callable[[], None]]] = []
-        self._serial = 0
+        self._serial = itertools.count()
         self._sources: list[tuple[Callable[[datetime], datetime | None], Callable[[], None]]] = []
         self._holds = 0
+        self._participants: dict[str, int] = {}  # key -> the order it joined in
+        self._joined = itertools.count()
+        self._sleepers: list[_Sleeper] = []
+        self._mover: int | None = None  # the thread moving the clock (and running actions): one at a time
 
     @contextmanager
     def holding_token_waits(self) -> Iterator[None]:
         """While held, a task token wait does not move the clock: it waits (in real time) for
         its token, so a test can play the world by hand. On release, waits run on as usual."""
-        with self._lock:
+        with self._cv:
             self._holds += 1
         try:
             yield
         finally:
-            with self._lock:
+            with self._cv:
                 self._holds -= 1
 
     @property
     def token_waits_held(self) -> bool:
-        with self._lock:
-            return self._holds > 0
+        return self._holds > 0
 
     def now(self) -> datetime:
-        with self._lock:
-            return self._now
+        return self._now  # one reference read: no lock (handlers read it while actions run)
 
     def at(self, moment: datetime, action: Callable[[], None]) -> None:
-        """Run `action` when the clock reaches `moment` (on the next advance if it already has).
+        """Run `action` when the clock reaches `moment` (on the next move if it already has).
         Actions due at the same moment run in the order they were registered."""
-        with self._lock:
-            self._serial += 1
-            self._timers.append((moment.astimezone(UTC), self._serial, action))
+        with self._cv:
+            self._timers.append((moment.astimezone(UTC), next(self._serial), action))
             self._timers.sort(key=lambda timer: (timer[0], timer[1]))
+            self._cv.notify_all()
 
     def watch(self, next_moment: Callable[[datetime], datetime | None], action: Callable[[], None]) -> None:
         """Stop at every moment `next_moment(now)` names (strictly after `now`) and run `action`
         there: how the world's own changes (a training job ending) happen on time during a wait."""
-        with self._lock:
+        with self._cv:
             self._sources.append((next_moment, action))
 
+    # --- participants -------------------------------------------------------------------------
+
+    def join(self, key: str) -> None:
+        """`key` (an execution) now runs: time waits for it to sleep or leave."""
+        with self._cv:
+            self._participants.setdefault(key, next(self._joined))
+            self._cv.notify_all()
+
+    def leave(self, key: str) -> None:
+        with self._cv:
+            self._participants.pop(key, None)
+            self._cv.notify_all()
+
+    @property
+    def participants(self) -> int:
+        with self._cv:
+            return len(self._participants)
+
+    def sleep(self, seconds: float, *, key: str | None, interrupted: Callable[[], bool] | None = None) -> None:
+        """Participant `key` waits `seconds`, or less if `interrupted()` turns true after an action
+        (the execution was stopped, or what it waited for came). Without a key (a thread that is
+        no participant: a test, a retry inside a handler) it is `advance`."""
+        if key is None or key not in self._participants:
+            self.advance(seconds, interrupted=interrupted)
+            return
+        with self._cv:
+            me = _Sleeper(self._now + timedelta(seconds=max(0.0, seconds)), self._participants[key], key, interrupted)
+            self._sleepers.append(me)
+            self._cv.notify_all()
+            try:
+                while not me.woken:
+                    if self._mover is None and self._all_asleep():
+                        self._move_once(None)
+                    else:
+                        self._cv.wait(POLL_SECONDS)
+            finally:
+                self._sleepers.remove(me)
+                self._cv.notify_all()
+
     def advance(self, seconds: float, *, interrupted: Callable[[], bool] | None = None) -> None:
-        """Move on by `seconds`, stopping at each due moment to run its action. When
-        `interrupted()` turns true after an action (the waiting execution was stopped, or what
-        it waited for came), the advance ends there: the rest of that wait never happens."""
-        remaining = timedelta(seconds=max(0.0, seconds))
-        while True:
-            watched = self._next_watched(self.now())
-            with self._lock:
-                end = self._now + remaining
-                timer = self._timers[0][0] if self._timers else None
-                action: Callable[[], None]
-                if watched is not None and watched <= end and (timer is None or watched < timer):
-                    moment, action = watched, self._run_watchers
-                elif timer is not None and timer <= end:
-                    moment, _, action = self._timers.pop(0)
-                else:
-                    self._now = end
+        """Move on by `seconds` now (whoever else is busy), stopping at each due moment to run its
+        action and wake the sleepers due. When `interrupted()` turns true after an action, the
+        advance ends there: the rest of that wait never happens."""
+        with self._cv:
+            end = self._now + timedelta(seconds=max(0.0, seconds))
+            while True:
+                while self._mover not in (None, threading.get_ident()):  # an action may advance too
+                    self._cv.wait(POLL_SECONDS)
+                if self._move_once(end) is None:
                     return
-                if moment > self._now:
-                    remaining -= moment - self._now
-                    self._now = moment
-            action()
-            if interrupted is not None and interrupted():
-                return
+                if interrupted is not None and interrupted():
+                    return
+
+    def set(self, moment: datetime) -> None:
+        """Jump to `moment`: forward runs the actions due on the way; backward runs none."""
+        moment = moment.astimezone(UTC)
+        ahead = (moment - self._now).total_seconds()
+        if ahead <= 0:
+            self._now = moment
+            return
+        self.advance(ahead)
+
+    # --- moving -------------------------------------------------------------------------------
+
+    def _all_asleep(self) -> bool:
+        asleep = {s.key for s in self._sleepers if not s.woken}
+        return all(key in asleep for key in self._participants)
+
+    def _move_once(self, end: datetime | None) -> datetime | None:
+        """One step (called holding the condition): wake a sleeper whose wait was cut short, or
+        move to the earliest of the next action and the next wake-up (not past `end`) and run or
+        wake it. Returns the moment stepped to, None when nothing is due by `end`."""
+        outer, self._mover = self._mover, threading.get_ident()
+        try:
+            pending = sorted((s for s in self._sleepers if not s.woken), key=lambda s: s.order)
+            cut = next((s for s in pending if s.interrupted is not None and s.interrupted()), None)
+            if cut is not None:
+                cut.woken = True
+                return self._now
+            wake_at = min((s.until for s in pending), default=end)
+            limit = wake_at if end is None or (wake_at is not None and wake_at < end) else end
+            assert limit is not None
+            self._cv.release()  # the world (the stand-in) is asked without holding the clock
+            try:
+                watched = self._next_watched(self._now)
+            finally:
+                self._cv.acquire()
+            timer = self._timers[0][0] if self._timers else None
+            action: Callable[[], None]
+            if watched is not None and watched <= limit and (timer is None or watched < timer):
+                moment, action = watched, self._run_watchers
+            elif timer is not None and timer <= limit:
+                moment, _, action = self._timers.pop(0)
+            else:
+                self._now = max(self._now, limit)
+                due = next((s for s in pending if s.until <= self._now), None)
+                if due is not None:
+                    due.woken = True
+                    return self._now
+                return None  # `end` reached
+            self._now = max(self._now, moment)
+            self._cv.release()
+            try:
+                action()
+            finally:
+                self._cv.acquire()
+            return self._now
+        finally:
+            self._mover = outer
+            self._cv.notify_all()
 
     def _next_watched(self, now: datetime) -> datetime | None:
         moments = [m for next_moment, _ in list(self._sources) if (m := next_moment(now)) is not None and m > now]
@@ -106,15 +212,14 @@ class VirtualClock:
         for _, action in list(self._sources):
             action()
 
-    def set(self, moment: datetime) -> None:
-        """Jump to `moment`: forward runs the actions due on the way; backward runs none."""
-        moment = moment.astimezone(UTC)
-        with self._lock:
-            ahead = (moment - self._now).total_seconds()
-            if ahead <= 0:
-                self._now = moment
-                return
-        self.advance(ahead)
+
+@dataclass(eq=False)
+class _Sleeper:
+    until: datetime
+    order: int  # its participant's joining order: who wakes first among those due together
+    key: str
+    interrupted: Callable[[], bool] | None
+    woken: bool = False
 
 
 class VirtualTimeoutEvent:
@@ -137,9 +242,11 @@ class VirtualTimeoutEvent:
         if timeout is None:
             return self._event.wait()
         deadline = self._clock.now() + timedelta(seconds=timeout)
-        while not self._event.wait(0.002):
+        while not self._event.wait(0.005):
             if self._clock.now() >= deadline:
-                return False
+                # The task's own thread is told of its deadline too (a token wait ends there): what it
+                # makes of it comes first, or a token sent at that very moment would count twice.
+                return self._event.wait(TIMEOUT_GRACE_SECONDS)
         return True
 
 
@@ -150,22 +257,59 @@ def _time_with_sleep(sleep: Callable[[float], None]) -> SimpleNamespace:
     )
 
 
+def execution_of(env: Any) -> str | None:
+    """The ARN of the execution a moto evaluation environment belongs to."""
+    try:
+        return str(env.states.context_object.context_object_data["Execution"]["Id"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+_retrying = threading.local()  # the execution whose Retry back-off this thread is in
+
+
 def install_time_hooks(exits: ExitStack, clock: VirtualClock) -> None:
-    """Wait states, Retry back-off, task timeouts and the handlers' clock all follow `clock`. A
-    Wait state ends early when its execution is stopped during it (as in AWS)."""
+    """Wait states, Retry back-off, task timeouts and the handlers' clock all follow `clock`, as
+    sleeps of their execution. A Wait state ends early when its execution is stopped during it
+    (as in AWS). A new execution starts with a sleep of no time: it takes its turn."""
     exits.enter_context(
         mock.patch(
             "moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function.WaitFunction._wait_interval",
-            lambda self, env, wait_seconds: clock.advance(wait_seconds, interrupted=lambda: not env.is_running()),
+            lambda self, env, wait_seconds: clock.sleep(
+                wait_seconds, key=execution_of(env), interrupted=lambda: not env.is_running()
+            ),
         )
     )
-    exits.enter_context(mock.patch.object(retrier_decl, "time", SimpleNamespace(sleep=clock.advance)))
+    original_retry = retrier_decl.RetrierDecl._eval_body
+
+    def retry(self: Any, env: Any) -> None:
+        _retrying.key = execution_of(env)
+        try:
+            original_retry(self, env)
+        finally:
+            _retrying.key = None
+
+    exits.enter_context(mock.patch.object(retrier_decl.RetrierDecl, "_eval_body", retry))
+    exits.enter_context(
+        mock.patch.object(
+            retrier_decl,
+            "time",
+            SimpleNamespace(sleep=lambda seconds: clock.sleep(seconds, key=getattr(_retrying, "key", None))),
+        )
+    )
     # botocore's own retries inside a handler (throttling, 5xx) wait on the same clock
     # (botocore.endpoint uses `time` for nothing else).
     exits.enter_context(mock.patch.object(botocore.endpoint, "time", SimpleNamespace(sleep=clock.advance)))
     exits.enter_context(
         mock.patch.object(execute_state, "threading", SimpleNamespace(Event=lambda: VirtualTimeoutEvent(clock)))
     )
+    original_logic = ExecutionWorker._execution_logic
+
+    def execution_logic(worker: ExecutionWorker) -> None:
+        clock.sleep(0, key=worker._evaluation_details.execution_details.arn)
+        original_logic(worker)  # type: ignore[no-untyped-call]
+
+    exits.enter_context(mock.patch.object(ExecutionWorker, "_execution_logic", execution_logic))
     original_token_wait = StateTaskServiceCallback._eval_wait_for_task_token
 
     def token_wait(self: Any, env: Any, timeout_seconds: int, callback_endpoint: Any, heartbeat_endpoint: Any) -> Any:
@@ -180,7 +324,7 @@ def install_time_hooks(exits: ExitStack, clock: VirtualClock) -> None:
         while clock.token_waits_held and not ended():
             time.sleep(0.005)
         if not ended():  # a token sent while the wait was registered needs no time at all
-            clock.advance(timeout_seconds, interrupted=ended)
+            clock.sleep(timeout_seconds, key=execution_of(env), interrupted=ended)
         outcome = callback_endpoint.get_outcome()
         if outcome is not None:
             return outcome

@@ -108,8 +108,10 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
     assert summary["scenario"] == "interruptions-and-a-capacity-gap"
     runs = summary["executions"]
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    assert set(summary) == {"scenario", "executions", "leftRunning", "fleet", "wallSeconds"}
     assert set(runs[0]) == {
         "name",
+        "team",
         "manifest",
         "status",
         "error",

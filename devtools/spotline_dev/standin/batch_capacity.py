@@ -12,20 +12,67 @@ Jobs with a higher scheduling priority are scheduled before jobs with a lower sc
 priority within a share" (API reference, SubmitServiceJob and UpdateServiceJob). A job that does
 not fit holds back those behind it (no backfilling).
 
-Partial: the order between shares (fair-share usage and weights), quota shares, borrowing and
-preemption are not modelled; priority orders every waiting job of a queue as if in one share.
+Partial: the order between fair-share shares (usage and weights) is not modelled; priority
+orders every waiting job of a fair-share queue as if in one share.
+
+A queue with quota shares (`batch_shares`) is scheduled by `quota_schedule`, as the AWS Batch user
+guide documents quota management:
+
+- "Creating quota shares": quota shares "function as virtual queues within the associated job
+  queue that the AWS Batch scheduler iterates between when scheduling": each share is its own
+  queue (schedulingPriority, then submission order, no backfilling), and the shares' front jobs
+  are looked at in submission order (API reference, QuotaSharePolicy: idle resources are
+  assigned to borrowing shares "FIFO").
+- A job first uses its own share's capacity limit; beyond it, a LEND_AND_BORROW share borrows
+  the idle capacity of LEND and LEND_AND_BORROW shares ("Quota shares"), within its borrowLimit
+  (a percentage of its own limit; -1 unlimited). Everything borrowed stays within the idle
+  capacity of lending shares; a share with jobs waiting lends none of its idle capacity to new
+  borrowers; the service environment's capacity is never exceeded.
+- "Preemption": Batch "stops a SCHEDULED, STARTING, or RUNNING job to create capacity for a
+  RUNNABLE job". Cross-share preemption "restore[s] borrowed capacity back to a quota share when
+  jobs arrive": a waiting job within its own share's limit stops jobs running beyond their
+  share's limit. In-share preemption (the share's inSharePreemption ENABLED) "allows higher
+  priority RUNNABLE jobs to trigger preemptions of lower priority jobs within the same quota
+  share". Whom to stop: Batch "considers the number and type of instances a job is borrowing,
+  relative priorities of the jobs and the duration of the jobs, and applies a custom heuristic";
+  the stand-in's heuristic stops the lowest schedulingPriority first, then the most recently
+  started, and no more jobs than the waiting one needs (none if stopping every candidate would
+  not make room for it). A stopped attempt holds its instances until its training job stopped.
+- "Jobs stuck in RUNNABLE due to misconfiguration": a job larger than its share's limits (plus
+  what it may borrow) or than the service environment waits with the documented statusReason,
+  holding back its share.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spotline_dev.standin.clock import EPS
 
 if TYPE_CHECKING:
     from spotline_dev.standin.batch_jobs import ServiceJob
+    from spotline_dev.standin.batch_queues import Queue
+    from spotline_dev.standin.batch_shares import QuotaShare
+
+CROSS_SHARE_REASON = "Cross-share preemption triggered to reclaim borrowed capacity"  # "Service job preemption events"
+IN_SHARE_REASON = "In-share preemption triggered by a higher priority job"  # the stand-in's wording
+_MISCONFIGURED = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED - "
+ENVIRONMENT_TOO_SMALL = (
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE - Service environment(s) associated with the job queue "
+    "cannot meet the capacity requirement of the job."
+)
+
+
+def instance_type_of(request: dict[str, Any]) -> str:
+    """The payload's ResourceConfig.InstanceType ("" if unreadable): the job's capacityUnit."""
+    try:
+        payload = json.loads(request.get("serviceRequestPayload") or "{}")
+        return str(payload["ResourceConfig"]["InstanceType"])
+    except (ValueError, TypeError, KeyError):
+        return ""
 
 
 def instances_of(request: dict[str, Any]) -> int:
@@ -81,3 +128,218 @@ def admit(jobs: list[ServiceJob], queue_name: str, t: float) -> None:
             return  # it holds back those behind it
         free -= job.instances
         job.awaiting_capacity, job.next_attempt_at = False, t
+
+
+# --- quota management (queues with quota shares) ------------------------------------------
+
+
+@dataclass
+class QuotaDecision:
+    """What the scheduler does at one moment: jobs that start now, attempts it stops (and why)."""
+
+    admitted: list[ServiceJob] = field(default_factory=list)
+    preempted: list[tuple[ServiceJob, str]] = field(default_factory=list)
+
+
+def holds(job: ServiceJob, t: float) -> bool:
+    """Whether the job holds its instances at `t`: admitted to start now, or an attempt under way."""
+    return job.admitted or any(a.created <= t + EPS < a.plan.end for a in job.attempts)
+
+
+def unit_of(job: ServiceJob) -> str:
+    share = job.quota_share
+    return job.instance_type if share is None else share.unit_for(job.instance_type)
+
+
+def share_order(job: ServiceJob) -> tuple[int, float, int]:
+    """Within a quota share: schedulingPriority, then submission."""
+    return (-priority_of(job), job.created, job.sequence)
+
+
+def misconfiguration(job: ServiceJob) -> str | None:
+    """The statusReason of a job that can never start ("Jobs stuck in RUNNABLE due to
+    misconfiguration": the service environment, or its share's limits and borrowing, too small)."""
+    cap, share, n = job.queue.capacity_instances, job.quota_share, job.instances
+    if cap is not None and n > cap:
+        return ENVIRONMENT_TOO_SMALL
+    if share is None:
+        return None
+    limit = share.limit(unit_of(job))
+    if not share.borrows:
+        return _MISCONFIGURED + "Job requirements exceed quota share capacity limits." if n > limit else None
+    if not _within_borrow_limit(share, n - limit, limit):
+        return _MISCONFIGURED + "Job requirements exceed quota share capacity limits and borrow limits."
+    others = sum(s.limit(unit_of(job)) for s in job.queue.quota_shares.values() if s is not share and s.lends)
+    if n > limit + others:
+        return _MISCONFIGURED + "Job requires borrowing that exceeds all configured borrowable capacity."
+    return None
+
+
+class _Held:
+    """The jobs of one queue holding instances, counted per quota share and capacity unit."""
+
+    def __init__(self, jobs: Iterable[ServiceJob]) -> None:
+        self.jobs = list(jobs)
+
+    def total(self) -> int:
+        return sum(j.instances for j in self.jobs)
+
+    def of(self, share: QuotaShare, unit: str) -> int:
+        return sum(j.instances for j in self.jobs if j.quota_share is share and unit_of(j) == unit)
+
+    def plus(self, job: ServiceJob) -> _Held:
+        return _Held([*self.jobs, job])
+
+    def minus(self, gone: Iterable[ServiceJob]) -> _Held:
+        ids = {j.job_id for j in gone}
+        return _Held(j for j in self.jobs if j.job_id not in ids)
+
+
+def _within_borrow_limit(share: QuotaShare, borrowed: int, limit: int) -> bool:
+    return share.borrow_limit < 0 or borrowed * 100 <= limit * share.borrow_limit
+
+
+def _fits(job: ServiceJob, held: _Held, waiting: list[ServiceJob]) -> bool:
+    """Whether the job may start on top of `held`: the environment has room, its share's limit
+    (plus what it may borrow) allows it, and everything borrowed stays within the idle capacity of
+    lending shares; a new borrower gets none of the idle capacity other shares' waiting jobs need."""
+    share, unit, n = job.quota_share, unit_of(job), job.instances
+    assert share is not None
+    cap = job.queue.capacity_instances
+    if cap is not None and held.total() + n > cap:
+        return False
+    after = held.plus(job)
+    own, limit = after.of(share, unit), share.limit(unit)
+    borrowing = own > limit
+    if borrowing and not (share.borrows and _within_borrow_limit(share, own - limit, limit)):
+        return False
+    needy = {w.quota_share.name for w in waiting if w is not job and w.quota_share and unit_of(w) == unit}
+    shares = job.queue.quota_shares.values()
+    borrowed = sum(max(0, after.of(s, unit) - s.limit(unit)) for s in shares)
+    lendable = sum(
+        max(0, s.limit(unit) - after.of(s, unit))
+        for s in shares
+        if s.lends and (s is share or not borrowing or s.name not in needy)
+    )
+    return borrowed <= lendable
+
+
+def quota_schedule(jobs: list[ServiceJob], queue: Queue, t: float) -> QuotaDecision:
+    """The queue's waiting jobs that start at `t`, then the attempts to stop for those still
+    waiting (see the module's docstring). Sets each waiting job's `blocked_reason`."""
+    mine = [j for j in jobs if j.queue is queue]
+    held = _Held(j for j in mine if holds(j, t))
+    lines: dict[str, list[ServiceJob]] = {}
+    for job in sorted((j for j in mine if j.awaiting_capacity and j.quota_share), key=share_order):
+        job.blocked_reason = None
+        lines.setdefault(job.quota_share.name if job.quota_share else "", []).append(job)
+    decision = QuotaDecision()
+    while True:
+        for line in lines.values():
+            if line:
+                line[0].blocked_reason = misconfiguration(line[0])  # it holds back its share
+        waiting = [j for line in lines.values() for j in line if j.blocked_reason is None]
+        heads = sorted(
+            (line[0] for line in lines.values() if line and line[0].blocked_reason is None),
+            key=lambda j: (j.created, j.sequence),
+        )
+        chosen = next((w for w in heads if _fits(w, held, waiting)), None)
+        if chosen is None:
+            break
+        decision.admitted.append(chosen)
+        held = held.plus(chosen)
+        lines[chosen.quota_share.name if chosen.quota_share else ""].pop(0)
+    stopping = [j for j in held.jobs if _releasing(j, t)]
+    for head in heads:
+        gone = stopping + [v for v, _ in decision.preempted]
+        decision.preempted.extend(_victims(head, held.minus(gone), waiting, t))
+    return decision
+
+
+def _releasing(job: ServiceJob, t: float) -> bool:
+    """An attempt being stopped: its instances are free once its training job has stopped."""
+    if not job.attempts or job.admitted:
+        return False
+    plan = job.attempts[-1].plan
+    return plan.end > t + EPS and plan.segment_at(t).status == "Stopping"
+
+
+def _preemptible(job: ServiceJob, t: float) -> bool:
+    """SCHEDULED, STARTING or RUNNING ("Preemption"), and not already being stopped."""
+    if job.quota_share is None or job.admitted or not job.attempts or job.terminate_reason is not None:
+        return False
+    attempt = job.attempts[-1]
+    return attempt.created <= t + EPS < attempt.plan.end and attempt.plan.segment_at(t).status != "Stopping"
+
+
+def _started(job: ServiceJob) -> tuple[float, int]:
+    """When its current attempt started (a job admitted just now: after every other)."""
+    return (float("inf") if job.admitted or not job.attempts else job.attempts[-1].created, job.sequence)
+
+
+def _beyond_limits(held: _Held) -> list[ServiceJob]:
+    """Jobs running beyond their share's limit (borrowing, or above a lowered limit): in each
+    share and unit, those started last."""
+    beyond: list[ServiceJob] = []
+    groups: dict[tuple[str, str], list[ServiceJob]] = {}
+    for job in held.jobs:
+        if job.quota_share is not None:
+            groups.setdefault((job.quota_share.name, unit_of(job)), []).append(job)
+    for (_, unit), group in groups.items():
+        used = 0
+        for job in sorted(group, key=_started):
+            used += job.instances
+            if job.quota_share is not None and used > job.quota_share.limit(unit):
+                beyond.append(job)
+    return beyond
+
+
+def _victims(job: ServiceJob, held: _Held, waiting: list[ServiceJob], t: float) -> list[tuple[ServiceJob, str]]:
+    """The attempts to stop so that the waiting `job` can start (`held` leaves out what is already
+    stopping): none if it fits once those have stopped, or if no choice of candidates makes room."""
+    share, unit, n = job.quota_share, unit_of(job), job.instances
+    assert share is not None
+    if _fits(job, held, waiting):
+        return []
+    cap = job.queue.capacity_instances
+    anywhere = cap is not None and held.total() + n > cap  # the environment is full: any unit helps
+
+    def candidate(j: ServiceJob) -> bool:
+        return _preemptible(j, t) and (anywhere or unit_of(j) == unit)
+
+    def entitled(h: _Held) -> bool:
+        return h.of(share, unit) + n <= share.limit(unit)
+
+    def victim_order(j: ServiceJob) -> tuple[int, float, int]:
+        return (priority_of(j), -j.attempts[-1].created, -j.sequence)
+
+    cross = sorted((j for j in _beyond_limits(held) if j.quota_share is not share and candidate(j)), key=victim_order)
+    inside = sorted(
+        (
+            j
+            for j in held.jobs
+            if share.in_share_preemption
+            and j.quota_share is share
+            and priority_of(j) < priority_of(job)
+            and candidate(j)
+        ),
+        key=victim_order,
+    )
+    reclaim = [(j, CROSS_SHARE_REASON) for j in cross]
+    displace = [(j, IN_SHARE_REASON) for j in inside]
+    chosen: list[tuple[ServiceJob, str]] = []
+    for victim in (reclaim + displace) if entitled(held) else (displace + reclaim):
+        current = held.minus(v for v, _ in chosen)
+        if _fits(job, current, waiting):
+            break
+        if victim[1] == CROSS_SHARE_REASON and not entitled(current):
+            continue  # only capacity the share is entitled to is reclaimed from others
+        chosen.append(victim)
+    if not _fits(job, held.minus(v for v, _ in chosen), waiting):
+        return []
+    for victim in reversed(list(chosen)):  # stop no more than needed
+        rest = [c for c in chosen if c is not victim]
+        trial = held.minus(v for v, _ in rest)
+        if _fits(job, trial, waiting) and (all(r != CROSS_SHARE_REASON for _, r in rest) or entitled(trial)):
+            chosen = rest
+    return chosen

@@ -13,6 +13,13 @@ is retried or failed, as the AWS Batch user guide documents it:
   matches "Received status from SageMaker: <reason>" decides RETRY or EXIT, and `attempts` is "the
   number of times to move a service job to RUNNABLE status" (API reference, ServiceJobRetryStrategy).
 - Every retry is a new SageMaker training job: `attempts[]` grows, the latest is the current one.
+- In a queue with quota shares, admission, borrowing and preemption follow `batch_capacity`
+  (quota_schedule); a preempted attempt (`batch_preemption`) puts the job back in RUNNABLE without
+  using up its retryStrategy attempts. SubmitServiceJob's quotaShareName and
+  preemptionConfiguration are kept and described; a quota share's job's capacityUsage is the
+  payload's instances of its instance type (API reference, DescribeServiceJob: "The number of
+  instances should be the same value as the serviceRequestPayload.InstanceCount field"; left out
+  for other jobs, as in the project's sample event).
 
 How long a retried job stays RUNNABLE is `SpotWeather.requeue_wait` (capacity returning, the
 scheduler picking the job up again).
@@ -20,78 +27,44 @@ scheduler picking the job up again).
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from spotline_dev.standin.batch_capacity import admit, fits, instances_of
+from spotline_dev.standin.batch_capacity import (
+    admit,
+    fits,
+    instance_type_of,
+    instances_of,
+    misconfiguration,
+    quota_schedule,
+)
+from spotline_dev.standin.batch_listing import capacity_usage, list_page
+from spotline_dev.standin.batch_preemption import (
+    IN_PROGRESS,
+    Preemption,
+    exhausted,
+    preempt,
+    preemption_of,
+    preemption_summary,
+    stopped_preemptions,
+)
 from spotline_dev.standin.batch_queues import JobQueues, Queue
+from spotline_dev.standin.batch_shares import QuotaShare
+from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, ms
 from spotline_dev.standin.http_answers import ApiError
 from spotline_dev.standin.spot_weather import SpotWeather
-from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob, TrainingJobView
+from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob
 from spotline_dev.standin.training_timeline import Plan
+
+__all__ = ["CAPACITY_REASON", "SAGEMAKER_PREFIX", "ServiceJob", "ServiceJobView", "ServiceJobs"]
 
 SAGEMAKER_PREFIX = "Received status from SageMaker: "
 # "Jobs stuck in RUNNABLE due to capacity": the statusReason while the job waits for capacity.
 CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"
-
-_BATCH_STATUSES = {"SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED"}
-
-
-@dataclass(frozen=True)
-class ServiceJobView:
-    """One Batch service job with its attempts, as of the stand-in's last advance."""
-
-    job_id: str
-    job_name: str
-    job_arn: str
-    queue: str  # queue name
-    capacity: str  # of the latest attempt (of the payload before the first one)
-    submitted_at: datetime
-    status: str  # Batch status now
-    status_reason: str | None
-    attempts: tuple[TrainingJobView, ...]
-
-    @property
-    def latest(self) -> TrainingJobView | None:
-        return self.attempts[-1] if self.attempts else None
-
-    @property
-    def training_job_name(self) -> str | None:
-        return self.latest.name if self.latest else None
-
-    @property
-    def training_status(self) -> str | None:
-        return self.latest.status if self.latest else None
-
-    @property
-    def secondary_status(self) -> str | None:
-        return self.latest.secondary_status if self.latest else None
-
-    @property
-    def training_seconds(self) -> float:
-        return sum(a.training_seconds for a in self.attempts)
-
-    @property
-    def billable_seconds(self) -> float:
-        return sum(a.billable_seconds for a in self.attempts)
-
-    @property
-    def interruptions(self) -> int:
-        return sum(a.interruptions for a in self.attempts)
-
-    @property
-    def lost_work_seconds(self) -> float:
-        return sum(a.lost_work_seconds for a in self.attempts)
-
-    @property
-    def restored_from_step(self) -> int | None:
-        return self.latest.restored_from_step if self.latest else None
 
 
 @dataclass
@@ -114,6 +87,11 @@ class ServiceJob:
     instances: int = 1  # what it holds of the queue's capacity while an attempt runs
     sequence: int = 0  # submission order (jobs submitted at the same moment keep it)
     awaiting_capacity: bool = False  # RUNNABLE until the queue's capacity lets it start (batch_capacity)
+    quota_share: QuotaShare | None = None  # its quota share (queues with quota shares)
+    instance_type: str = ""  # the payload's, the capacity unit it uses
+    admitted: bool = False  # quota_schedule let it start now: its next attempt starts without checks
+    blocked_reason: str | None = None  # statusReason while it waits and can never start (misconfiguration)
+    preemptions: list[Preemption] = field(default_factory=list)
 
     def attempts_at(self, t: float) -> list[TrainingJob]:
         """The attempts Batch had started by `t` (every attempt, once the stand-in is past `t`)."""
@@ -151,11 +129,35 @@ class ServiceJobs:
         """Batch's view of an attempt that ended: success, retry (capacity or retryStrategy) or
         failure; the instances it held go to the jobs waiting for them."""
         self._decide_after(job)
-        admit(list(self.jobs.values()), job.service_job.queue.name, job.plan.end)
+        self.capacity_freed(job.service_job.queue, job.plan.end)
+
+    def capacity_freed(self, queue: Queue, t: float) -> None:
+        """Instances were freed (or a waiting job left, or the rules changed) at `t`."""
+        if queue.quota_shares:
+            self.reschedule(queue, t)
+        else:
+            admit(list(self.jobs.values()), queue.name, t)
+
+    def reschedule(self, queue: Queue, t: float) -> None:
+        """Quota management at `t`: the jobs that start now, the attempts preempted for others."""
+        decision = quota_schedule(list(self.jobs.values()), queue, t)
+        for sjob in decision.admitted:
+            sjob.admitted, sjob.awaiting_capacity, sjob.next_attempt_at = True, False, t
+        for sjob, reason in decision.preempted:
+            preempt(sjob, t, reason)
 
     def _decide_after(self, job: TrainingJob) -> None:
         job.handled = True
         sjob, plan, end = job.service_job, job.plan, job.plan.end
+        if (preemption := preemption_of(sjob, job)) is not None:
+            if sjob.terminate_reason is not None:
+                self._finish(sjob, "FAILED", end, f"Terminated: {sjob.terminate_reason}")
+            elif (reason := exhausted(sjob)) is not None:
+                self._finish(sjob, "FAILED", end, reason)
+            else:  # "re-queued as RUNNABLE"; the attempt does not count against retryStrategy
+                sjob.counted_attempts -= int(preemption.counted)
+                sjob.awaiting_capacity = True
+            return
         if plan.status == "Completed":
             self._finish(sjob, "SUCCEEDED", end, None)
             return
@@ -194,16 +196,25 @@ class ServiceJobs:
     @staticmethod
     def _finish(sjob: ServiceJob, status: str, at: float, reason: str | None) -> None:
         sjob.final_status, sjob.final_at, sjob.final_reason = status, at, reason
-        sjob.next_attempt_at, sjob.awaiting_capacity = None, False
+        sjob.next_attempt_at, sjob.awaiting_capacity, sjob.admitted = None, False, False
 
     def start_attempt(self, sjob: ServiceJob) -> None:
         """Batch hands the payload to SageMaker (CreateTrainingJob) at SCHEDULED."""
         assert sjob.next_attempt_at is not None
         t = sjob.next_attempt_at
         sjob.next_attempt_at = None
-        if not fits(sjob, list(self.jobs.values()), t):
-            sjob.awaiting_capacity = True  # RUNNABLE until admitted (batch_capacity.admit)
+        if sjob.quota_share is not None and not sjob.admitted:
+            # RUNNABLE until quota_schedule admits it (now, maybe), together with every job of the
+            # queue asking at this same moment: their order is the scheduler's, not the replay's.
+            for other in [sjob, *self._asking(sjob.queue, t)]:
+                other.next_attempt_at, other.awaiting_capacity = None, True
+            self.reschedule(sjob.queue, t)
             return
+        if sjob.quota_share is None and not fits(sjob, list(self.jobs.values()), t):
+            sjob.awaiting_capacity = True  # RUNNABLE until admitted (batch_capacity.admit)
+            sjob.blocked_reason = misconfiguration(sjob)
+            return
+        sjob.admitted, sjob.blocked_reason = False, None
         try:
             request = self.trainings.validated_payload(sjob.request["serviceRequestPayload"])
             number = len(sjob.attempts) + 1
@@ -219,11 +230,29 @@ class ServiceJobs:
                 )
         except ApiError as error:
             self._finish(sjob, "FAILED", t, f"{SAGEMAKER_PREFIX}{error.code}: {error.message}")
+            if sjob.quota_share is not None:
+                self.reschedule(sjob.queue, t)  # what it was admitted with is free again
             return
         job = self.trainings.create_training(request, t, sjob)
         sjob.attempts.append(job)
         if not (job.plan.failure_reason or "").startswith("CapacityError"):
             sjob.counted_attempts += 1
+
+    def has_unshared_jobs(self, queue: Queue) -> bool:
+        """Whether jobs of no quota share, not ended, are in the queue (it cannot get shares then)."""
+        return any(j.queue is queue and j.quota_share is None and j.final_status is None for j in self.jobs.values())
+
+    def _asking(self, queue: Queue, t: float) -> list[ServiceJob]:
+        """The queue's quota jobs whose next attempt is due at `t` and not admitted yet."""
+        return [
+            j
+            for j in self.jobs.values()
+            if j.queue is queue
+            and j.quota_share is not None
+            and not j.admitted
+            and j.next_attempt_at is not None
+            and abs(j.next_attempt_at - t) <= EPS
+        ]
 
     # --- Batch operations -------------------------------------------------------------------
 
@@ -263,6 +292,8 @@ class ServiceJobs:
             next_attempt_at=now + delay,
             instances=instances_of(request),
             sequence=len(self.jobs),
+            quota_share=queue.quota_shares.get(str(body.get("quotaShareName") or "")),
+            instance_type=instance_type_of(request),
         )
         self.jobs[job_id] = job
         if token is not None:
@@ -277,20 +308,28 @@ class ServiceJobs:
             return str(job.final_status), job.final_reason
         attempts = job.attempts_at(t)
         if not attempts:
-            return ("SUBMITTED" if t < job.runnable_at - EPS else "RUNNABLE"), None
+            if t < job.runnable_at - EPS:
+                return "SUBMITTED", None
+            return "RUNNABLE", job.blocked_reason
+        preemption = preemption_of(job, attempts[-1])
         latest = attempts[-1].plan
-        if latest.end <= t + EPS:  # Batch requeued the job after this attempt (retry or capacity)
+        if latest.end <= t + EPS:  # Batch requeued the job after this attempt (retry, capacity, preemption)
+            if preemption is not None:
+                return "RUNNABLE", preemption.reason
             capacity = (latest.failure_reason or "").startswith("CapacityError")
-            return "RUNNABLE", CAPACITY_REASON if capacity else None
+            return "RUNNABLE", CAPACITY_REASON if capacity else job.blocked_reason
+        reason = IN_PROGRESS + preemption.reason if preemption and preemption.at <= t + EPS else None
         started = {s.status for s in latest.segments if s.start <= t + EPS}
         if "Training" in started:
-            return "RUNNING", None
-        return ("STARTING" if "Downloading" in started else "SCHEDULED"), None
+            return "RUNNING", reason
+        return ("STARTING" if "Downloading" in started else "SCHEDULED"), reason
 
     def _attempt_reason(self, attempt: TrainingJob) -> str | None:
         plan = attempt.plan
         if plan.status == "Completed":
             return None
+        if (preemption := preemption_of(attempt.service_job, attempt)) is not None:
+            return preemption.reason
         if plan.stop_kind == "terminate":
             return f"Terminated: {attempt.service_job.terminate_reason}"
         if plan.stop_kind == "timeout":
@@ -343,55 +382,29 @@ class ServiceJobs:
             described["statusReason"] = reason
         if attempts:
             described["latestAttempt"] = {"serviceResourceId": attempts[-1]["serviceResourceId"]}
-        for name in ("retryStrategy", "schedulingPriority", "shareIdentifier", "tags", "timeoutConfig"):
+        if job.quota_share is not None:  # quota management counts capacity per instance type
+            described["capacityUsage"] = capacity_usage(job)
+        if (summary := preemption_summary(job, now)) is not None:
+            described["preemptionSummary"] = summary
+        for name in (
+            "retryStrategy",
+            "schedulingPriority",
+            "shareIdentifier",
+            "quotaShareName",
+            "preemptionConfiguration",
+            "tags",
+            "timeoutConfig",
+        ):
             if job.request.get(name) is not None:
                 described[name] = job.request[name]
         return described
 
     def list_service_jobs(self, body: dict[str, Any]) -> dict[str, Any]:
-        now = self.clock.now
         jobs = list(self.jobs.values())
         if body.get("jobQueue"):
             queue = self.queues.queue(body["jobQueue"])
             jobs = [j for j in jobs if queue is not None and j.queue is queue]
-        filters = body.get("filters") or []
-        names = {f.get("name") for f in filters}
-        status_filter = body.get("jobStatus") or "RUNNING"
-        if status_filter not in _BATCH_STATUSES:
-            raise ApiError("ClientException", f"jobStatus {status_filter} is not valid")
-        summaries = []
-        for job in sorted(jobs, key=lambda j: (-j.created, j.job_id)):
-            status, reason = self.batch_status(job, now)
-            if (not filters or names <= {"SHARE_IDENTIFIER"}) and status != status_filter:
-                continue
-            if not all(_filter_matches(f, job, status) for f in filters):
-                continue
-            summary: dict[str, Any] = {
-                "jobId": job.job_id,
-                "jobName": job.name,
-                "jobArn": job.arn,
-                "serviceJobType": "SAGEMAKER_TRAINING",
-                "status": status,
-                "isTerminated": job.terminate_reason is not None,
-                **self._times(job, now),
-            }
-            if reason is not None:
-                summary["statusReason"] = reason
-            if job.request.get("shareIdentifier"):
-                summary["shareIdentifier"] = job.request["shareIdentifier"]
-            if job.attempts:
-                summary["latestAttempt"] = {
-                    "serviceResourceId": {"name": "TrainingJobArn", "value": job.attempts[-1].arn}
-                }
-            summaries.append(summary)
-        size = int(body.get("maxResults") or 100)
-        if not 1 <= size <= 100:
-            raise ApiError("ClientException", "maxResults must be between 1 and 100")
-        offset = _decode_token(body.get("nextToken"))
-        page: dict[str, Any] = {"jobSummaryList": summaries[offset : offset + size]}
-        if offset + size < len(summaries):
-            page["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode()
-        return page
+        return list_page(jobs, body, self.clock.now, self.batch_status, self._times)
 
     def tag_resource(self, body: dict[str, Any]) -> dict[str, Any]:
         """TagResource on a service job: the tags DescribeServiceJob shows from now on."""
@@ -408,6 +421,7 @@ class ServiceJobs:
         job.terminate_reason, job.terminated_at = str(body["reason"]), self.clock.now
         if job.next_attempt_at is not None or job.awaiting_capacity or not job.attempts:
             self._finish(job, "FAILED", self.clock.now, f"Terminated: {job.terminate_reason}")
+            self.capacity_freed(job.queue, self.clock.now)  # it may have held back others
         elif self.trainings.training_status(job.attempts[-1], self.clock.now)[0] == "InProgress":
             self.trainings.stop(job.attempts[-1], "terminate")
         return {}
@@ -422,6 +436,8 @@ class ServiceJobs:
         if job.final_at_or_before(self.clock.now):
             raise ApiError("ClientException", f"Job {job.job_id} has ended ({job.final_status}): it cannot be updated")
         job.request["schedulingPriority"] = priority
+        if job.queue.quota_shares:  # a waiting job may now preempt ("Preemption selection algorithm")
+            self.reschedule(job.queue, self.clock.now)
         return {"jobArn": job.arn, "jobId": job.job_id, "jobName": job.name}
 
     # --- views ------------------------------------------------------------------------------
@@ -438,7 +454,17 @@ class ServiceJobs:
                 spot = False
             capacity = "spot" if spot else "on-demand"
         return ServiceJobView(
-            job.job_id, job.name, job.arn, job.queue.name, capacity, dt(job.created), status, reason, attempts
+            job.job_id,
+            job.name,
+            job.arn,
+            job.queue.name,
+            capacity,
+            dt(job.created),
+            status,
+            reason,
+            attempts,
+            job.quota_share.name if job.quota_share else None,
+            len(stopped_preemptions(job, now)),
         )
 
 
@@ -446,32 +472,3 @@ def _glob(pattern: str, text: str) -> bool:
     """Batch's onStatusReason glob: `*` matches anything, everything else literally."""
     regex = ".*".join(re.escape(part) for part in pattern.split("*"))
     return re.fullmatch(regex, text, re.DOTALL) is not None
-
-
-def _filter_matches(rule: dict[str, Any], job: ServiceJob, status: str) -> bool:
-    name, values = rule.get("name"), [str(v) for v in rule.get("values") or []]
-    if not values:
-        return True
-    value = values[0]
-    if name == "JOB_NAME":
-        if value.endswith("*"):
-            return job.name.lower().startswith(value[:-1].lower())
-        return job.name.lower() == value.lower()
-    if name == "JOB_STATUS":
-        return status in values
-    if name == "SHARE_IDENTIFIER":
-        return job.request.get("shareIdentifier") in values
-    if name == "BEFORE_CREATED_AT":
-        return ms(job.created) < int(value)
-    if name == "AFTER_CREATED_AT":
-        return ms(job.created) > int(value)
-    raise ApiError("ClientException", f"Filter {name} is not supported")
-
-
-def _decode_token(token: str | None) -> int:
-    if not token:
-        return 0
-    try:
-        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise ApiError("ClientException", "nextToken is not valid") from error

@@ -1,13 +1,23 @@
 """AWS Batch's SAGEMAKER_TRAINING job queues: registering them, SubmitServiceJob's own checks
-against them, and DescribeJobQueues."""
+against them, and DescribeJobQueues.
+
+A queue with quota shares (`batch_shares`) is a quota management queue: "Quota management job
+queues require that all jobs specify a quota share at job submission" ("Submitting jobs to a
+quota share"), and quotaShareName is for such queues only (API reference, SubmitServiceJob:
+"Don't specify this parameter if the job queue doesn't have a quota share scheduling policy").
+The stand-in knows a queue is one once a share is registered on it.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spotline_dev.standin.http_answers import ApiError
+
+if TYPE_CHECKING:
+    from spotline_dev.standin.batch_shares import QuotaShare
 
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 
@@ -20,6 +30,7 @@ class Queue:
     status: str
     scheduling_policy_arn: str | None
     capacity_instances: int | None = None  # the service environment's maxCapacity (NUM_INSTANCES)
+    quota_shares: dict[str, QuotaShare] = field(default_factory=dict)  # by name (batch_shares)
 
 
 class JobQueues:
@@ -82,13 +93,38 @@ class JobQueues:
                 raise reject("retryStrategy.evaluateOnExit can have at most 5 entries")
             if any(str(rule.get("action", "")).upper() not in ("RETRY", "EXIT") for rule in rules):
                 raise reject("retryStrategy.evaluateOnExit[].action must be RETRY or EXIT")
-        if queue.scheduling_policy_arn and not body.get("shareIdentifier"):
+        self._check_quota_share(queue, body)
+        if queue.scheduling_policy_arn and not queue.quota_shares and not body.get("shareIdentifier"):
             raise reject(f"shareIdentifier is required: job queue {queue.name} has a fair-share scheduling policy")
+        retries = (body.get("preemptionConfiguration") or {}).get("preemptionRetriesBeforeTermination")
+        if retries is not None and retries < 0:
+            raise reject("preemptionConfiguration.preemptionRetriesBeforeTermination must be 0 or more")
         if len(body.get("tags") or {}) > 50:
             raise reject("A job can have at most 50 tags")
         if len(body.get("clientToken") or "") > 64:
             raise reject("clientToken can be at most 64 characters")
         return queue
+
+    @staticmethod
+    def _check_quota_share(queue: Queue, body: dict[str, Any]) -> None:
+        name = body.get("quotaShareName")
+        if not queue.quota_shares:
+            if name:
+                raise ApiError(
+                    "ClientException",
+                    f"quotaShareName {name} cannot be used: job queue {queue.name} has no quota share "
+                    "scheduling policy",
+                )
+            return
+        if not name:
+            raise ApiError(
+                "ClientException", f"quotaShareName is required: job queue {queue.name} uses quota management"
+            )
+        share = queue.quota_shares.get(name)
+        if share is None:
+            raise ApiError("ClientException", f"Quota share {name} does not exist in job queue {queue.name}")
+        if share.state != "ENABLED":
+            raise ApiError("ClientException", f"Quota share {name} is {share.state}: it does not accept new jobs")
 
     def describe_job_queues(self, body: dict[str, Any]) -> dict[str, Any]:
         names = body.get("jobQueues") or []

@@ -5,7 +5,7 @@ events up to the clock."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
@@ -13,8 +13,10 @@ from urllib.parse import unquote, urlsplit
 import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
-from spotline_dev.standin.batch_jobs import ServiceJobs, ServiceJobView
+from spotline_dev.standin.batch_jobs import ServiceJobs
 from spotline_dev.standin.batch_queues import JobQueues
+from spotline_dev.standin.batch_shares import QuotaShares
+from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt
 from spotline_dev.standin.http_answers import ApiError, answer, json_body
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
@@ -30,7 +32,12 @@ _BATCH_PATHS = {
     "/v1/terminateservicejob": "TerminateServiceJob",
     "/v1/updateservicejob": "UpdateServiceJob",
     "/v1/describejobqueues": "DescribeJobQueues",
+    "/v1/createquotashare": "CreateQuotaShare",
+    "/v1/describequotashare": "DescribeQuotaShare",
+    "/v1/listquotashares": "ListQuotaShares",
+    "/v1/updatequotashare": "UpdateQuotaShare",
 }
+_QUOTA_SHARE_OPERATIONS = {"CreateQuotaShare", "DescribeQuotaShare", "ListQuotaShares", "UpdateQuotaShare"}
 _BATCH_TAGS_PATH = "/v1/tags/"
 _SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags"}
 
@@ -59,6 +66,11 @@ class BatchSageMakerStandIn:
         self._service_jobs = ServiceJobs(
             self._time, weather, self._queues, self._trainings, account=account, region=region
         )
+        self._shares = QuotaShares(
+            self._queues,
+            changed=lambda queue: self._service_jobs.reschedule(queue, self._time.now),
+            unshared=self._service_jobs.has_unshared_jobs,
+        )
         self._logs = TrainingLogs(self._trainings, self._time, account=account, region=region)
         self._operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "SubmitServiceJob": self._service_jobs.submit_service_job,
@@ -67,6 +79,10 @@ class BatchSageMakerStandIn:
             "TerminateServiceJob": self._service_jobs.terminate_service_job,
             "UpdateServiceJob": self._service_jobs.update_service_job,
             "DescribeJobQueues": self._queues.describe_job_queues,
+            "CreateQuotaShare": self._shares.create_quota_share,
+            "DescribeQuotaShare": self._shares.describe_quota_share,
+            "ListQuotaShares": self._shares.list_quota_shares,
+            "UpdateQuotaShare": self._shares.update_quota_share,
             "DescribeTrainingJob": self._trainings.describe_training_job,
             "StopTrainingJob": self._trainings.stop_training_job,
             "TagResource": self._service_jobs.tag_resource,
@@ -122,6 +138,41 @@ class BatchSageMakerStandIn:
                 capacity_instances=capacity_instances,
             )
 
+    def register_quota_share(
+        self,
+        queue_name_or_arn: str,
+        share_name: str,
+        capacity_instances: int | Mapping[str, int],
+        *,
+        strategy: str = "LEND_AND_BORROW",
+        borrow_limit: int = -1,
+        in_share_preemption: bool = False,
+        state: str = "ENABLED",
+        tags: Mapping[str, str] | None = None,
+    ) -> str:
+        """A quota share on a registered queue (which needs a scheduling policy), as CreateQuotaShare
+        makes one; returns its ARN. `capacity_instances`: its capacity limit in instances of any
+        type, or {instance type: instances} (the API's capacityLimits); `strategy` RESERVE, LEND or
+        LEND_AND_BORROW; `borrow_limit` a percentage of its limits (-1 unlimited, LEND_AND_BORROW
+        only); `in_share_preemption` its preemptionConfiguration.inSharePreemption. From then on the
+        queue is a quota management queue: every submission names one of its shares
+        (quotaShareName), and admission, borrowing and preemption follow batch_capacity. The first
+        share comes before any job is submitted to the queue. Raises ApiError (ClientException) for
+        what CreateQuotaShare refuses."""
+        with self._lock:
+            self._advance()
+            share = self._shares.register(
+                queue_name_or_arn,
+                share_name,
+                capacity_instances,
+                strategy=strategy,
+                borrow_limit=borrow_limit,
+                in_share_preemption=in_share_preemption,
+                state=state,
+                tags=tags,
+            )
+            return share.arn
+
     def throttle(self, operation: str, times: int = 1) -> None:
         """The next `times` calls of `operation` answer ThrottlingException (HTTP 400)."""
         with self._lock:
@@ -176,6 +227,8 @@ class BatchSageMakerStandIn:
         with self._lock:
             if operation == "DescribeJobQueues" and not self._queues.serves_queues(body):
                 return None
+            if operation in _QUOTA_SHARE_OPERATIONS and not self._shares.serves(operation, body):
+                return None  # not one of ours: moto answers
             return self._answer(request, "rest-json", operation, body)
 
     def _on_sagemaker(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:

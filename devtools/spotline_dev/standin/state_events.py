@@ -10,6 +10,11 @@
   timestamps are epoch milliseconds (numbers in real events; the guide's example quotes them).
   A training job's tags are its CreateTrainingJob request's `Tags` (the service job's payload);
   Batch documents no propagation of the service job's own `tags` to it, so they are not added.
+- AWS Batch, "Service job preemption events": a `Batch Service Job Preemption Started` when an
+  attempt is preempted (detail: statusReason "PREEMPTION_IN_PROGRESS: ...", preemptedJobArn,
+  status) and a `Batch Service Job Preemption Completed` once it has stopped (detail:
+  preemptedJobArn, preemptionSummary, status, RUNNABLE again), each after the job's state change
+  event of that moment. The job's return to RUNNABLE is also a `Batch Service Job State Change`.
 
 Nothing is recorded as it happens: every status is a function of the jobs' timelines and of
 time (`ServiceJobs.batch_status`, `SageMakerTrainingJobs.training_status`), so the changes of a
@@ -30,6 +35,7 @@ from functools import partial
 from typing import Any
 
 from spotline_dev.standin.batch_jobs import ServiceJob, ServiceJobs
+from spotline_dev.standin.batch_preemption import IN_PROGRESS, preemption_summary
 from spotline_dev.standin.clock import EPS, dt, ms
 from spotline_dev.standin.http_answers import shape
 from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob
@@ -39,6 +45,8 @@ BATCH_DETAIL_TYPE = "Batch Service Job State Change"
 SAGEMAKER_SOURCE = "aws.sagemaker"
 SAGEMAKER_DETAIL_TYPE = "SageMaker Training Job State Change"
 BATCH_LEFT_OUT = ("tags", "serviceRequestPayload")  # "not included in the event detail"
+PREEMPTION_STARTED = "Batch Service Job Preemption Started"
+PREEMPTION_COMPLETED = "Batch Service Job Preemption Completed"
 
 _BATCH_FINAL = frozenset({"SUCCEEDED", "FAILED"})
 _TRAINING_FINAL = frozenset({"Completed", "Failed", "Stopped"})
@@ -62,6 +70,7 @@ class StateEvents:
         self.service_jobs, self.trainings = service_jobs, trainings
         self._batch: dict[str, _Cursor] = {}
         self._training: dict[str, _Cursor] = {}
+        self._preemptions: dict[str, tuple[int, int]] = {}  # job id -> (started, completed) reported
 
     # --- when ---------------------------------------------------------------------------
 
@@ -91,6 +100,7 @@ class StateEvents:
             for t, _ in self._walk(cursor, _batch_moments(sjob), now, partial(self._batch_state, sjob)):
                 found.append((t, _BATCH, order, self._batch_event(sjob, t)))
             cursor.done = cursor.state is not None and cursor.state[0] in _BATCH_FINAL
+            found.extend((t, _BATCH, order, event) for t, event in self._preemption_events(sjob, now))
         for order, job in enumerate(self.trainings.jobs.values()):
             cursor = self._training.setdefault(job.name.lower(), _Cursor(None, job.created))
             for t, first in self._walk(cursor, _training_moments(job), now, partial(self._training_state, job)):
@@ -125,6 +135,34 @@ class StateEvents:
     def _batch_event(self, sjob: ServiceJob, t: float) -> dict[str, Any]:
         detail = {k: v for k, v in self.service_jobs.describe(sjob, t).items() if k not in BATCH_LEFT_OUT}
         return _entry(BATCH_SOURCE, BATCH_DETAIL_TYPE, detail, sjob.arn, t)
+
+    def _preemption_events(self, sjob: ServiceJob, now: float) -> list[tuple[float, dict[str, Any]]]:
+        """Preemption Started and Completed events not reported yet, up to `now`."""
+        started, completed = self._preemptions.get(sjob.job_id, (0, 0))
+        events: list[tuple[float, dict[str, Any]]] = []
+        for p in sjob.preemptions[started:]:
+            if p.at > now + EPS:
+                break
+            detail: dict[str, Any] = {
+                "statusReason": IN_PROGRESS + p.reason,
+                "preemptedJobArn": sjob.arn,
+                "status": self.service_jobs.batch_status(sjob, p.at)[0],
+            }
+            events.append((p.at, _entry(BATCH_SOURCE, PREEMPTION_STARTED, detail, sjob.arn, p.at)))
+            started += 1
+        for p in sjob.preemptions[completed:started]:
+            end = p.attempt.plan.end
+            if end > now + EPS:
+                break
+            detail = {
+                "preemptedJobArn": sjob.arn,
+                "preemptionSummary": preemption_summary(sjob, end),
+                "status": self.service_jobs.batch_status(sjob, end)[0],
+            }
+            events.append((end, _entry(BATCH_SOURCE, PREEMPTION_COMPLETED, detail, sjob.arn, end)))
+            completed += 1
+        self._preemptions[sjob.job_id] = (started, completed)
+        return events
 
     def _training_event(self, job: TrainingJob, t: float) -> dict[str, Any]:
         detail = _millis(self.trainings.describe(job, t), shape("sagemaker", "DescribeTrainingJob", "output"))

@@ -1,0 +1,207 @@
+"""What a fleet scenario came to: the sandbox's `fleet` object, its text table, and a picture of
+the queue's capacity used by each team over time.
+
+Judged from the training jobs themselves (the stand-in's view of each Batch service job and its
+SageMaker attempts), not from what the executions noticed:
+
+- a job's *queue wait* is the time each of its service jobs spent RUNNABLE before an attempt
+  started: from submission to the first attempt, and from an attempt's end to the next one
+  (Batch's own retries, preemptions); one figure per service job (each Spotline attempt is one).
+- *busy instance-seconds* count an attempt's instances from its creation (Batch hands it to
+  SageMaker: it holds its capacity) to its end; utilization is that over capacity x the fleet's
+  span (from the scenario's start to the last attempt's end).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from spotline.core.durations import format_duration
+from spotline_dev.standin import ServiceJobView
+
+PERCENTILES = {"p50": 50, "p95": 95}
+
+
+def percentile(values: Iterable[float], rank: int) -> float:
+    """The nearest-rank percentile (0 of nothing)."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[max(0, math.ceil(rank / 100 * len(ordered)) - 1)]
+
+
+def queue_wait_seconds(job: ServiceJobView, end: datetime) -> float:
+    """How long the service job waited RUNNABLE for its attempts (until `end` if still waiting)."""
+    waited, ready = 0.0, job.submitted_at
+    for attempt in sorted(job.attempts, key=lambda a: a.created_at):
+        waited += max(0.0, (attempt.created_at - ready).total_seconds())
+        ready = attempt.ended_at or end
+    if job.status not in ("SUCCEEDED", "FAILED") and (not job.attempts or job.attempts[-1].ended_at):
+        waited += max(0.0, (end - ready).total_seconds())
+    return waited
+
+
+def busy_intervals(job: ServiceJobView, end: datetime) -> list[tuple[datetime, datetime]]:
+    return [(a.created_at, a.ended_at or end) for a in job.attempts]
+
+
+def fleet_figures(
+    runs: list[dict[str, Any]],
+    jobs: list[ServiceJobView],
+    *,
+    capacity_instances: int | None,
+    start: datetime,
+    end: datetime,
+) -> dict[str, Any]:
+    """The sandbox's `fleet` object (README "Fleet scenarios")."""
+    owner = {job_id: run for run in runs for job_id in run.get("jobIds", ())}
+    last_end = max((a.ended_at for j in jobs for a in j.attempts if a.ended_at), default=start)
+    span = max((last_end - start).total_seconds(), 1.0)
+    waits: dict[str, list[float]] = defaultdict(list)
+    instance_seconds: dict[str, float] = defaultdict(float)
+    for job in jobs:
+        run = owner.get(job.job_id)
+        team = run["team"] if run else "?"
+        waits[team].append(queue_wait_seconds(job, end))
+        count = int(run["instanceCount"]) if run else 1
+        instance_seconds[team] += sum((b - a).total_seconds() for a, b in busy_intervals(job, end)) * count
+    all_waits = [w for team_waits in waits.values() for w in team_waits]
+    missed = [run for run in runs if _missed(run)]
+    teams = sorted({run["team"] for run in runs} | set(waits))
+    return {
+        "jobs": len(runs),
+        "succeeded": sum(1 for run in runs if run["status"] == "SUCCEEDED"),
+        "failed": sum(1 for run in runs if run["status"] != "SUCCEEDED"),
+        "deadlinesMet": sum(1 for run in runs if run["deadlineMet"] is True),
+        "deadlinesMissed": len(missed),
+        "costUsd": round(sum(float(run["costUsd"]) for run in runs), 2),
+        "onDemandCostUsd": round(sum(float(run["onDemandCostUsd"]) for run in runs), 2),
+        "capacityInstances": capacity_instances,
+        "capacityUtilization": (
+            round(sum(instance_seconds.values()) / (capacity_instances * span), 4) if capacity_instances else None
+        ),
+        "queueWaitSeconds": {
+            **{name: round(percentile(all_waits, rank)) for name, rank in PERCENTILES.items()},
+            "max": round(max(all_waits, default=0.0)),
+        },
+        "preemptions": sum(job.preemptions for job in jobs),
+        "teams": {
+            team: {
+                "jobs": sum(1 for run in runs if run["team"] == team),
+                "instanceSeconds": round(instance_seconds[team]),
+                "queueWaitP95Seconds": round(percentile(waits[team], 95)),
+                "deadlinesMissed": sum(1 for run in missed if run["team"] == team),
+            }
+            for team in teams
+        },
+    }
+
+
+def _missed(run: dict[str, Any]) -> bool:
+    """A deadline missed: finished after it, or never finished (a run without one misses none)."""
+    return bool(run.get("deadline")) and run.get("deadlineMet") is not True
+
+
+def render_fleet(fleet: dict[str, Any]) -> list[str]:
+    """The fleet summary table of the sandbox's text output."""
+    waits = fleet["queueWaitSeconds"]
+    capacity = (
+        f"capacity {fleet['capacityInstances']} instances, {fleet['capacityUtilization'] * 100:.0f}% used"
+        if fleet["capacityInstances"]
+        else "capacity unlimited"
+    )
+    saved = (1 - fleet["costUsd"] / fleet["onDemandCostUsd"]) * 100 if fleet["onDemandCostUsd"] else 0.0
+    with_deadline = fleet["deadlinesMet"] + fleet["deadlinesMissed"]
+    out = [
+        f"Fleet: {fleet['jobs']} job(s), {fleet['succeeded']} succeeded, {fleet['failed']} failed; "
+        f"deadlines met {fleet['deadlinesMet']} of {with_deadline}",
+        f"  cost ${fleet['costUsd']:.2f} vs ${fleet['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved); "
+        f"{capacity}; {fleet['preemptions']} preemption(s)",
+        f"  queue wait p50 {_short(waits['p50'])}, p95 {_short(waits['p95'])}, max {_short(waits['max'])}",
+        "",
+        f"  {'team':<24} {'jobs':>5} {'instance-hours':>15} {'queue wait p95':>15} {'deadlines missed':>17}",
+    ]
+    for team, figures in fleet["teams"].items():
+        out.append(
+            f"  {team:<24} {figures['jobs']:>5} {figures['instanceSeconds'] / 3600:>15.1f} "
+            f"{_short(figures['queueWaitP95Seconds']):>15} {figures['deadlinesMissed']:>17}"
+        )
+    return out
+
+
+def _short(seconds: float) -> str:
+    return format_duration(seconds) if seconds else "0s"
+
+
+def capacity_by_team(
+    runs: list[dict[str, Any]], jobs: list[ServiceJobView], end: datetime
+) -> dict[str, list[tuple[datetime, int]]]:
+    """Instances each team held over time: per team, (moment, instances held from then on)."""
+    owner = {job_id: run for run in runs for job_id in run.get("jobIds", ())}
+    changes: dict[str, dict[datetime, int]] = defaultdict(lambda: defaultdict(int))
+    for job in jobs:
+        run = owner.get(job.job_id)
+        team, count = (run["team"], int(run["instanceCount"])) if run else ("?", 1)
+        for begin, finish in busy_intervals(job, end):
+            changes[team][begin] += count
+            changes[team][finish] -= count
+    steps: dict[str, list[tuple[datetime, int]]] = {}
+    for team in sorted(changes):
+        held, series = 0, []
+        for moment in sorted(changes[team]):
+            held += changes[team][moment]
+            series.append((moment, held))
+        steps[team] = series
+    return steps
+
+
+def plot_fleet(
+    runs: list[dict[str, Any]],
+    jobs: list[ServiceJobView],
+    path: Path,
+    *,
+    capacity_instances: int | None,
+    start: datetime,
+    end: datetime,
+    title: str,
+) -> Path:
+    """`--plot FILE.png` for a fleet: the instances each team held over time, stacked, under the
+    queue's capacity."""
+    import matplotlib  # noqa: PLC0415 (only when drawing)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    steps = capacity_by_team(runs, jobs, end)
+    moments = sorted({start, end} | {m for series in steps.values() for m, _ in series})
+    hours = [(m - start).total_seconds() / 3600 for m in moments]
+    stacks = []
+    for series in steps.values():
+        held, index, values = 0, 0, []
+        for moment in moments:
+            while index < len(series) and series[index][0] <= moment:
+                held = series[index][1]
+                index += 1
+            values.append(held)
+        stacks.append(values)
+    figure, axes = plt.subplots(figsize=(11, 4.5))
+    if stacks:
+        axes.stackplot(hours, stacks, labels=list(steps), step="post", alpha=0.85)
+    if capacity_instances:
+        axes.axhline(capacity_instances, color="#000000", linewidth=1, linestyle="--", label="queue capacity")
+    axes.set_xlabel("hours since the scenario's start")
+    axes.set_ylabel("instances held")
+    axes.set_xlim(0, max(hours[-1], 1.0))
+    axes.legend(loc="upper right", fontsize=8)
+    axes.grid(True, alpha=0.3)
+    axes.set_title(title, fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

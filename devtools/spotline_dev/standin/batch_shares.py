@@ -1,0 +1,290 @@
+"""AWS Batch quota shares on a SAGEMAKER_TRAINING job queue: CreateQuotaShare, DescribeQuotaShare,
+ListQuotaShares and UpdateQuotaShare (shapes from botocore's model), as the AWS Batch user guide
+documents them:
+
+- "Quota shares": "virtual queues that are nested under a job queue. A maximum of 20 can be
+  attached to any job queue", each with "at least one capacity limit ... and ... a maximum of 5";
+  resource sharing RESERVE (idle compute "reserved for only its jobs"), LEND (lent to other
+  shares) or LEND_AND_BORROW ("jobs from the quota share should be allowed to borrow idle
+  compute ... with a configured borrow limit").
+- API reference, QuotaShareResourceSharingConfiguration: borrowLimit is "the maximum percentage of
+  additional capacity that the quota share can borrow", applied to each capacity unit, "can only
+  be applied to quota shares with a strategy of LEND_AND_BORROW", default -1 ("unlimited").
+- CreateQuotaShare: "A job queue must be in the VALID state before you can associate it with a
+  quota share"; "Creating quota shares" needs a quota management scheduling policy on the queue.
+  A DISABLED share accepts no new jobs, "but jobs already submitted can finish".
+- ARNs as the Service Authorization Reference writes them:
+  `arn:aws:batch:<region>:<account>:job-queue/<queue>/quota-share/<share>`.
+
+Capacity units: quota management counts capacity per instance type ("Create quota management
+resources": "capacity limits in terms of instance types ... rather than NUM_INSTANCES"). The
+stand-in also accepts `NUM_INSTANCES` as a share's unit, counting every instance type, to match
+the stand-in's queue capacity (a count of instances). Admission, borrowing and preemption are in
+`batch_capacity`; DeleteQuotaShare is not served.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spotline_dev.standin.batch_queues import JobQueues, Queue
+from spotline_dev.standin.http_answers import ApiError
+
+ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # the stand-in's unit for "every instance type"
+STRATEGIES = ("RESERVE", "LEND", "LEND_AND_BORROW")
+MAX_SHARES_PER_QUEUE = 20
+MAX_CAPACITY_LIMITS = 5
+SHARE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_ON_OFF = ("ENABLED", "DISABLED")
+
+
+@dataclass
+class QuotaShare:
+    name: str
+    arn: str
+    queue: Queue
+    limits: dict[str, int]  # capacityUnit (instance type, or NUM_INSTANCES) -> maxCapacity
+    strategy: str  # RESERVE | LEND | LEND_AND_BORROW
+    borrow_limit: int = -1  # percent of each limit it may borrow on top; -1 unlimited
+    in_share_preemption: bool = False
+    state: str = "ENABLED"
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def lends(self) -> bool:
+        return self.strategy in ("LEND", "LEND_AND_BORROW")
+
+    @property
+    def borrows(self) -> bool:
+        return self.strategy == "LEND_AND_BORROW"
+
+    def unit_for(self, instance_type: str) -> str:
+        """The capacity limit a job of this instance type counts against."""
+        if instance_type in self.limits or ANY_INSTANCE_TYPE not in self.limits:
+            return instance_type
+        return ANY_INSTANCE_TYPE
+
+    def limit(self, unit: str) -> int:
+        return self.limits.get(unit, 0)
+
+    def detail(self) -> dict[str, Any]:
+        """QuotaShareDetail (ListQuotaShares); DescribeQuotaShare adds the tags."""
+        sharing: dict[str, Any] = {"strategy": self.strategy}
+        if self.borrows:
+            sharing["borrowLimit"] = self.borrow_limit
+        return {
+            "quotaShareName": self.name,
+            "quotaShareArn": self.arn,
+            "jobQueueArn": self.queue.arn,
+            "capacityLimits": [{"maxCapacity": n, "capacityUnit": unit} for unit, n in self.limits.items()],
+            "resourceSharingConfiguration": sharing,
+            "preemptionConfiguration": {"inSharePreemption": "ENABLED" if self.in_share_preemption else "DISABLED"},
+            "state": self.state,
+            "status": "VALID",
+        }
+
+
+def _reject(message: str) -> ApiError:
+    return ApiError("ClientException", message)
+
+
+class QuotaShares:
+    """The quota shares of the stand-in's job queues (kept on each `Queue.quota_shares`)."""
+
+    def __init__(
+        self, queues: JobQueues, *, changed: Callable[[Queue], None], unshared: Callable[[Queue], bool]
+    ) -> None:
+        self.queues = queues
+        self._changed = changed  # the queue's admission and preemption must be looked at again
+        self._unshared = unshared  # whether the queue has jobs, not ended, of no quota share
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    def register(
+        self,
+        queue_name_or_arn: str,
+        share_name: str,
+        capacity: int | Mapping[str, int],
+        *,
+        strategy: str = "LEND_AND_BORROW",
+        borrow_limit: int = -1,
+        in_share_preemption: bool = False,
+        state: str = "ENABLED",
+        tags: Mapping[str, str] | None = None,
+    ) -> QuotaShare:
+        """CreateQuotaShare's checks, then the share. `capacity`: instances of any type, or
+        {instance type: instances} (one capacity limit each)."""
+        queue = self.queues.queue(queue_name_or_arn)
+        if queue is None:
+            raise _reject(f"Job queue {queue_name_or_arn} does not exist")
+        if queue.status != "VALID":
+            raise _reject(f"Job queue {queue.name} is {queue.status}: it must be VALID to have quota shares")
+        if not queue.scheduling_policy_arn:
+            raise _reject(f"Job queue {queue.name} has no quota management scheduling policy")
+        if not SHARE_NAME.match(share_name or ""):
+            raise _reject(
+                "quotaShareName must contain up to 128 letters (uppercase and lowercase), numbers, hyphens, "
+                "and underscores"
+            )
+        if not queue.quota_shares and self._unshared(queue):
+            # A queue's scheduling policy type cannot change (API reference, CreateSchedulingPolicy:
+            # "Once set, this policy type cannot be removed or changed"): the stand-in's queue
+            # becomes a quota management queue with its first share, before any job is submitted.
+            raise _reject(f"Job queue {queue.name} already has jobs without a quota share")
+        if share_name in queue.quota_shares:
+            raise _reject(f"Quota share {share_name} already exists in job queue {queue.name}")
+        if len(queue.quota_shares) >= MAX_SHARES_PER_QUEUE:
+            raise _reject(f"Job queue {queue.name} already has {MAX_SHARES_PER_QUEUE} quota shares")
+        limits = {ANY_INSTANCE_TYPE: capacity} if isinstance(capacity, int) else dict(capacity)
+        share = QuotaShare(
+            share_name,
+            f"arn:aws:batch:{self.queues.region}:{self.queues.account}:job-queue/{queue.name}/quota-share/{share_name}",
+            queue,
+            _checked_limits(limits),
+            _checked_strategy(strategy, borrow_limit),
+            borrow_limit,
+            in_share_preemption,
+            _checked_state(state),
+            dict(tags or {}),
+        )
+        if len(share.tags) > 50:
+            raise _reject("A quota share can have at most 50 tags")
+        queue.quota_shares[share_name] = share
+        return share
+
+    def share(self, arn: str | None) -> QuotaShare:
+        for queue in self.queues.queues.values():
+            for share in queue.quota_shares.values():
+                if share.arn == arn:
+                    return share
+        raise _reject(f"Quota share {arn} does not exist")
+
+    def serves(self, operation: str, body: dict[str, Any]) -> bool:
+        """Whether the request is about one of the stand-in's queues (others go to moto)."""
+        if operation in ("CreateQuotaShare", "ListQuotaShares"):
+            return self.queues.queue(str(body.get("jobQueue") or "")) is not None
+        arn = str(body.get("quotaShareArn") or "")
+        return any(arn.startswith(f"{queue.arn}/quota-share/") for queue in self.queues.queues.values())
+
+    # --- Batch operations -------------------------------------------------------------------
+
+    def create_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
+        for name in ("quotaShareName", "jobQueue", "capacityLimits", "resourceSharingConfiguration"):
+            if not body.get(name):
+                raise _reject(f"{name} is required")
+        if "inSharePreemption" not in (body.get("preemptionConfiguration") or {}):
+            raise _reject("preemptionConfiguration.inSharePreemption is required")
+        sharing = body["resourceSharingConfiguration"]
+        share = self.register(
+            body["jobQueue"],
+            body["quotaShareName"],
+            _limits_of(body["capacityLimits"]),
+            strategy=str(sharing.get("strategy") or ""),
+            borrow_limit=_borrow_limit_of(sharing),
+            in_share_preemption=_in_share_of(body["preemptionConfiguration"]),
+            state=str(body.get("state") or "ENABLED"),
+            tags=body.get("tags"),
+        )
+        return {"quotaShareName": share.name, "quotaShareArn": share.arn}
+
+    def describe_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
+        share = self.share(body.get("quotaShareArn"))
+        return {**share.detail(), "tags": dict(share.tags)}
+
+    def list_quota_shares(self, body: dict[str, Any]) -> dict[str, Any]:
+        queue = self.queues.queue(str(body.get("jobQueue") or ""))
+        if queue is None:
+            raise _reject(f"Job queue {body.get('jobQueue')} does not exist")
+        size = int(body.get("maxResults") or 100)
+        if not 1 <= size <= 100:
+            raise _reject("maxResults must be between 1 and 100")
+        offset = _offset(body.get("nextToken"))
+        details = [share.detail() for share in queue.quota_shares.values()]
+        page: dict[str, Any] = {"quotaShares": details[offset : offset + size]}
+        if offset + size < len(details):
+            page["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode()
+        return page
+
+    def update_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
+        """UpdateQuotaShare: what is given replaces what was there; a lowered limit can make the
+        share's running jobs preemptible ("Preemption": "Administrators lowering a quota share's
+        capacity limits can also make SCHEDULED, STARTING, or RUNNING jobs within that quota share
+        eligible for preemption")."""
+        share = self.share(body.get("quotaShareArn"))
+        limits = _checked_limits(_limits_of(body["capacityLimits"])) if "capacityLimits" in body else share.limits
+        strategy, borrow_limit = share.strategy, share.borrow_limit
+        if "resourceSharingConfiguration" in body:
+            sharing = body["resourceSharingConfiguration"] or {}
+            strategy, borrow_limit = str(sharing.get("strategy") or ""), _borrow_limit_of(sharing)
+            _checked_strategy(strategy, borrow_limit)
+        in_share = share.in_share_preemption
+        if "preemptionConfiguration" in body:
+            in_share = _in_share_of(body["preemptionConfiguration"] or {})
+        state = _checked_state(str(body["state"])) if "state" in body else share.state
+        share.limits, share.strategy, share.borrow_limit = limits, strategy, borrow_limit
+        share.in_share_preemption, share.state = in_share, state
+        self._changed(share.queue)
+        return {"quotaShareName": share.name, "quotaShareArn": share.arn}
+
+
+def _limits_of(entries: Any) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for entry in entries or []:
+        unit = str(entry.get("capacityUnit") or "")
+        if unit in limits:
+            raise _reject(f"capacityLimits names {unit} more than once")
+        limits[unit] = entry.get("maxCapacity")
+    return limits
+
+
+def _checked_limits(limits: dict[str, int]) -> dict[str, int]:
+    if not 1 <= len(limits) <= MAX_CAPACITY_LIMITS:
+        raise _reject(f"A quota share needs between 1 and {MAX_CAPACITY_LIMITS} capacity limits")
+    for unit, count in limits.items():
+        if not unit:
+            raise _reject("capacityLimits[].capacityUnit is required")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise _reject(f"capacityLimits[].maxCapacity for {unit} must be a whole number of instances")
+    return limits
+
+
+def _checked_strategy(strategy: str, borrow_limit: int) -> str:
+    if strategy not in STRATEGIES:
+        raise _reject(f"resourceSharingConfiguration.strategy must be one of {', '.join(STRATEGIES)}")
+    if borrow_limit != -1 and strategy != "LEND_AND_BORROW":
+        raise _reject("borrowLimit can only be applied to quota shares with a strategy of LEND_AND_BORROW")
+    if borrow_limit < -1:
+        raise _reject("borrowLimit must be -1 (unlimited) or a percentage of at least 0")
+    return strategy
+
+
+def _checked_state(state: str) -> str:
+    if state not in _ON_OFF:
+        raise _reject("state must be ENABLED or DISABLED")
+    return state
+
+
+def _borrow_limit_of(sharing: dict[str, Any]) -> int:
+    value = sharing.get("borrowLimit", -1)
+    return -1 if value is None else int(value)
+
+
+def _in_share_of(preemption: dict[str, Any]) -> bool:
+    value = preemption.get("inSharePreemption")
+    if value not in _ON_OFF:
+        raise _reject("preemptionConfiguration.inSharePreemption must be ENABLED or DISABLED")
+    return bool(value == "ENABLED")
+
+
+def _offset(token: str | None) -> int:
+    if not token:
+        return 0
+    try:
+        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise _reject("nextToken is not valid") from error

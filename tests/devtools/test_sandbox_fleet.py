@@ -1,0 +1,148 @@
+"""Fleet scenarios: many uploads in one stack, one queue with a capacity limit, one clock."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import EXAMPLE_MANIFEST
+from spotline_dev import local_aws
+from spotline_dev.fleet import uploads_of
+from spotline_dev.fleet_figures import capacity_by_team, percentile
+from spotline_dev.sandbox import ScenarioError, load_scenario, public_summary, run_scenario
+
+START = datetime(2026, 12, 1, tzinfo=UTC)
+HOUR = 3600.0
+
+
+def _manifest(folder: Path, name: str, *, team: str = "search-ranking", priority: int = 100, hours: int = 2) -> Path:
+    """The example manifest as job `name` of `team`, `hours` long, without a deadline."""
+    text = (
+        EXAMPLE_MANIFEST.read_text()
+        .replace("name: ranker-v2", f"name: {name}")
+        .replace("search-ranking", team)  # the team, its buckets
+        .replace("role/spotline/ranker-training", f"role/spotline/{team}-training")  # its own role
+        .replace("expectedDuration: 8h", f"expectedDuration: {hours}h")
+        .replace("priority: 100", f"priority: {priority}")
+        .replace('deadline: "2026-12-02T06:00:00Z"', "# no deadline")
+        .replace(f"{team}-checkpoints/ranker-v2/", f"{team}-checkpoints/{name}/")
+    )
+    path = folder / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def _scenario(folder: Path, body: str) -> Path:
+    path = folder / "fleet.yaml"
+    path.write_text(f'name: fleet\nstart: "2026-12-01T00:00:00Z"\nspot: {{startDelay: 5m}}\n{body}')
+    return path
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _busy_at_every_change(summary: dict[str, Any]) -> list[int]:
+    """Instances held by the whole queue at every moment any team's holding changed."""
+    steps = capacity_by_team(summary["executions"], summary["jobs"], summary["virtualEnd"])
+    moments = sorted({m for series in steps.values() for m, _ in series})
+    held = []
+    for moment in moments:
+        held.append(sum(next((n for m, n in reversed(series) if m <= moment), 0) for series in steps.values()))
+    return held
+
+
+def test_jobs_beyond_the_queue_capacity_wait_their_turn_and_the_clock_is_shared(tmp_path: Path) -> None:
+    first, second = _manifest(tmp_path, "first"), _manifest(tmp_path, "second")
+    scenario = _scenario(tmp_path, f"manifests: [{first.name}, {second.name}]\nqueue: {{capacityInstances: 1}}\n")
+
+    summary = run_scenario(load_scenario(scenario))
+
+    runs = summary["executions"]
+    assert [run["status"] for run in runs] == ["SUCCEEDED", "SUCCEEDED"]
+    ended = [datetime.fromisoformat(run["trainingEndedAt"]) for run in runs]
+    # One instance: the second trains after the first, on the same clock (not both from T+0).
+    assert ended[1] - ended[0] >= timedelta(hours=2)
+    fleet = summary["fleet"]
+    assert fleet["jobs"] == 2 and fleet["succeeded"] == 2 and fleet["capacityInstances"] == 1
+    assert fleet["queueWaitSeconds"]["max"] >= 2 * HOUR  # the second waited for the first
+    assert 0.9 < fleet["capacityUtilization"] <= 1.0
+    assert max(_busy_at_every_change(summary)) == 1
+    assert summary["leftRunning"] == []
+
+
+def test_a_replay_gives_the_same_json_apart_from_its_wall_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = [_manifest(tmp_path, f"job-{n}", team=team, hours=1) for n, team in enumerate(["team-a", "team-b"] * 2)]
+    scenario = _scenario(
+        tmp_path,
+        "queue: {capacityInstances: 2}\nsubmissions:\n"
+        + "".join(f"  - {{manifest: {job.name}, at: {n * 10}m}}\n" for n, job in enumerate(jobs)),
+    )
+
+    replays = []
+    for _ in range(2):  # each as in a fresh process: the stacks started so far seed moto's ids
+        monkeypatch.setattr(local_aws, "_STACKS_STARTED", itertools.count())
+        replays.append(public_summary(run_scenario(load_scenario(scenario))))
+
+    assert json.dumps(replays[0], sort_keys=True) == json.dumps(replays[1], sort_keys=True)
+    assert "wallSeconds" not in replays[0]  # only `main` adds it: the one figure replays do not share
+    assert set(replays[0]["fleet"]["teams"]) == {"team-a", "team-b"}
+    assert len({run["name"] for run in replays[0]["executions"]}) == 4
+
+
+def test_repeated_submissions_are_new_versions_with_their_own_deadline_and_checkpoints(tmp_path: Path) -> None:
+    job = _manifest(tmp_path, "nightly", hours=1)
+    scenario = load_scenario(
+        _scenario(
+            tmp_path, f"submissions:\n  - {{manifest: {job.name}, at: 1h, every: 6h, count: 3, deadlineAfter: 4h}}\n"
+        )
+    )
+    uploads = uploads_of(scenario)
+    assert [u.moment for u in uploads] == [HOUR, 7 * HOUR, 13 * HOUR]
+    assert [u.spec.deadline for u in uploads] == [_rfc3339(START + timedelta(hours=h)) for h in (5, 11, 17)]
+    assert len({u.spec.checkpoint_s3_uri for u in uploads}) == 3  # a rerun does not resume the last run
+
+    summary = run_scenario(scenario)
+    runs = summary["executions"]
+    assert len({run["name"] for run in runs}) == 3
+    assert [run["deadlineMet"] for run in runs] == [True, True, True]
+    assert [run["uploadedAt"] for run in runs] == [_rfc3339(START + timedelta(hours=h)) for h in (1, 7, 13)]
+    assert summary["fleet"]["deadlinesMet"] == 3 and summary["leftRunning"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("queue: {capacity: 4}\n", r"queue: unknown field\(s\) capacity; known: capacityInstances"),
+        ("queue: {capacityInstances: 0}\n", r"queue.capacityInstances: 0 must be a whole number, at least 1"),
+        ("submissions: [{manifest: job.yaml, count: 3}]\n", r"submissions\[0\].every: required"),
+        ("submissions: [{manifest: job.yaml, evry: 1h}]\n", r"submissions\[0\]: unknown field\(s\) evry"),
+        ("submissions: [{manifest: nowhere.yaml}]\n", r"submissions\[0\].manifest: .*nowhere.yaml does not exist"),
+        ("submissions: [{manifest: job.yaml, at: -1h}]\n", r"submissions\[0\].at"),
+        ("submissions: []\n", r"submissions: must be a non-empty list"),
+    ],
+)
+def test_bad_fleet_fields_are_named(tmp_path: Path, body: str, message: str) -> None:
+    (tmp_path / "job.yaml").write_text(EXAMPLE_MANIFEST.read_text())
+    with pytest.raises(ScenarioError, match=message):
+        load_scenario(_scenario(tmp_path, body))
+
+
+def test_a_scenario_without_submissions_or_queue_runs_each_manifest_alone(tmp_path: Path) -> None:
+    job = _manifest(tmp_path, "alone")
+    assert not load_scenario(_scenario(tmp_path, f"manifests: [{job.name}]\n")).shares_a_queue
+    assert load_scenario(
+        _scenario(tmp_path, f"manifests: [{job.name}]\nqueue: {{capacityInstances: 3}}\n")
+    ).shares_a_queue
+
+
+def test_nearest_rank_percentiles() -> None:
+    assert percentile([], 95) == 0.0
+    assert percentile([5.0], 50) == 5.0
+    assert percentile([float(n) for n in range(1, 101)], 95) == 95.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
