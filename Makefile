@@ -94,6 +94,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_72h.py
 	$(BIN)/python benchmarks/history_worst_case.py
 	$(BIN)/python benchmarks/handler_import_time.py
+	$(BIN)/python benchmarks/fleet_week.py
 	$(BIN)/spotline simulate
 
 clean:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from contextlib import ExitStack, redirect_stdout
 from dataclasses import dataclass
 from datetime import timedelta
@@ -56,23 +57,26 @@ class Upload:
 
 def uploads_of(scenario: Scenario) -> list[Upload]:
     """Every upload of the scenario in time order (`manifests:` at the start, then `submissions:`).
-    A manifest uploaded more than once gets a checkpoint prefix per upload (`.../upload-3/`), as a
-    team reruns a job: otherwise the next run would resume from the last one's final checkpoint."""
-    planned = [(0.0, manifest, None) for manifest in scenario.manifests]
+    A manifest uploaded more than once is a new job each time, as a sweep submits trials or a team
+    reruns a job: `metadata.name` `<name>-<n>` and a checkpoint prefix of its own (`.../upload-<n>/`).
+    With one name, CheckNoLiveJob would refuse a run while the last is still queued (two runs of a
+    job would share a checkpoint prefix), and with one prefix a run would resume from the last one's
+    final checkpoint."""
+    planned: list[tuple[float, Path, float | None]] = [(0.0, manifest, None) for manifest in scenario.manifests]
     planned += [(m, s.manifest, s.deadline_after) for s in scenario.submissions for m in s.moments()]
     planned.sort(key=lambda entry: entry[0])  # stable: at the same moment, in the scenario's order
     times_uploaded = {manifest: sum(1 for _, m, _ in planned if m == manifest) for _, manifest, _ in planned}
-    uploads = []
-    for number, (moment, manifest, deadline_after) in enumerate(planned, start=1):
+    uploads, occurrences = [], dict.fromkeys(times_uploaded, 0)
+    for moment, manifest, deadline_after in planned:
+        occurrences[manifest] += 1
         raw = yaml.safe_load(manifest.read_bytes())
         spec_raw = raw.get("spec") if isinstance(raw, dict) else None
         if isinstance(spec_raw, dict):
             if deadline_after is not None:
                 deadline = scenario.start + timedelta(seconds=moment + deadline_after)
                 spec_raw.setdefault("capacity", {})["deadline"] = to_rfc3339(deadline)
-            checkpoint = spec_raw.get("checkpoint")
-            if times_uploaded[manifest] > 1 and isinstance(checkpoint, dict) and checkpoint.get("s3Uri"):
-                checkpoint["s3Uri"] = f"{str(checkpoint['s3Uri']).rstrip('/')}/upload-{number}/"
+            if times_uploaded[manifest] > 1:
+                _rerun(raw, spec_raw, occurrences[manifest])
         body = yaml.safe_dump(raw, sort_keys=False).encode()
         result = validate_bytes(body, now=scenario.start + timedelta(seconds=moment))
         if result.spec is None:
@@ -83,7 +87,17 @@ def uploads_of(scenario: Scenario) -> list[Upload]:
     return uploads
 
 
-def _team_policy(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]:
+def _rerun(raw: dict[str, Any], spec_raw: dict[str, Any], number: int) -> None:
+    """Make the manifest the `number`-th run of a repeated job: its own name and checkpoint prefix."""
+    metadata = raw.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("name"):
+        metadata["name"] = f"{metadata['name']}-{number}"
+    checkpoint = spec_raw.get("checkpoint")
+    if isinstance(checkpoint, dict) and checkpoint.get("s3Uri"):
+        checkpoint["s3Uri"] = f"{str(checkpoint['s3Uri']).rstrip('/')}/upload-{number}/"
+
+
+def team_policy_for(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]:
     """The scenario's TeamPolicy, or one allowing each team what its manifests ask for."""
     if scenario.team_policy is not None:
         return scenario.team_policy
@@ -101,9 +115,9 @@ def _team_policy(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]:
     return {"teams": teams}
 
 
-def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
-    """Run every upload of the scenario in one stack; returns the sandbox summary."""
-    uploads = uploads_of(scenario)
+def training_behaviour(scenario: Scenario, uploads: list[Upload]) -> Callable[[dict[str, Any]], TrainingBehaviour]:
+    """Each training job trains for its manifest's expectedDuration (found by the job's tags), or
+    the scenario's `training.duration`."""
     durations = {(u.spec.team, u.spec.name): u.spec.expected_duration_seconds for u in uploads}
 
     def behaviour(request: dict[str, Any]) -> TrainingBehaviour:
@@ -111,14 +125,20 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         declared = durations.get((tags.get("spotline:team", ""), tags.get("spotline:job", "")))
         return TrainingBehaviour(duration=scenario.duration or declared or 3600.0, fail_after=scenario.fail_after)
 
-    environment = {"TEAM_POLICY": json.dumps(_team_policy(scenario, uploads)), **({} if verbose else QUIET)}
+    return behaviour
+
+
+def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
+    """Run every upload of the scenario in one stack; returns the sandbox summary."""
+    uploads = uploads_of(scenario)
+    environment = {"TEAM_POLICY": json.dumps(team_policy_for(scenario, uploads)), **({} if verbose else QUIET)}
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
                 scenario.start,
                 environment=environment,
                 weather=weather_of(scenario),
-                behaviour=behaviour,
+                behaviour=training_behaviour(scenario, uploads),
                 capacity_instances=scenario.capacity_instances,
             )
         )
@@ -219,10 +239,12 @@ def _summarize_run(
 def _chain(stack: LocalStack, arn: str) -> list[str]:
     """The names of the executions a run went through, following `$.continuedAs`."""
     sfn, names = stack.client("stepfunctions"), []
-    while arn:
+    following: str | None = arn
+    while following:
+        arn = following
         described = sfn.describe_execution(executionArn=arn)
         names.append(described["name"])
-        arn = (json.loads(described.get("output") or "{}").get("continuedAs") or {}).get("executionArn")
+        following = (json.loads(described.get("output") or "{}").get("continuedAs") or {}).get("executionArn")
     return names
 
 

@@ -9,6 +9,7 @@ are moto internals, which is why moto's version is pinned exactly.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -29,6 +30,9 @@ from moto.awslambda.exceptions import LambdaClientError
 from moto.moto_api._internal import mock_random
 from moto.moto_api._internal.moto_random import MotoRandom
 from moto.s3 import models as moto_s3_models
+from moto.stepfunctions.parser.asl.component.common.path import result_path as moto_result_path
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils as moto_lambda_eval
+from moto.stepfunctions.parser.asl.utils import json_path as moto_json_path
 
 from spotline.aws import clients as spotline_aws
 from spotline_dev.local_cloudformation import install_stack_description
@@ -50,6 +54,25 @@ Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
 def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
     return TrainingBehaviour(duration=2 * 3600)
+
+
+def _skip_repeated_moto_work(exits: ExitStack) -> None:
+    """moto's Step Functions interpreter parses every JSONPath again at each use (jsonpath_ng
+    builds a ply parser each time), a large part of a replay's time. A parsed path is only read
+    (find and update act on the data), so each path is parsed once per stack."""
+    for module in (moto_json_path, moto_result_path):
+        exits.enter_context(mock.patch.object(module, "parse", functools.lru_cache(maxsize=4096)(module.parse)))
+    # Its Lambda tasks likewise create a boto3 client for every invocation; one per region is enough.
+    # (moto signs them with fixed keys, whatever the state's credentials).
+    clients: dict[tuple[str, str], Any] = {}
+    create = getattr(moto_lambda_eval, "boto_client_for")  # noqa: B009 (moto does not export it)
+
+    def client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        if (region, service) not in clients:
+            clients[(region, service)] = create(region=region, service=service, state_credentials=state_credentials)
+        return clients[(region, service)]
+
+    exits.enter_context(mock.patch.object(moto_lambda_eval, "boto_client_for", client_for))
 
 
 class _OwnVersionIds:
@@ -113,6 +136,7 @@ class LocalStack:
     executions: Executions | None = None  # set by start_local_stack
     outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
     queue_capacities: dict[str, int | None] = field(default_factory=dict)  # job queue -> instances (None: no limit)
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def kill_after_call(self, operation: str, times: int = 1) -> None:
         """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
@@ -151,7 +175,10 @@ class LocalStack:
         return self.executions.records[execution_arn]
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+        """A boto3 client of the local stack (one per service: creating one takes milliseconds)."""
+        if service not in self._clients:
+            self._clients[service] = boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+        return self._clients[service]
 
     @property
     def bucket(self) -> str:
@@ -230,6 +257,15 @@ class LocalStack:
 class S3CheckpointStore:
     """progress.json under a checkpoint prefix, in the local stack's S3 (as training code writes it)."""
 
+    def __init__(self) -> None:
+        self._s3: Any = None
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            self._s3 = boto3.client("s3", region_name=REGION)
+        return self._s3
+
     def _location(self, s3_uri: str) -> tuple[str, str]:
         bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
         return bucket, f"{prefix.rstrip('/')}/progress.json".lstrip("/")
@@ -237,14 +273,14 @@ class S3CheckpointStore:
     def read(self, s3_uri: str) -> dict[str, Any] | None:
         bucket, key = self._location(s3_uri)
         try:
-            body = boto3.client("s3", region_name=REGION).get_object(Bucket=bucket, Key=key)["Body"].read()
+            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except Exception:
             return None
         return json.loads(body)  # type: ignore[no-any-return]
 
     def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
         bucket, key = self._location(s3_uri)
-        boto3.client("s3", region_name=REGION).put_object(Bucket=bucket, Key=key, Body=json.dumps(progress).encode())
+        self.s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(progress).encode())
 
 
 def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -342,6 +378,7 @@ def start_local_stack(
         # differ between the stacks of one process (the layer caches by version id, as per Lambda process).
         seed = RANDOM_SEED + next(_STACKS_STARTED)
         mock_random.seed(seed)
+        _skip_repeated_moto_work(exits)
         exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
@@ -352,6 +389,7 @@ def start_local_stack(
         stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin)
         lambdas = _InProcessLambdas(stack)
         install_time_hooks(exits, clock)
+        exits.callback(clock.close)
         stack.faults = Faults(clock.now)
         stack.executions = Executions(clock, partial(_put_event, stack), partial(_stop_execution, stack))
         stack.executions.install(exits)

@@ -1,8 +1,9 @@
 """The local stack's resources, created from `template.yaml` as CloudFormation would: buckets,
 queues (Batch queues in the stand-in, with the service environment's capacity), tables, topics,
-functions (the real handlers, with their environment), state machines (the real definition with
-its substitutions) and EventBridge rules (each with an SQS tap, since moto cannot invoke Lambda
-targets)."""
+functions (the real handlers, with their environment), custom resources (their function's real
+handler answering a Create request: the queue's quota shares, before any job), state machines
+(the real definition with its substitutions) and EventBridge rules (each with an SQS tap, since
+moto cannot invoke Lambda targets)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 from unittest import mock
 
+from spotline_dev.local_custom_resources import create_custom_resources, parameter_overrides, with_parameters
 from spotline_dev.template import PROJECT_ROOT, Resolver, function_environment, queue_capacity, resources_of_type
 
 if TYPE_CHECKING:
@@ -173,6 +175,17 @@ def create_resources(
         )
         handlers[physical[logical]] = _load_handler(props["CodeUri"], props["Handler"])
         stack.functions[logical] = physical[logical]
+
+    # Custom resources see the local stack's parameters (TEAM_POLICY, the queue's capacity).
+    local_parameters = with_parameters(template, parameter_overrides(template, environment, stack.queue_capacities))
+    create_custom_resources(
+        stack,
+        Resolver(local_parameters, lookup, resolver.pseudo),
+        handlers,
+        arns,
+        stack_name=STACK,
+        stack_id=f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{STACK}/local",
+    )
 
     sfn = stack.client("stepfunctions")
     for logical, resource in machines.items():

@@ -4,8 +4,9 @@ For each manifest of a scenario it starts the local stack (moto + the Batch/Sage
 stand-in + the real handlers + the real state machine), plays the team's account (bucket
 with data, role, image; the team allowed in the team policy), uploads the manifest, delivers
 the S3 event to Intake and replays the execution: hours of training pass in seconds. Each
-manifest gets a fresh stack starting at the scenario's start, so executions do not share a
-queue (the stand-in models capacity, not contention between jobs).
+manifest gets a fresh stack starting at the scenario's start; a fleet scenario (`submissions:`
+or `queue:`) runs every upload in one stack instead, its executions sharing one queue and one
+clock (`spotline_dev.fleet`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 from unittest import mock
 
 import botocore.endpoint
@@ -26,7 +26,7 @@ from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
 from spotline.aws import clock as spotline_clock
 
-TIMEOUT_GRACE_SECONDS = 1.0
+TIMEOUT_GRACE_SECONDS = 10.0
 """Real time a task's thread gets, once its virtual timeout has come, to end on its own."""
 POLL_SECONDS = 0.05
 """How often a blocked thread looks again without being notified (a safety net: every change
@@ -59,6 +59,7 @@ class VirtualClock:
         self._joined = itertools.count()
         self._sleepers: list[_Sleeper] = []
         self._mover: int | None = None  # the thread moving the clock (and running actions): one at a time
+        self._closed = False
 
     @contextmanager
     def holding_token_waits(self) -> Iterator[None]:
@@ -106,6 +107,18 @@ class VirtualClock:
             self._participants.pop(key, None)
             self._cv.notify_all()
 
+    def close(self) -> None:
+        """The stack is gone: the threads of executions still running (a test that did not wait for
+        its execution) stop for good where they sleep, neither polling nor running on against the
+        next stack's clients."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     @property
     def participants(self) -> int:
         with self._cv:
@@ -115,6 +128,8 @@ class VirtualClock:
         """Participant `key` waits `seconds`, or less if `interrupted()` turns true after an action
         (the execution was stopped, or what it waited for came). Without a key (a thread that is
         no participant: a test, a retry inside a handler) it is `advance`."""
+        if self._closed:
+            _park()
         if key is None or key not in self._participants:
             self.advance(seconds, interrupted=interrupted)
             return
@@ -124,6 +139,8 @@ class VirtualClock:
             self._cv.notify_all()
             try:
                 while not me.woken:
+                    if self._closed:
+                        break
                     if self._mover is None and self._all_asleep():
                         self._move_once(None)
                     else:
@@ -131,6 +148,8 @@ class VirtualClock:
             finally:
                 self._sleepers.remove(me)
                 self._cv.notify_all()
+        if not me.woken:
+            _park()  # closed while asleep
 
     def advance(self, seconds: float, *, interrupted: Callable[[], bool] | None = None) -> None:
         """Move on by `seconds` now (whoever else is busy), stopping at each due moment to run its
@@ -213,6 +232,12 @@ class VirtualClock:
             action()
 
 
+def _park() -> NoReturn:
+    """Block this (daemon) thread for good."""
+    while True:
+        threading.Event().wait()
+
+
 @dataclass(eq=False)
 class _Sleeper:
     until: datetime
@@ -242,7 +267,9 @@ class VirtualTimeoutEvent:
         if timeout is None:
             return self._event.wait()
         deadline = self._clock.now() + timedelta(seconds=timeout)
-        while not self._event.wait(0.005):
+        while not self._event.wait(POLL_SECONDS):  # the task thread ends a token wait at its timeout itself
+            if self._clock.closed:
+                _park()
             if self._clock.now() >= deadline:
                 # The task's own thread is told of its deadline too (a token wait ends there): what it
                 # makes of it comes first, or a token sent at that very moment would count twice.

@@ -29,9 +29,12 @@ FIRST_POLL_SECONDS = 60
 def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     previous = state.get("training")
     number = previous["attempt"] + 1 if previous else 1
-    decided = (state.get("status") or {}).get("nextCapacity")
+    status = state.get("status") or {}
+    decided = status.get("nextCapacity")
     capacity = decided or ("on-demand" if spec.strategy == "on-demand" else "spot")
-    return Attempt(state["executionArn"], number, capacity)
+    # The priority the last check gave the job (raised when its deadline was at risk in the queue).
+    priority = (status.get("decision") or {}).get("priority") if decided else None
+    return Attempt(state["executionArn"], number, capacity, int(priority) if priority is not None else None)
 
 
 @metrics.log_metrics

@@ -146,3 +146,40 @@ def test_nearest_rank_percentiles() -> None:
     assert percentile([5.0], 50) == 5.0
     assert percentile([float(n) for n in range(1, 101)], 95) == 95.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+
+
+def _policy_entry(team: str, *, quota: int, max_priority: int) -> str:
+    return (
+        f"    {team}: {{instanceFamilies: [g5], maxInstances: 4, maxPriority: {max_priority}, quotaInstances: {quota}, "
+        f'roles: ["arn:aws:iam::123456789012:role/spotline/{team}-training"], '
+        f'images: ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"], '
+        f's3Prefixes: ["s3://{team}-data/", "s3://{team}-models/", "s3://{team}-checkpoints/"]}}\n'
+    )
+
+
+def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share_back(tmp_path: Path) -> None:
+    bulk = [_manifest(tmp_path, f"bulk-{n}", team="bulk", priority=10, hours=6) for n in range(2)]
+    for path in bulk:
+        path.write_text(path.read_text().replace("instanceCount: 1", "instanceCount: 2"))
+    urgent = _manifest(tmp_path, "urgent", team="urgent", priority=300, hours=3)
+    urgent.write_text(urgent.read_text().replace("instanceCount: 1", "instanceCount: 2"))
+    scenario = _scenario(
+        tmp_path,
+        "queue: {capacityInstances: 4}\nsubmissions:\n"
+        + "".join(f"  - {{manifest: {path.name}, at: 0h}}\n" for path in bulk)
+        + f"  - {{manifest: {urgent.name}, at: 1h, deadlineAfter: 4h}}\n"
+        + "teamPolicy:\n  teams:\n"
+        + _policy_entry("bulk", quota=1, max_priority=50)
+        + _policy_entry("urgent", quota=3, max_priority=500),
+    )
+
+    summary = run_scenario(load_scenario(scenario))
+
+    assert [run["status"] for run in summary["executions"]] == ["SUCCEEDED"] * 3
+    (deadline_run,) = [run for run in summary["executions"] if run["team"] == "urgent"]
+    assert deadline_run["deadlineMet"] is True
+    fleet = summary["fleet"]
+    assert fleet["preemptions"] >= 1  # the borrowed capacity came back through preemption
+    assert fleet["teams"]["urgent"]["queueWaitP95Seconds"] < 1800
+    assert max(_busy_at_every_change(summary)) <= 4  # capacity is never exceeded
+    assert summary["leftRunning"] == []

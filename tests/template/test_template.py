@@ -325,6 +325,7 @@ def test_publishing_functions_may_use_the_topic_key_and_no_other() -> None:
         "RecordOutcomeFunction",
         "StopExecutionJobsFunction",
         "ReconcileTrainingJobsFunction",
+        "CheckTrainingStatusFunction",  # PriorityRaised
     }
     for name, function in functions.items():
         kms = [

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from spotline.core.status import is_preemption
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     HistoryEvent,
@@ -85,6 +86,13 @@ def status_line(status: dict[str, Any]) -> str:
     parts = [status["state"], done]
     if status.get("interruptions"):
         parts.append(f"{status['interruptions']} interruption(s) in this job")
+    if status.get("preemptions"):
+        parts.append(f"{status['preemptions']} preemption(s) by Batch in this job")
+    if status["state"] == "queued" and is_preemption(str(status.get("reason") or "")):
+        parts.append(str(status["reason"]))
+    escalation = (status.get("decision") or {}).get("escalation")
+    if escalation:
+        parts.append(f"-> raise-priority: {escalation['reason']}")
     if status["action"] != "keep-waiting":
         parts.append(f"-> {status['action']}: {status['explanation']}")
     return ", ".join(p for p in parts if p)
@@ -151,7 +159,14 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
         try:
             if name == "CheckTrainingStatus":
                 status = state["status"]
-                key = (status["state"], status.get("interruptions"), status["action"], status.get("trainingJobName"))
+                key = (
+                    status["state"],
+                    status.get("interruptions"),
+                    status.get("preemptions"),
+                    status["action"],
+                    status.get("trainingJobName"),
+                    bool((status.get("decision") or {}).get("escalation")),
+                )
                 if str(key) != last_status:
                     at = datetime.fromisoformat(status["checkedAt"])
                     entries.append(TimelineEntry(at, name, status_line(status)))

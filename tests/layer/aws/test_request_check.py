@@ -40,11 +40,12 @@ def _payload(request: dict[str, object]) -> dict[str, object]:
     return json.loads(str(request["serviceRequestPayload"]))  # type: ignore[no-any-return]
 
 
-def test_spot_request_uses_managed_spot_checkpoints_and_fair_share(spec: JobSpec) -> None:
+def test_spot_request_uses_managed_spot_checkpoints_and_the_teams_quota_share(spec: JobSpec) -> None:
     request = submit_service_job_request(spec, Attempt(EXECUTION, 1, "spot"), QUEUE)
     assert request["serviceJobType"] == "SAGEMAKER_TRAINING"
     assert request["jobQueue"] == QUEUE
-    assert request["shareIdentifier"] == "search-ranking"
+    assert request["quotaShareName"] == "search-ranking"  # the queue uses quota management, not fair share
+    assert "shareIdentifier" not in request
     assert request["schedulingPriority"] == 100
     assert request["retryStrategy"]["evaluateOnExit"][0] == {  # type: ignore[index]
         "action": "RETRY",

@@ -5,17 +5,18 @@ as the stack's problem rather than crashing the run."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
 
-from conftest import example_spec
+from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.resources import STACK_PATH, ResourceSettings, check_resources
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline.core.training_request import Attempt
-from spotline_dev.account import team_allowance
-from spotline_dev.local_aws import LocalStack
+from spotline_dev.account import prepare_account, team_allowance
+from spotline_dev.local_aws import LocalStack, start_local_stack
 from spotline_dev.template import resources_of_type
 
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-ranker-v2-"
@@ -45,8 +46,19 @@ def test_a_role_tagged_for_another_team_is_refused(stack: LocalStack) -> None:
     assert "(it has no such tag)" in problem.message
 
 
-def test_a_team_at_its_concurrency_limit_is_refused_until_a_job_ends(stack: LocalStack) -> None:
+@pytest.fixture
+def two_teams() -> Iterator[LocalStack]:
+    """The example's team and team-b, each with its quota share on the queue."""
     spec = example_spec()
+    with start_local_stack(
+        NOW, environment={"TEAM_POLICY": team_policy_for(spec, replace(spec, team="team-b"))}
+    ) as local:
+        prepare_account(local.client, spec)
+        yield local
+
+
+def test_a_team_at_its_concurrency_limit_is_refused_until_a_job_ends(two_teams: LocalStack) -> None:
+    stack, spec = two_teams, example_spec()
     settings = _settings(stack, maxConcurrentJobs=2)
     batch = stack.client("batch")
     jobs = [

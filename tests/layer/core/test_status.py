@@ -242,3 +242,18 @@ def test_earlier_attempts_worth_describing_leave_out_capacity_failures_and_the_l
     )
     assert earlier_training_job_names(batch) == ["a1-spot-2"]
     assert earlier_training_job_names(_batch("RUNNING")) == []
+
+
+def test_a_preempted_job_back_in_the_queue_is_queued_and_counted_not_failed() -> None:
+    reason = "Cross-share preemption triggered to reclaim borrowed capacity"
+    batch = _batch("RUNNABLE", reason) | {"preemptionSummary": {"preemptedAttemptCount": 1}}
+    status = normalize(batch, _training("Stopped", "Stopped"), NOW)
+    assert (status.state, status.preemptions, status.reason_class) == ("queued", 1, None)
+    assert status.reason.startswith("Batch preempted attempt 1 (ranker-v2-1a2b3c4d-a1-spot): Cross-share preemption")
+    assert "restarts from the last checkpoint" in status.reason and "no spot attempt used" in status.reason
+
+
+def test_a_job_being_preempted_is_on_its_way_back_to_the_queue() -> None:
+    reason = "PREEMPTION_IN_PROGRESS: Cross-share preemption triggered to reclaim borrowed capacity"
+    status = normalize(_batch("RUNNING", reason), _training("Stopping", "Stopping"), NOW)
+    assert status.state == "queued" and "Batch is preempting the job" in status.reason

@@ -133,6 +133,16 @@ def test_concurrency_is_parsed_for_the_adapter_to_enforce() -> None:
     assert allowance is not None and allowance.max_concurrent_jobs == 3
 
 
+def test_a_teams_quota_is_parsed_and_absent_unless_declared() -> None:
+    policy = _policy(quotaInstances=6)
+    ranking, team_b = policy.allowance("search-ranking"), policy.allowance("team-b")
+    assert ranking is not None and ranking.quota_instances == 6
+    assert team_b is not None and team_b.quota_instances is None  # its share: the whole environment
+    whole = TeamPolicy.from_json('{"teams": {"search-ranking": {"quotaInstances": 4.0}}}').allowance("search-ranking")
+    assert whole is not None and whole.quota_instances == 4  # a whole number, as JSON Schema's integer allows
+    assert _policy(quotaInstances=1).check(_spec()) == []  # a quota is no limit on a job: jobs borrow beyond it
+
+
 @pytest.mark.parametrize(
     ("policy", "path", "words"),
     [
@@ -157,6 +167,21 @@ def test_concurrency_is_parsed_for_the_adapter_to_enforce() -> None:
             '{"teams": {"search-ranking": {"maxConcurrentJobs": 0}}}',
             "teams.search-ranking.maxConcurrentJobs",
             "at least 1",
+        ),
+        (
+            '{"teams": {"search-ranking": {"quotaInstances": 0}}}',
+            "teams.search-ranking.quotaInstances",
+            "at least 1",
+        ),
+        (
+            '{"teams": {"search-ranking": {"quotaInstances": 2.5}}}',
+            "teams.search-ranking.quotaInstances",
+            "must be an integer",
+        ),
+        (
+            '{"teams": {"search-ranking": {"quotaInstances": "3"}}}',
+            "teams.search-ranking.quotaInstances",
+            "must be an integer",
         ),
         ('{"teams": {"Search Ranking": {}}}', "teams.Search Ranking", "lowercase"),
         ('{"teams": ', "(team policy)", "is not JSON"),

@@ -1,4 +1,5 @@
-"""The stack's network and encryption settings in the CreateTrainingJob request (pure builder)."""
+"""The SubmitServiceJob request (pure builder): the stack's network and encryption settings in its
+CreateTrainingJob payload, and the team's quota share."""
 
 from __future__ import annotations
 
@@ -101,3 +102,12 @@ def test_settings_reach_the_service_job_payload() -> None:
     settings = TrainingSettings(network_isolation=True, output_kms_key_id=KEY)
     payload = json.loads(service_job_request(SPEC, SPOT, QUEUE, settings)["serviceRequestPayload"])
     assert payload == _request(settings)
+
+
+def test_every_submission_names_the_teams_quota_share_and_no_fair_share() -> None:
+    """The stack's queue uses quota management: Batch requires quotaShareName there and accepts
+    shareIdentifier only on a fair-share queue."""
+    for attempt in (SPOT, Attempt(EXECUTION, 2, "on-demand")):
+        request = service_job_request(SPEC, attempt, QUEUE)
+        assert request["quotaShareName"] == "vision"
+        assert "shareIdentifier" not in request

@@ -3,18 +3,20 @@ mapping, the deadline policy and the lifecycle rules what they make of it."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.aws.progress import read_progress
+from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.spec_store import spec_of
 from spotline.core import links
 from spotline.core.execution_state import MAX_REASON, clip
 from spotline.core.lifecycle import next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
-from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, JobClock, decide
+from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, Decision, JobClock, decide
 from spotline.core.polling import next_check
+from spotline.core.queue import escalation, queue_wait_now
 from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
@@ -79,6 +81,53 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
     }
 
 
+def _raise_priority_if_at_risk(
+    spec: JobSpec,
+    status: TrainingStatus,
+    *,
+    batch_job: dict[str, Any],
+    decision: Decision,
+    settings: QueueSettings,
+    in_queue_for: timedelta,
+    region: str,
+) -> dict[str, Any] | None:
+    """Raise a queued job's priority before its deadline forces on-demand (`spotline.core.queue`)."""
+    max_priority = settings.max_priority(spec.team)
+    if decision.verdict != "continue" or max_priority is None:
+        return None
+    raised = escalation(
+        status,
+        current_priority=int(batch_job.get("schedulingPriority") or spec.priority),
+        max_priority=max_priority,
+        slack_seconds=decision.slack_seconds,
+        waited_seconds=max(0.0, in_queue_for.total_seconds()),
+    )
+    if raised is None:
+        return None
+    job_links = links.for_job(
+        region, execution_arn=None, training_job_name=status.training_job_name, batch_job_id=batch_job["jobId"]
+    )
+    notified = raise_priority(batch_job["jobId"], spec, raised, settings, job_links)
+    return raised.to_dict() | {"notified": notified}
+
+
+def _priority_next(
+    spec: JobSpec,
+    batch_job: dict[str, Any],
+    decision: Decision,
+    raised: dict[str, Any] | None,
+    settings: QueueSettings,
+) -> int:
+    """The job's priority from now on: as raised; the team's maximum for an on-demand fallback
+    forced by the deadline (it must not wait behind lower-priority work); else as it is."""
+    current = int(batch_job.get("schedulingPriority") or spec.priority)
+    if raised:
+        return int(raised["to"])
+    if decision.verdict == "switch-to-on-demand":
+        return max(current, settings.max_priority(spec.team) or current)
+    return current
+
+
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
     spec = spec_of(state)
     training = state["training"]
@@ -92,7 +141,9 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     first_submitted = datetime.fromisoformat(previous[0]["submittedAt"]) if previous else submitted
     queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
     capacity = training["capacity"]
-    overhead = restart_overhead(previous, queue_wait, capacity)
+    settings = QueueSettings.from_environment()
+    wait_now = queue_wait_now(waiting_jobs(settings.job_queue, batch_job.get("quotaShareName")), now)
+    overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
     progress = progress_of(spec, status, previous)
     since_submit = (now - submitted).total_seconds()
     decision = decide(
@@ -105,7 +156,17 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
             capacity=capacity,
             spot_missing=is_spot_missing(status, since_submit, overhead),
             restart_overhead_seconds=overhead,
+            queue_wait_seconds=wait_now,
         )
+    )
+    raised = _raise_priority_if_at_risk(
+        spec,
+        status,
+        batch_job=batch_job,
+        decision=decision,
+        settings=settings,
+        in_queue_for=now - submitted,
+        region=region,
     )
     spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
     checks = int((state.get("status") or {}).get("checks") or 0) + 1
@@ -138,6 +199,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         "trainingSeconds": status.training_seconds,
         "billableSeconds": status.billable_seconds,
         "interruptions": status.interruptions,
+        "preemptions": status.preemptions,
         "capacityShort": status.capacity_short,
         "queueWaitSeconds": int(queue_wait) if queue_wait is not None else None,
         "endedAt": to_rfc3339(status.ended_at) if status.ended_at else None,
@@ -147,6 +209,9 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
             "reason": decision.reason,
             "slackSeconds": int(decision.slack_seconds) if decision.slack_seconds is not None else None,
             "restartOverheadSeconds": int(overhead),
+            "queueWaitNowSeconds": int(wait_now),
+            "priority": _priority_next(spec, batch_job, decision, raised, settings),
+            "escalation": raised,
         },
         "action": step.action,
         "explanation": step.explanation,

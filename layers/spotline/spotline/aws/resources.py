@@ -16,6 +16,7 @@ from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
+from spotline.core.quota_shares import quota_share_name
 from spotline.core.service_jobs import LIVE_STATUSES
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
@@ -159,14 +160,15 @@ def _check_queue(queue: str) -> list[ManifestError]:
 
 
 def _check_concurrency(team: str, limit: int, queue: str) -> list[ManifestError]:
-    """The team's service jobs queued or running now (Batch's SHARE_IDENTIFIER filter may be
-    combined with jobStatus), against its maxConcurrentJobs."""
+    """The team's service jobs queued or running now (Batch's QUOTA_SHARE_NAME filter may be
+    combined with jobStatus; every submission names the team's quota share), against its
+    maxConcurrentJobs."""
     batch, active = client("batch"), 0
     for status in LIVE_STATUSES:
         request: dict[str, Any] = {
             "jobQueue": queue,
             "jobStatus": status,
-            "filters": [{"name": "SHARE_IDENTIFIER", "values": [team]}],
+            "filters": [{"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(team)]}],
         }
         while True:
             page = batch.list_service_jobs(**request)

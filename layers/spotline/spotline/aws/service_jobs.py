@@ -18,6 +18,7 @@ from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
 from spotline.aws.reporting import try_publish_alert
 from spotline.core import links
+from spotline.core.quota_shares import quota_share_name
 from spotline.core.service_jobs import (
     LIVE_STATUSES,
     NO_SUCH_EXECUTION,
@@ -51,7 +52,7 @@ def summaries(
     queue: str, *, status: str | None = None, filters: list[dict[str, Any]] | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every ListServiceJobs summary of one query, page after page. With a JOB_NAME filter Batch
-    ignores `status` and returns jobs of any status; SHARE_IDENTIFIER combines with it."""
+    ignores `status` and returns jobs of any status; QUOTA_SHARE_NAME combines with it."""
     request: dict[str, Any] = {"jobQueue": queue}
     if status:
         request["jobStatus"] = status
@@ -125,7 +126,7 @@ def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
 
 def live_runs(queue: str, *, team: str, name: str, execution_name: str) -> list[ServiceJob]:
     """The team's queued or running jobs named `name` that another execution started."""
-    share = [{"name": "SHARE_IDENTIFIER", "values": [team]}]
+    share = [{"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(team)]}]  # every submission names it
     ids = [s["jobId"] for status in LIVE_STATUSES for s in summaries(queue, status=status, filters=share)]
     return other_live_runs(describe(ids), team=team, name=name, execution_name=execution_name)
 

@@ -61,6 +61,9 @@ class JobClock:
     """True while the job waits for spot capacity (queued short of capacity, interrupted, or
     stuck starting beyond the restart overhead). Reported; the switch does not depend on it."""
     restart_overhead_seconds: float = DEFAULT_RESTART_OVERHEAD_SECONDS
+    queue_wait_seconds: float = 0.0
+    """The wait a new attempt would meet in the queue now, included in the restart overhead
+    (`spotline.core.queue`): in a crowded queue on-demand is not instant either."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +113,15 @@ def decide(job: JobClock) -> Decision:
             "switch-to-on-demand",
             f"deadline at risk: {format_duration(max(0.0, left))} left, on-demand needs "
             f"{format_duration(on_demand_needs(job))} ({format_duration(remaining_work(job))} of work "
-            f"+ {format_duration(job.restart_overhead_seconds)} restart "
+            f"+ {format_duration(job.restart_overhead_seconds)} restart{_queue_part(job)} "
             f"+ {format_duration(safety_margin(job.total_work_seconds))} margin)",
             slack,
         )
     return Decision("continue", f"on track: {format_duration(slack)} of slack on-demand would not need", slack)
+
+
+def _queue_part(job: JobClock) -> str:
+    return f" incl. {format_duration(job.queue_wait_seconds)} queue wait" if job.queue_wait_seconds >= 60 else ""
 
 
 def _slack(job: JobClock) -> float | None:

@@ -63,6 +63,10 @@ class TrainingStatus:
     attempt_training_seconds: int = 0
     """Training time of the latest SageMaker attempt alone (`training_seconds` adds up every
     attempt of the service job: work an earlier attempt did is lost without a checkpoint)."""
+    preemptions: int = 0
+    """Attempts Batch preempted to give capacity back to a quota share or a higher priority job
+    (DescribeServiceJob preemptionSummary). Batch restarts the job itself, from its checkpoint:
+    like a spot interruption, and never a spot attempt of Spotline's."""
 
     @property
     def finished(self) -> bool:
@@ -163,7 +167,13 @@ def normalize(
         # The latest attempt ended but Batch has not ended the service job: it retries it.
         ended = f"{tj.get('TrainingJobStatus')}: {tj.get('FailureReason') or secondary}"
         name = tj.get("TrainingJobName") or training_job_name_of(batch_job)
-        if batch_status in _QUEUED:
+        if batch_status in _QUEUED and is_preemption(batch_reason):
+            state = "queued"
+            reason = (
+                f"Batch preempted attempt {attempt_count} ({name}): {batch_reason}; it restarts from the "
+                f"last checkpoint as attempt {attempt_count + 1} when the queue has room (no spot attempt used)"
+            )
+        elif batch_status in _QUEUED:
             capacity_short = capacity_short or classify_failure(ended) == "capacity"
             until = "capacity returns" if capacity_short else "its retry strategy schedules it"
             state = "queued"
@@ -194,11 +204,21 @@ def normalize(
         ended_at=_as_datetime(tj.get("TrainingEndTime")),
         state_since=_as_datetime(transitions[-1].get("StartTime")) if transitions else None,
         attempt_training_seconds=attempt_seconds,
+        preemptions=int((batch_job.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0),
     )
+
+
+def is_preemption(status_reason: str) -> bool:
+    """A Batch statusReason saying the job was (or is being) preempted: "Cross-share preemption
+    triggered to reclaim borrowed capacity", "PREEMPTION_IN_PROGRESS: ..." (AWS Batch user guide,
+    "Preemption" and "Service job preemption events")."""
+    return "preemption" in status_reason.lower()
 
 
 def _in_progress(batch_status: str, batch_reason: str, training_job: dict[str, Any] | None) -> tuple[State, str]:
     """A service job Batch is still running whose latest attempt has not ended."""
+    if is_preemption(batch_reason) and batch_status not in _QUEUED:
+        return "queued", f"Batch is preempting the job ({batch_reason}); it goes back to the queue"
     if batch_status in _QUEUED or not training_job:
         return ("queued" if batch_status in _QUEUED else "starting"), batch_reason or f"Batch job {batch_status}"
     secondary = training_job.get("SecondaryStatus")

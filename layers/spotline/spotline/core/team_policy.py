@@ -11,6 +11,10 @@ A team that is not listed may not train, and a resource class its entry does not
 closed to it: access is granted, never assumed. `maxConcurrentJobs` needs the live queue, so
 the adapter (`spotline.aws.resources`) checks it; everything else is checked here, the same
 in ValidateResources and in `spotline validate --team-policy`.
+
+`quotaInstances` is the size of the team's AWS Batch quota share on the stack's queue;
+`spotline.core.quota_shares` turns the policy into the queue's shares (and sizes the share of a
+team without quotaInstances).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class TeamAllowance:
     max_runtime_text: str | None = None  # as the policy wrote it, for messages
     max_volume_size_gb: int | None = None
     max_concurrent_jobs: int | None = None
+    quota_instances: int | None = None  # None: not declared (spotline.core.quota_shares.DEFAULT_QUOTA)
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
@@ -70,6 +75,7 @@ class TeamAllowance:
             max_runtime_text=max_runtime,
             max_volume_size_gb=entry.get("maxVolumeSizeGB"),
             max_concurrent_jobs=entry.get("maxConcurrentJobs"),
+            quota_instances=int(entry["quotaInstances"]) if "quotaInstances" in entry else None,
         )
 
 

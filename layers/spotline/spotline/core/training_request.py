@@ -1,6 +1,10 @@
 """From a JobSpec to the exact AWS Batch SubmitServiceJob request, with the SageMaker
 CreateTrainingJob request as its payload (pure). `spotline.aws.request_check` validates both
-against botocore's own API models before anything is sent."""
+against botocore's own API models before anything is sent.
+
+The stack's job queue always uses quota management (template.yaml, TeamQuotaSharePolicy), so
+every request names the team's quota share (`quotaShareName`) and no `shareIdentifier`: Batch
+requires the one on a quota management queue and accepts the other only on a fair-share queue."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any, Literal
 
 from spotline.core.model import CHECKPOINT_LOCAL_PATH, JobSpec
 from spotline.core.naming import short_hash, slug
+from spotline.core.quota_shares import quota_share_name
 
 Capacity = Literal["spot", "on-demand"]
 TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -96,6 +101,9 @@ class Attempt:
     execution_arn: str
     number: int
     capacity: Capacity
+    priority: int | None = None
+    """schedulingPriority when Spotline raised it (a deadline at risk in a crowded queue, within the
+    team's maxPriority: `spotline.core.queue`); None: the manifest's priority."""
 
 
 def training_job_name(spec: JobSpec, attempt: Attempt) -> str:
@@ -196,8 +204,8 @@ def service_job_request(
         "serviceJobType": "SAGEMAKER_TRAINING",
         "serviceRequestPayload": json.dumps(training, separators=(",", ":")),
         "retryStrategy": RETRY_STRATEGY,
-        "schedulingPriority": spec.priority,
-        "shareIdentifier": spec.team,
+        "schedulingPriority": spec.priority if attempt.priority is None else attempt.priority,
+        "quotaShareName": quota_share_name(spec.team),
         "clientToken": client_token(attempt),
         "tags": _tags(spec, attempt),
     }

@@ -1,0 +1,88 @@
+"""A fleet scenario as teams would run it without Spotline: each upload submitted straight to the
+same Batch queue (same capacity, same quota shares) as one spot service job, with Batch's own
+retries and SageMaker's managed spot restarts from the checkpoint, but no deadline policy, no
+resubmission, no priority raise and no on-demand fallback. The benchmark's baseline
+(`benchmarks/fleet_week.py`); the figures are computed as for Spotline's runs (`fleet_figures`)."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import ExitStack, redirect_stdout
+from datetime import datetime, timedelta
+from typing import Any
+
+from spotline.core.cost import cost_usd
+from spotline.core.model import to_rfc3339
+from spotline.core.training_request import Attempt, service_job_request
+from spotline_dev.account import prepare_account
+from spotline_dev.fleet import Upload, team_policy_for, training_behaviour, uploads_of
+from spotline_dev.fleet_figures import fleet_figures
+from spotline_dev.local_aws import start_local_stack
+from spotline_dev.local_resources import ACCOUNT, REGION
+from spotline_dev.sandbox_runs import ENDED, QUIET, powertools_environment_for, training_end, weather_of
+from spotline_dev.scenario import Scenario
+from spotline_dev.standin import ServiceJobView
+
+STEP_SECONDS = 600.0  # how far the clock moves at a time once every job is submitted
+HORIZON_SECONDS = 60 * 86400.0
+UPLOAD = 60.0  # the model's upload, in the all-on-demand cost (as the sandbox counts it)
+
+
+def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
+    """Submit every upload of the scenario to the queue at its moment; returns the runs (one per
+    job, in the shape `fleet_figures` reads) and the `fleet` object."""
+    uploads = uploads_of(scenario)
+    environment = {"TEAM_POLICY": json.dumps(team_policy_for(scenario, uploads)), **QUIET}
+    with powertools_environment_for(False), ExitStack() as scope:
+        stack = scope.enter_context(
+            start_local_stack(
+                scenario.start,
+                environment=environment,
+                weather=weather_of(scenario),
+                behaviour=training_behaviour(scenario, uploads),
+                capacity_instances=scenario.capacity_instances,
+            )
+        )
+        scope.enter_context(redirect_stdout(io.StringIO()))
+        for spec in {u.spec.team + u.spec.name: u.spec for u in uploads}.values():
+            prepare_account(stack.client, spec, missing=scenario.missing)
+        batch, queue = stack.client("batch"), stack.physical["TrainingJobQueue"]
+        submitted: dict[str, Upload] = {}
+        for number, upload in enumerate(uploads, start=1):
+            stack.clock.set(scenario.start + timedelta(seconds=upload.moment))
+            execution = f"arn:aws:states:{REGION}:{ACCOUNT}:execution:plain-batch:{upload.spec.name}-{number}"
+            request = service_job_request(upload.spec, Attempt(execution, 1, "spot"), queue)
+            submitted[batch.submit_service_job(**request)["jobId"]] = upload
+        waited = 0.0
+        while waited < HORIZON_SECONDS and any(job.status not in ENDED for job in stack.standin.jobs):
+            stack.clock.advance(STEP_SECONDS)
+            waited += STEP_SECONDS
+        jobs, end = stack.standin.jobs, stack.clock.now()
+        capacity = stack.queue_capacities["TrainingJobQueue"]
+    runs = [_run_of(job, submitted[job.job_id], scenario.start) for job in jobs]
+    return {
+        "executions": runs,
+        "jobs": jobs,
+        "fleet": fleet_figures(runs, jobs, capacity_instances=capacity, start=scenario.start, end=end),
+        "leftRunning": [job.job_id for job in jobs if job.status not in ENDED],
+    }
+
+
+def _run_of(job: ServiceJobView, upload: Upload, start: datetime) -> dict[str, Any]:
+    spec = upload.spec
+    ended = training_end(list((job,)), spec.deadline)
+    return {
+        "name": job.job_name,
+        "team": spec.team,
+        "status": "SUCCEEDED" if job.status == "SUCCEEDED" else "FAILED",
+        "deadline": spec.deadline,
+        "deadlineMet": ended["deadlineMet"],
+        "costUsd": cost_usd(spec.instance_type, spec.instance_count, job.billable_seconds),
+        "onDemandCostUsd": cost_usd(
+            spec.instance_type, spec.instance_count, (spec.expected_duration_seconds or 0) + 60
+        ),
+        "instanceCount": spec.instance_count,
+        "uploadedAt": to_rfc3339(start + timedelta(seconds=upload.moment)),
+        "jobIds": [job.job_id],
+    }

@@ -1,0 +1,85 @@
+"""SyncQuotaShares: the Lambda behind the template's TeamQuotaShares custom resource.
+
+CloudFormation cannot loop over the TeamPolicy JSON parameter, so this function makes the job
+queue's AWS Batch quota shares follow it: on Create and Update one share per team (created,
+updated, or disabled for a team no longer listed: `spotline.core.quota_shares`), on Delete (the
+stack or the queue going away) every share of the queue disabled and deleted. It always answers
+CloudFormation's ResponseURL, FAILED with the reason when anything goes wrong
+(`spotline.aws.custom_resource`).
+
+ResourceProperties: JobQueue (the queue's ARN), TeamPolicy (the parameter's JSON),
+CapacityInstances (TrainingCapacityInstances; CloudFormation sends it as a string).
+PhysicalResourceId: the queue's ARN, so a replaced queue's old shares are torn down by the Delete
+CloudFormation sends for the old id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.aws import custom_resource, quota_shares
+from spotline.aws.custom_resource import CustomResourceError, Result
+from spotline.aws.observability import logger
+from spotline.core.team_policy import TeamPolicy
+
+JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:[0-9]{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
+MAX_DATA_NAMES = 1000  # characters of share names in Data (20 names of at most 24 fit)
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> None:
+    properties = event.get("ResourceProperties") or {}
+    custom_resource.run(event, context, _sync, failure_physical_id=str(properties.get("JobQueue") or "") or None)
+
+
+def _sync(event: Mapping[str, Any]) -> Result:
+    request = event.get("RequestType")
+    properties = event.get("ResourceProperties") or {}
+    if request == "Delete":
+        queue = str(event.get("PhysicalResourceId") or "")
+        if not JOB_QUEUE_ARN.match(queue):
+            logger.info("Nothing was created for this resource: nothing to delete", extra={"physicalId": queue})
+            return Result(queue or custom_resource.fallback_physical_id(event))
+        removed = quota_shares.tear_down(queue)
+        return Result(queue, {"Deleted": str(sum(a.kind == "delete" for a in removed))})
+    if request not in ("Create", "Update"):
+        raise CustomResourceError(f"RequestType {request!r} is not Create, Update or Delete")
+    queue = _required(properties, "JobQueue")
+    policy = TeamPolicy.from_json(_required(properties, "TeamPolicy"))
+    planned = quota_shares.reconcile(queue, policy, _capacity(properties.get("CapacityInstances")))
+    counts = planned.summary
+    logger.info("Quota shares in step with the team policy", extra={"jobQueue": queue, **counts})
+    return Result(
+        queue,
+        {
+            "JobQueueArn": queue,
+            "QuotaShareNames": ",".join(share.name for share in planned.desired)[:MAX_DATA_NAMES],
+            "Warnings": str(len(planned.warnings)),
+            **{kind.capitalize() + "d": str(n) for kind, n in counts.items() if kind != "delete"},
+        },
+    )
+
+
+def _required(properties: Mapping[str, Any], name: str) -> str:
+    value = properties.get(name)
+    if not isinstance(value, str) or not value:
+        raise CustomResourceError(f"ResourceProperties.{name} is required (a non-empty string)")
+    return value
+
+
+def _capacity(value: Any) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        capacity = int(str(value))
+    except ValueError:
+        raise CustomResourceError(
+            f"ResourceProperties.CapacityInstances must be a whole number, not {value!r}"
+        ) from None
+    if capacity < 1:
+        raise CustomResourceError(f"ResourceProperties.CapacityInstances must be at least 1, not {capacity}")
+    return capacity

@@ -1,0 +1,81 @@
+"""The job queue's AWS Batch quota shares: list them, and apply what `spotline.core.quota_shares`
+planned (CreateQuotaShare, UpdateQuotaShare, DeleteQuotaShare). Used by SyncQuotaShares, the
+template's custom resource."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from spotline.aws.clients import client, error_code
+from spotline.aws.observability import logger
+from spotline.core.quota_shares import TEAM_TAG, Action, ExistingShare, Plan, plan, teardown
+from spotline.core.team_policy import TeamPolicy
+
+
+def existing_shares(job_queue: str) -> list[ExistingShare]:
+    """Every quota share of the queue, enabled or not (ListQuotaShares, all pages)."""
+    batch, shares = client("batch"), []
+    request: dict[str, Any] = {"jobQueue": job_queue, "maxResults": 100}
+    while True:
+        page = batch.list_quota_shares(**request)
+        shares += [ExistingShare.from_detail(detail) for detail in page.get("quotaShares", [])]
+        if not page.get("nextToken"):
+            return shares
+        request["nextToken"] = page["nextToken"]
+
+
+def apply(job_queue: str, actions: Iterable[Action]) -> None:
+    """Make the calls, in order; the first refusal raises (botocore's ClientError, naming the share)."""
+    batch = client("batch")
+    for action in actions:
+        logger.info("Quota share", extra={"action": action.kind, "quotaShare": action.name, "reason": action.reason})
+        desired = action.desired
+        if action.kind == "create":
+            assert desired is not None
+            batch.create_quota_share(
+                quotaShareName=desired.name,
+                jobQueue=job_queue,
+                capacityLimits=desired.capacity_limits,
+                resourceSharingConfiguration=desired.resource_sharing,
+                preemptionConfiguration=desired.preemption,
+                state="ENABLED",
+                tags={TEAM_TAG: desired.team},
+            )
+        elif action.kind == "update":
+            assert desired is not None
+            batch.update_quota_share(
+                quotaShareArn=action.arn,
+                capacityLimits=desired.capacity_limits,
+                resourceSharingConfiguration=desired.resource_sharing,
+                preemptionConfiguration=desired.preemption,
+                state="ENABLED",
+            )
+        elif action.kind == "disable":
+            batch.update_quota_share(quotaShareArn=action.arn, state="DISABLED")
+        else:
+            batch.delete_quota_share(quotaShareArn=action.arn)
+
+
+def reconcile(job_queue: str, policy: TeamPolicy, capacity_instances: int | None) -> Plan:
+    """Bring the queue's shares to the policy's (see `spotline.core.quota_shares.plan`)."""
+    planned = plan(policy, existing_shares(job_queue), capacity_instances)
+    for warning in planned.warnings:
+        logger.warning("Team quotas", extra={"warning": warning})
+    apply(job_queue, planned.actions)
+    return planned
+
+
+def tear_down(job_queue: str) -> list[Action]:
+    """Disable, then delete, every share of a queue that is going away; nothing when the queue is
+    already gone."""
+    try:
+        shares = existing_shares(job_queue)
+    except Exception as exc:
+        if error_code(exc) == "ClientException" and "does not exist" in str(exc).lower():
+            logger.info("Job queue already gone: no quota shares to delete", extra={"jobQueue": job_queue})
+            return []
+        raise
+    actions = teardown(shares)
+    apply(job_queue, actions)
+    return actions

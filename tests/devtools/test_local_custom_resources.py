@@ -1,0 +1,64 @@
+"""The local stack creates the template's custom resources as CloudFormation does: the real
+handler gets a Create request and its one answer is caught, so the queue's quota shares follow
+the TeamPolicy (and capacity) a test or the sandbox gives the stack, before any job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import NOW
+from spotline_dev.local_aws import start_local_stack
+from spotline_dev.local_custom_resources import (
+    CustomResourceFailed,
+    as_cloudformation_sends,
+    custom_resources,
+    parameter_overrides,
+    with_parameters,
+)
+from spotline_dev.template import load_template
+
+TEMPLATE = load_template()
+
+
+def test_the_shares_follow_the_team_policy_and_capacity_the_stack_was_given() -> None:
+    policy = {"teams": {"search-ranking": {"maxInstances": 2}, "vision": {"quotaInstances": 1}}}
+    with start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(policy)}, capacity_instances=3) as stack:
+        queue = stack.physical["TrainingJobQueue"]
+        shares = stack.client("batch").list_quota_shares(jobQueue=queue)["quotaShares"]
+        assert {s["quotaShareName"]: s["capacityLimits"][0]["maxCapacity"] for s in shares} == {
+            "search-ranking": 3,  # no quotaInstances: the whole (overridden) service environment
+            "vision": 1,
+        }
+        assert stack.physical["TeamQuotaShares"] == queue  # its PhysicalResourceId, what Ref gives
+        assert stack.invocations == []  # CloudFormation's call is not the workflow's
+
+
+def test_a_custom_resource_that_answers_failed_fails_the_stack_with_its_reason() -> None:
+    too_many = {"teams": {f"team-{n:02d}": {} for n in range(21)}}
+    failed = "TeamQuotaShares CREATE_FAILED: QuotaSharesInvalid: TeamPolicy lists 21"
+    with (
+        pytest.raises(CustomResourceFailed, match=failed),
+        start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(too_many)}),
+    ):
+        pass
+
+
+def test_parameters_take_the_local_stacks_values() -> None:
+    overrides = parameter_overrides(TEMPLATE, {"TEAM_POLICY": '{"teams": {}}'}, {"TrainingJobQueue": 5})
+    assert overrides == {"TeamPolicy": '{"teams": {}}', "TrainingCapacityInstances": "5"}
+    assert parameter_overrides(TEMPLATE, {}, {"TrainingJobQueue": None}) == {}
+    local = with_parameters(TEMPLATE, overrides)
+    assert local["Parameters"]["TrainingCapacityInstances"]["Default"] == "5"
+    assert TEMPLATE["Parameters"]["TrainingCapacityInstances"]["Default"] == 8  # the template is left as it is
+
+
+def test_resource_properties_arrive_as_cloudformation_sends_them() -> None:
+    assert as_cloudformation_sends({"CapacityInstances": 8, "On": True, "List": [1, "a"], "Text": "x"}) == {
+        "CapacityInstances": "8",
+        "On": "true",
+        "List": ["1", "a"],
+        "Text": "x",
+    }
+    assert list(custom_resources(TEMPLATE)) == ["TeamQuotaShares"]
