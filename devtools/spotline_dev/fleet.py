@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
-from contextlib import ExitStack, redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -128,9 +128,10 @@ def training_behaviour(scenario: Scenario, uploads: list[Upload]) -> Callable[[d
     return behaviour
 
 
-def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
-    """Run every upload of the scenario in one stack; returns the sandbox summary."""
-    uploads = uploads_of(scenario)
+@contextmanager
+def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = False) -> Iterator[LocalStack]:
+    """One local stack for every upload of the scenario: its queue capacity, spot weather and team
+    policy, each team's account prepared."""
     environment = {"TEAM_POLICY": json.dumps(team_policy_for(scenario, uploads)), **({} if verbose else QUIET)}
     with ExitStack() as scope:
         stack = scope.enter_context(
@@ -146,6 +147,13 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
             scope.enter_context(redirect_stdout(io.StringIO()))  # as in the single-manifest sandbox
         for spec in {u.spec.name + u.spec.team: u.spec for u in uploads}.values():
             prepare_account(stack.client, spec, missing=scenario.missing)
+        yield stack
+
+
+def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
+    """Run every upload of the scenario in one stack; returns the sandbox summary."""
+    uploads = uploads_of(scenario)
+    with fleet_stack(scenario, uploads, verbose=verbose) as stack:
         if scenario.stop_execution_at is not None:
             stack.stop_executions_after(scenario.stop_execution_at)
         for fault in scenario.faults:

@@ -6,21 +6,16 @@ resubmission, no priority raise and no on-demand fallback. The benchmark's basel
 
 from __future__ import annotations
 
-import io
-import json
-from contextlib import ExitStack, redirect_stdout
 from datetime import datetime, timedelta
 from typing import Any
 
 from spotline.core.cost import cost_usd
 from spotline.core.model import to_rfc3339
 from spotline.core.training_request import Attempt, service_job_request
-from spotline_dev.account import prepare_account
-from spotline_dev.fleet import Upload, team_policy_for, training_behaviour, uploads_of
+from spotline_dev.fleet import Upload, fleet_stack, uploads_of
 from spotline_dev.fleet_figures import fleet_figures
-from spotline_dev.local_aws import start_local_stack
 from spotline_dev.local_resources import ACCOUNT, REGION
-from spotline_dev.sandbox_runs import ENDED, QUIET, powertools_environment_for, training_end, weather_of
+from spotline_dev.sandbox_runs import ENDED, powertools_environment_for, training_end
 from spotline_dev.scenario import Scenario
 from spotline_dev.standin import ServiceJobView
 
@@ -33,20 +28,7 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
     """Submit every upload of the scenario to the queue at its moment; returns the runs (one per
     job, in the shape `fleet_figures` reads) and the `fleet` object."""
     uploads = uploads_of(scenario)
-    environment = {"TEAM_POLICY": json.dumps(team_policy_for(scenario, uploads)), **QUIET}
-    with powertools_environment_for(False), ExitStack() as scope:
-        stack = scope.enter_context(
-            start_local_stack(
-                scenario.start,
-                environment=environment,
-                weather=weather_of(scenario),
-                behaviour=training_behaviour(scenario, uploads),
-                capacity_instances=scenario.capacity_instances,
-            )
-        )
-        scope.enter_context(redirect_stdout(io.StringIO()))
-        for spec in {u.spec.team + u.spec.name: u.spec for u in uploads}.values():
-            prepare_account(stack.client, spec, missing=scenario.missing)
+    with powertools_environment_for(False), fleet_stack(scenario, uploads) as stack:
         batch, queue = stack.client("batch"), stack.physical["TrainingJobQueue"]
         submitted: dict[str, Upload] = {}
         for number, upload in enumerate(uploads, start=1):
