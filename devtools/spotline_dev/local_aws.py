@@ -35,6 +35,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda
 from moto.stepfunctions.parser.asl.utils import json_path as moto_json_path
 
 from spotline.aws import clients as spotline_aws
+from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.local_cloudformation import install_stack_description
 from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions
@@ -93,20 +94,6 @@ class _OwnVersionIds:
 
 class RuntimeKilled(Exception):
     """The local stand-in for a Lambda runtime that dies mid-invocation."""
-
-
-@dataclass
-class FakeLambdaContext:
-    function_name: str
-    memory_limit_in_mb: int = 512
-    function_version: str = "$LATEST"
-    aws_request_id: str = "local"
-    log_group_name: str = ""
-    log_stream_name: str = "local"
-    invoked_function_arn: str = ""
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
 
 
 @dataclass
@@ -324,7 +311,7 @@ class _InProcessLambdas:
             raise LambdaClientError("TooManyRequestsException", "Rate Exceeded.")
         handler = self.handlers[function.function_name]
         payload = event if event is not None else {}
-        context = FakeLambdaContext(function_name=function.function_name, invoked_function_arn=function.function_arn)
+        context = LocalLambdaContext(function_name=function.function_name, invoked_function_arn=function.function_arn)
         record = Invocation(function.function_name, payload, at=self.stack.clock.now())
         with self.lock:
             self.stack.invocations.append(record)

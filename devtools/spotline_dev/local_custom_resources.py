@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from io import BytesIO
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 from urllib.request import Request
 
 from spotline.aws import clients as spotline_clients
+from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.template import Resolver, function_environment, resources_of_type
 
 if TYPE_CHECKING:
@@ -36,22 +36,6 @@ RESPONSE_URL = (
     "https://cloudformation-custom-resource-response-local.s3.amazonaws.com/{stack}/{logical}?X-Amz-Signature=local"
 )
 OPENER = "spotline.aws.custom_resource.urlopen"  # the one network call of the protocol adapter
-
-
-@dataclass(frozen=True)
-class LambdaContextOfCloudFormation:
-    """What Powertools and the custom resource protocol read of a Lambda context."""
-
-    function_name: str
-    invoked_function_arn: str
-    memory_limit_in_mb: int = 512
-    function_version: str = "$LATEST"
-    aws_request_id: str = "local-cloudformation"
-    log_group_name: str = ""
-    log_stream_name: str = "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 120_000  # the function's Timeout in the template
 
 
 class CustomResourceFailed(RuntimeError):
@@ -136,7 +120,12 @@ def create_custom_resources(
         }
         answers: list[dict[str, Any]] = []
         name = stack.functions[function]
-        context = LambdaContextOfCloudFormation(function_name=name, invoked_function_arn=token)
+        context = LocalLambdaContext(
+            name,
+            token,
+            aws_request_id="local-cloudformation",
+            remaining_millis=120_000,  # its template Timeout
+        )
         try:
             with mock.patch(OPENER, _catching(answers)):
                 handlers[name](event, context)

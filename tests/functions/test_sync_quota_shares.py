@@ -23,7 +23,7 @@ from moto import mock_aws
 
 from spotline.aws import clients as spotline_clients
 from spotline.aws import custom_resource
-from spotline_dev.local_aws import FakeLambdaContext
+from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
 from spotline_dev.standin.http_answers import answer
 
@@ -87,7 +87,7 @@ class Rig:
             event["PhysicalResourceId"] = physical_id or self.queue
         before = len(self.answers)
         self.calls.clear()
-        HANDLER(event, FakeLambdaContext(function_name="spotline-SyncQuotaSharesFunction"))
+        HANDLER(event, LocalLambdaContext(function_name="spotline-SyncQuotaSharesFunction"))
         assert len(self.answers) == before + 1, "exactly one answer per request"
         return self.answers[-1]
 
