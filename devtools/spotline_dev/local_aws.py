@@ -45,9 +45,10 @@ from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBeh
 from spotline_dev.template import (
     load_template,
 )
-from spotline_dev.virtual_time import VirtualClock, install_time_hooks
+from spotline_dev.virtual_time import POLL_SECONDS, VirtualClock, install_time_hooks, is_parked, park
 
 RANDOM_SEED = 12
+STOP_TASKS_SECONDS = 30.0
 _STACKS_STARTED = itertools.count()
 Handler = Callable[[Any, Any], Any]
 Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
@@ -304,6 +305,22 @@ class _InProcessLambdas:
         # One invocation at a time (Powertools metrics are process-wide); re-entrant so a handler can
         # trigger another function in-process, as an event it causes would.
         self.lock = threading.RLock()
+        self._invoking: int | None = None  # the thread running a handler
+
+    def settle(self, timeout: float) -> None:
+        """The stack is ending: executions a test left running stop at their next wait (the clock
+        closes) or at their next Lambda task, and this returns once no handler runs (or the one
+        that does is stopped for good in a wait). A handler still running could otherwise put a
+        client from whatever session is current into the layer's cache, and the next stack's
+        handlers would use it: their calls would miss that stack's stand-in."""
+        self.stack.clock.close()
+        deadline = time.monotonic() + timeout
+        while not is_parked(self._invoking):
+            if self.lock.acquire(timeout=POLL_SECONDS):
+                self.lock.release()
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"a Lambda handler of the local stack still runs {timeout:.0f} s after its end")
 
     def invoke(self, function: Any, event: Any = None) -> tuple[str, bool, str]:
         if self.stack.throttles.get(function.function_name, 0) > 0:
@@ -314,6 +331,9 @@ class _InProcessLambdas:
         context = LocalLambdaContext(function_name=function.function_name, invoked_function_arn=function.function_arn)
         record = Invocation(function.function_name, payload, at=self.stack.clock.now())
         with self.lock:
+            if self.stack.clock.closed:
+                park()  # the stack is gone: no more tasks
+            outer, self._invoking = self._invoking, threading.get_ident()
             self.stack.invocations.append(record)
             try:
                 fault = self.stack.faults.due(function.function_name) if self.stack.faults else None
@@ -328,6 +348,8 @@ class _InProcessLambdas:
                     "stackTrace": traceback.format_exception(exc)[-3:],
                 }
                 return json.dumps(error), True, ""
+            finally:
+                self._invoking = outer
         record.result = result
         return json.dumps(result), False, ""
 
@@ -391,4 +413,5 @@ def start_local_stack(
         create_resources(stack, lambdas.handlers, exits, environment or {}, capacity_instances=capacity_instances)
         install_service_events(stack)
         install_stack_description(stack, STACK, region=REGION, account=ACCOUNT, created=clock.now())
+        exits.callback(lambdas.settle, STOP_TASKS_SECONDS)  # first on the way out: moto still answers
         yield stack

@@ -126,11 +126,12 @@ def create_custom_resources(
             aws_request_id="local-cloudformation",
             remaining_millis=120_000,  # its template Timeout
         )
+        spotline_clients.reset_clients()  # its own Lambda process: fresh clients, and not the others' after
         try:
             with mock.patch(OPENER, _catching(answers)):
                 handlers[name](event, context)
         finally:
-            spotline_clients.reset_clients()  # its own Lambda process: its clients are not the others'
+            spotline_clients.reset_clients()
         if len(answers) != 1:
             raise CustomResourceFailed(f"{logical}: {function} answered {len(answers)} times, not once")
         (answer,) = answers

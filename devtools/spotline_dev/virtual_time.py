@@ -129,7 +129,7 @@ class VirtualClock:
         (the execution was stopped, or what it waited for came). Without a key (a thread that is
         no participant: a test, a retry inside a handler) it is `advance`."""
         if self._closed:
-            _park()
+            park()
         if key is None or key not in self._participants:
             self.advance(seconds, interrupted=interrupted)
             return
@@ -149,7 +149,7 @@ class VirtualClock:
                 self._sleepers.remove(me)
                 self._cv.notify_all()
         if not me.woken:
-            _park()  # closed while asleep
+            park()  # closed while asleep
 
     def advance(self, seconds: float, *, interrupted: Callable[[], bool] | None = None) -> None:
         """Move on by `seconds` now (whoever else is busy), stopping at each due moment to run its
@@ -232,10 +232,19 @@ class VirtualClock:
             action()
 
 
-def _park() -> NoReturn:
-    """Block this (daemon) thread for good."""
+_PARKED: set[int] = set()
+"""Idents of the threads parked for good (their stack is gone)."""
+
+
+def park() -> NoReturn:
+    """Block this (daemon) thread for good: its stack is gone."""
+    _PARKED.add(threading.get_ident())
     while True:
         threading.Event().wait()
+
+
+def is_parked(ident: int | None) -> bool:
+    return ident in _PARKED
 
 
 @dataclass(eq=False)
@@ -269,7 +278,7 @@ class VirtualTimeoutEvent:
         deadline = self._clock.now() + timedelta(seconds=timeout)
         while not self._event.wait(POLL_SECONDS):  # the task thread ends a token wait at its timeout itself
             if self._clock.closed:
-                _park()
+                park()
             if self._clock.now() >= deadline:
                 # The task's own thread is told of its deadline too (a token wait ends there): what it
                 # makes of it comes first, or a token sent at that very moment would count twice.

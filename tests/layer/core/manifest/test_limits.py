@@ -367,7 +367,7 @@ def test_a_hostile_manifest_gets_a_bounded_error_list_quickly(name: str) -> None
     assert len(result.errors) <= MAX_ERRORS + 1
     assert len(json.dumps([e.to_dict() for e in result.errors])) < 32 * 1024
     assert all(len(e.path) <= 300 and len(e.message) <= 1000 for e in result.errors)
-    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+    assert elapsed < 10.0, f"took {elapsed:.2f}s: a sixth of ValidateManifest's 60 s timeout"
 
 
 def test_errors_past_the_cap_are_counted_in_one_last_error() -> None:
