@@ -10,10 +10,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.checking import check
-from spotline.aws.observability import bind_execution, logger, metrics
+from spotline.aws.observability import bind_execution, log_metrics, logger
 
 
-@metrics.log_metrics  # PriorityRaises when a queued job's priority is raised (spotline.aws.queue_state)
+@log_metrics  # PriorityRaises when a queued job's priority is raised (spotline.aws.queue_state)
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)

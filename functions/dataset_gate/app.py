@@ -13,12 +13,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import clock
 from spotline.aws.clients import client
 from spotline.aws.datasets import release_if_ready, store_from_environment
-from spotline.aws.observability import logger, metrics
+from spotline.aws.observability import log_metrics, logger, metrics
 from spotline.aws.rejections import reject
 from spotline.core.events import Rejection, check_dataset_ready
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     ready = check_dataset_ready(event)

@@ -16,12 +16,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws.intake import IntakeSettings, requested_manifest, start_for_manifest
-from spotline.aws.observability import add_team_dimension, logger, metrics
+from spotline.aws.observability import add_team_dimension, log_metrics, logger, metrics
 from spotline.aws.rejections import reject
 from spotline.core.events import TRAINING_REQUESTED, Rejection, check_object_created, check_training_requested
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     settings = IntakeSettings.from_environment()

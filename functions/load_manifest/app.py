@@ -11,10 +11,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.manifest_store import load_and_validate
-from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)

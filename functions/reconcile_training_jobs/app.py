@@ -13,7 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
-from spotline.aws.observability import logger, metrics
+from spotline.aws.observability import log_metrics, logger, metrics
 from spotline.aws.service_jobs import alert_stopped, count_by_team, sweep
 from spotline.core.model import to_rfc3339
 from spotline.core.service_jobs import ENDED_HOW, ServiceJob
@@ -25,7 +25,7 @@ NEXT_STEP = (
 )
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     state_machine_arn = os.environ["STATE_MACHINE_ARN"]

@@ -9,11 +9,11 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
-from spotline.aws.observability import bind_execution, logger, metrics
+from spotline.aws.observability import bind_execution, log_metrics, logger
 from spotline.aws.reporting import record_outcome
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)

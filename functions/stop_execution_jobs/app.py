@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
-from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_execution_jobs
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
@@ -38,7 +38,7 @@ NEXT_STEP = (
 )
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     queue = os.environ["JOB_QUEUE"]

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.clients import client
-from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.reporting import try_publish_alert
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
@@ -22,7 +22,7 @@ from spotline.core.model import to_rfc3339
 REASON_LIMIT = 256
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)

@@ -14,7 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock, training_settings
-from spotline.aws.observability import add_team_dimension, bind_execution, logger, metrics
+from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.spec_store import spec_of
 from spotline.aws.submission import submit_once
@@ -37,7 +37,7 @@ def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     return Attempt(state["executionArn"], number, capacity, int(priority) if priority is not None else None)
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)

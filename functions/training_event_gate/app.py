@@ -16,13 +16,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.clients import client, error_code
-from spotline.aws.observability import logger, metrics
+from spotline.aws.observability import log_metrics, logger, metrics
 from spotline.aws.training_watch import release, watches_from_environment
 from spotline.core.service_jobs import EXECUTION_TAG
 from spotline.core.training_events import TrainingChange, training_change_of
 
 
-@metrics.log_metrics
+@log_metrics
 @logger.inject_lambda_context
 def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     change = training_change_of(event)
