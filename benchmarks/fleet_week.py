@@ -43,7 +43,8 @@ def rows(fleet: dict[str, Any]) -> list[tuple[str, str]]:
             (
                 f"  {team}",
                 f"{figures['jobs']} jobs, {figures['instanceSeconds'] / 3600:.0f} instance-h, "
-                f"queue wait p95 {_wait(figures['queueWaitP95Seconds'])}, missed {figures['deadlinesMissed']}",
+                f"queue wait p95 {_wait(figures['queueWaitP95Seconds'])}, missed {figures['deadlinesMissed']}, "
+                f"starved {_wait(figures.get('starvedSeconds', 0))}",
             )
         )
     return out

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from spotline.aws.quota_shares import existing_shares
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.service_jobs import job_name_prefix
@@ -164,6 +165,7 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         runs = [_summarize_run(stack, scenario, upload, arn, delivery_errors) for upload, arn in started]
         jobs = stack.standin.jobs
         virtual_end = stack.clock.now()
+        quotas = quota_instances(stack)
     left = [left_running(_run_of(job, runs), job) for job in jobs if job.status not in ENDED]
     return {
         "scenario": scenario.name,
@@ -173,7 +175,15 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         "virtualEnd": virtual_end,
         "capacityInstances": stack.queue_capacities["TrainingJobQueue"],
         "sharedQueue": True,
+        "quotas": quotas,
     }
+
+
+def quota_instances(stack: LocalStack) -> dict[str, int]:
+    """Each quota share of the training queue (one per team, named after it) and its capacity in
+    instances, as Batch has it (ListQuotaShares)."""
+    shares = existing_shares(stack.physical["TrainingJobQueue"])
+    return {share.name: sum(share.capacity.values()) for share in shares if share.state == "ENABLED"}
 
 
 def _play(

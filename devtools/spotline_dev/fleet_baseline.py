@@ -12,7 +12,7 @@ from typing import Any
 from spotline.core.cost import cost_usd
 from spotline.core.model import to_rfc3339
 from spotline.core.training_request import Attempt, service_job_request
-from spotline_dev.fleet import Upload, fleet_stack, uploads_of
+from spotline_dev.fleet import Upload, fleet_stack, quota_instances, uploads_of
 from spotline_dev.fleet_figures import fleet_figures
 from spotline_dev.local_resources import ACCOUNT, REGION
 from spotline_dev.sandbox_runs import ENDED, powertools_environment_for, training_end
@@ -42,11 +42,14 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
             waited += STEP_SECONDS
         jobs, end = stack.standin.jobs, stack.clock.now()
         capacity = stack.queue_capacities["TrainingJobQueue"]
+        quotas = quota_instances(stack)
     runs = [_run_of(job, submitted[job.job_id], scenario.start) for job in jobs]
     return {
         "executions": runs,
         "jobs": jobs,
-        "fleet": fleet_figures(runs, jobs, capacity_instances=capacity, start=scenario.start, end=end),
+        "fleet": fleet_figures(
+            runs, jobs, capacity_instances=capacity, start=scenario.start, end=end, quotas=quotas
+        ),
         "leftRunning": [job.job_id for job in jobs if job.status not in ENDED],
     }
 

@@ -15,8 +15,8 @@ SageMaker attempts), not from what the executions noticed:
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,9 @@ from spotline.core.durations import format_duration
 from spotline_dev.standin import ServiceJobView
 
 PERCENTILES = {"p50": 50, "p95": 95}
+SCHEDULING_GRACE_SECONDS = 300.0
+"""A wait with room in the job's share shorter than this is the scheduler's pace (Batch schedules
+in cycles; the stand-in takes 30 s per job, 60 s after a preemption), not unfairness."""
 
 
 def percentile(values: Iterable[float], rank: int) -> float:
@@ -37,17 +40,74 @@ def percentile(values: Iterable[float], rank: int) -> float:
 
 def queue_wait_seconds(job: ServiceJobView, end: datetime) -> float:
     """How long the service job waited RUNNABLE for its attempts (until `end` if still waiting)."""
-    waited, ready = 0.0, job.submitted_at
-    for attempt in sorted(job.attempts, key=lambda a: a.created_at):
-        waited += max(0.0, (attempt.created_at - ready).total_seconds())
-        ready = attempt.ended_at or end
-    if job.status not in ("SUCCEEDED", "FAILED") and (not job.attempts or job.attempts[-1].ended_at):
-        waited += max(0.0, (end - ready).total_seconds())
-    return waited
+    return sum((b - a).total_seconds() for a, b in waiting_intervals(job, end))
 
 
 def busy_intervals(job: ServiceJobView, end: datetime) -> list[tuple[datetime, datetime]]:
     return [(a.created_at, a.ended_at or end) for a in job.attempts]
+
+
+def waiting_intervals(job: ServiceJobView, end: datetime) -> list[tuple[datetime, datetime]]:
+    """When the service job waited RUNNABLE (the spans `queue_wait_seconds` adds up)."""
+    spans, ready = [], job.submitted_at
+    for attempt in sorted(job.attempts, key=lambda a: a.created_at):
+        spans.append((ready, attempt.created_at))
+        ready = attempt.ended_at or end
+    if job.status not in ("SUCCEEDED", "FAILED") and (not job.attempts or job.attempts[-1].ended_at):
+        spans.append((ready, end))
+    return [(a, b) for a, b in spans if b > a]
+
+
+def starved_seconds(
+    jobs: list[ServiceJobView],
+    instances: Mapping[str, int],
+    quotas: Mapping[str, int],
+    end: datetime,
+    grace_seconds: float = SCHEDULING_GRACE_SECONDS,
+) -> dict[str, float]:
+    """Per quota share: how long its jobs waited, beyond `grace_seconds` per wait, although they
+    fit in what the share left unused (its quota less the instances its own jobs held). Batch's
+    quota management promises each share its capacity (lent capacity comes back through
+    preemption), so this stays 0. `instances`: each service job's instance count."""
+    changes: dict[str, Counter[datetime]] = defaultdict(Counter)  # share -> instances held from then
+    for job in jobs:
+        for begin, finish in busy_intervals(job, end):
+            changes[job.quota_share or ""][begin] += instances.get(job.job_id, 1)
+            changes[job.quota_share or ""][finish] -= instances.get(job.job_id, 1)
+    steps = {share: _steps(counter) for share, counter in changes.items()}
+    starved = dict.fromkeys(quotas, 0.0)
+    for job in jobs:
+        share = job.quota_share or ""
+        if share not in quotas:
+            continue
+        room = quotas[share] - instances.get(job.job_id, 1)
+        for begin, finish in waiting_intervals(job, end):
+            fitting = _seconds_at_most(steps.get(share, []), room, begin, finish)
+            starved[share] += max(0.0, fitting - grace_seconds)
+    return starved
+
+
+def _steps(changes: Counter[datetime]) -> list[tuple[datetime, int]]:
+    """A step function from its changes: (moment, value from then on), in time order."""
+    value, out = 0, []
+    for moment in sorted(changes):
+        value += changes[moment]
+        out.append((moment, value))
+    return out
+
+
+def _seconds_at_most(steps: list[tuple[datetime, int]], limit: int, begin: datetime, finish: datetime) -> float:
+    """How long within [begin, finish) the step function (0 before its first step) was <= limit."""
+    total, value, at = 0.0, 0, begin
+    for moment, after in [*steps, (finish, 0)]:
+        if moment > at:
+            if value <= limit:
+                total += (min(moment, finish) - at).total_seconds()
+            at = moment
+            if at >= finish:
+                break
+        value = after
+    return total
 
 
 def fleet_figures(
@@ -57,8 +117,10 @@ def fleet_figures(
     capacity_instances: int | None,
     start: datetime,
     end: datetime,
+    quotas: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The sandbox's `fleet` object (README "Fleet scenarios")."""
+    """The sandbox's `fleet` object (README "Fleet scenarios"). `quotas`: each quota share's
+    capacity in instances (a share is named after its team)."""
     owner = {job_id: run for run in runs for job_id in run.get("jobIds", ())}
     last_end = max((a.ended_at for j in jobs for a in j.attempts if a.ended_at), default=start)
     span = max((last_end - start).total_seconds(), 1.0)
@@ -71,6 +133,8 @@ def fleet_figures(
         count = int(run["instanceCount"]) if run else 1
         instance_seconds[team] += sum((b - a).total_seconds() for a, b in busy_intervals(job, end)) * count
     all_waits = [w for team_waits in waits.values() for w in team_waits]
+    sizes = {job.job_id: int(owner[job.job_id]["instanceCount"]) for job in jobs if job.job_id in owner}
+    starved = starved_seconds(jobs, sizes, quotas or {}, end)
     missed = [run for run in runs if _missed(run)]
     teams = sorted({run["team"] for run in runs} | set(waits))
     return {
@@ -96,6 +160,7 @@ def fleet_figures(
                 "instanceSeconds": round(instance_seconds[team]),
                 "queueWaitP95Seconds": round(percentile(waits[team], 95)),
                 "deadlinesMissed": sum(1 for run in missed if run["team"] == team),
+                **({"starvedSeconds": round(starved.get(team, 0.0))} if quotas is not None else {}),
             }
             for team in teams
         },
@@ -124,12 +189,14 @@ def render_fleet(fleet: dict[str, Any]) -> list[str]:
         f"{capacity}; {fleet['preemptions']} preemption(s)",
         f"  queue wait p50 {_short(waits['p50'])}, p95 {_short(waits['p95'])}, max {_short(waits['max'])}",
         "",
-        f"  {'team':<24} {'jobs':>5} {'instance-hours':>15} {'queue wait p95':>15} {'deadlines missed':>17}",
+        f"  {'team':<24} {'jobs':>5} {'instance-hours':>15} {'queue wait p95':>15} {'deadlines missed':>17}"
+        f" {'starved':>8}",
     ]
     for team, figures in fleet["teams"].items():
+        starved = _short(figures["starvedSeconds"]) if "starvedSeconds" in figures else "-"
         out.append(
             f"  {team:<24} {figures['jobs']:>5} {figures['instanceSeconds'] / 3600:>15.1f} "
-            f"{_short(figures['queueWaitP95Seconds']):>15} {figures['deadlinesMissed']:>17}"
+            f"{_short(figures['queueWaitP95Seconds']):>15} {figures['deadlinesMissed']:>17} {starved:>8}"
         )
     return out
 

@@ -70,6 +70,7 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
         capacity_instances=summary["capacityInstances"],
         start=scenario.start,
         end=summary["virtualEnd"],
+        quotas=summary.get("quotas"),
     )
     return summary
 

@@ -14,7 +14,7 @@ from conftest import EXAMPLE_MANIFEST
 from spotline_dev import local_aws
 from spotline_dev.fleet import uploads_of
 from spotline_dev.fleet_figures import capacity_by_team, percentile
-from spotline_dev.sandbox import ScenarioError, load_scenario, public_summary, run_scenario
+from spotline_dev.sandbox import ScenarioError, draw, load_scenario, public_summary, run_scenario
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 HOUR = 3600.0
@@ -73,7 +73,10 @@ def test_jobs_beyond_the_queue_capacity_wait_their_turn_and_the_clock_is_shared(
     assert fleet["queueWaitSeconds"]["max"] >= 2 * HOUR  # the second waited for the first
     assert 0.9 < fleet["capacityUtilization"] <= 1.0
     assert max(_busy_at_every_change(summary)) == 1
+    assert fleet["teams"]["search-ranking"]["starvedSeconds"] == 0  # it waited for its own share's job
     assert summary["leftRunning"] == []
+    picture = tmp_path / "fleet.png"
+    assert draw(summary, picture) == [picture] and picture.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_replay_gives_the_same_json_apart_from_its_wall_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,4 +185,5 @@ def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share
     assert fleet["preemptions"] >= 1  # the borrowed capacity came back through preemption
     assert fleet["teams"]["urgent"]["queueWaitP95Seconds"] < 1800
     assert max(_busy_at_every_change(summary)) <= 4  # capacity is never exceeded
+    assert {team: f["starvedSeconds"] for team, f in fleet["teams"].items()} == {"bulk": 0, "urgent": 0}
     assert summary["leftRunning"] == []

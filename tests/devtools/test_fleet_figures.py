@@ -1,0 +1,119 @@
+"""The fleet figures computed from the stand-in's service jobs: queue wait and starvation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from spotline_dev.fleet_figures import (
+    SCHEDULING_GRACE_SECONDS,
+    capacity_by_team,
+    plot_fleet,
+    queue_wait_seconds,
+    starved_seconds,
+)
+from spotline_dev.standin import ServiceJobView
+from spotline_dev.standin.training_jobs import TrainingJobView
+
+START = datetime(2026, 12, 1, tzinfo=UTC)
+END = START + timedelta(hours=24)
+
+
+def _at(hours: float) -> datetime:
+    return START + timedelta(hours=hours)
+
+
+def _job(name: str, share: str, submitted: float, *attempts: tuple[float, float | None]) -> ServiceJobView:
+    views = tuple(
+        TrainingJobView(
+            name=f"{name}-{n}",
+            arn=f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}-{n}",
+            capacity="spot",
+            created_at=_at(begin),
+            status="Completed" if end is not None else "InProgress",
+            secondary_status="Completed" if end is not None else "Training",
+            ended_at=_at(end) if end is not None else None,
+            failure_reason=None,
+            training_seconds=0.0,
+            billable_seconds=0.0,
+            interrupted_at=(),
+            lost_work_seconds=0.0,
+            restored_from_step=None,
+        )
+        for n, (begin, end) in enumerate(attempts, start=1)
+    )
+    finished = bool(attempts) and attempts[-1][1] is not None
+    return ServiceJobView(
+        job_id=name,
+        job_name=name,
+        job_arn=f"arn:aws:batch:us-east-1:123456789012:service-job/{name}",
+        queue="training",
+        capacity="spot",
+        submitted_at=_at(submitted),
+        status="SUCCEEDED" if finished else ("RUNNING" if attempts else "RUNNABLE"),
+        status_reason=None,
+        attempts=views,
+        quota_share=share,
+    )
+
+
+def test_a_job_started_as_soon_as_its_share_has_room_was_never_starved() -> None:
+    jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (1, 5))]
+
+    assert starved_seconds(jobs, {"a": 2, "b": 2}, {"ads": 2, "search": 2}, END) == {"ads": 0.0, "search": 0.0}
+
+
+def test_waiting_while_its_share_had_room_counts_as_starved() -> None:
+    jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (3, 5))]
+
+    starved = starved_seconds(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END)
+
+    assert starved == {"ads": 0.0, "search": 2 * 3600.0 - SCHEDULING_GRACE_SECONDS}
+
+
+def test_a_wait_shorter_than_the_schedulers_pace_is_not_starvation() -> None:
+    jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (1 + 4 / 60, 5))]  # 4 minutes
+
+    assert starved_seconds(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END)["search"] == 0.0
+    assert starved_seconds(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END, grace_seconds=0)["search"] == 240.0
+
+
+def test_a_job_larger_than_what_its_share_has_left_is_not_starved_by_waiting() -> None:
+    held = _job("b1", "search", 0, (0, 6))
+    waiting = _job("b2", "search", 1, (6, 8))
+    too_big = _job("c", "ads", 0, (9, 10))
+
+    starved = starved_seconds([held, waiting, too_big], {"b1": 2, "b2": 1, "c": 3}, {"search": 2, "ads": 2}, END)
+
+    assert starved == {"search": 0.0, "ads": 0.0}
+
+
+def test_a_preempted_job_waiting_again_counts_from_its_attempts_end() -> None:
+    preempted = _job("b", "search", 0, (0, 2), (5, 7))  # preempted at 2 h, back at 5 h
+    other = _job("a", "ads", 0, (0, 12))
+
+    assert queue_wait_seconds(preempted, END) == 3 * 3600.0
+    starved = starved_seconds([preempted, other], {"b": 1, "a": 1}, {"search": 1, "ads": 1}, END, grace_seconds=0)
+    assert starved["search"] == 3 * 3600.0
+
+
+def test_a_job_still_waiting_at_the_end_waits_until_then() -> None:
+    waiting = _job("b", "search", 20)
+
+    assert queue_wait_seconds(waiting, END) == 4 * 3600.0
+    assert starved_seconds([waiting], {"b": 1}, {"search": 1}, END, grace_seconds=0) == {"search": 4 * 3600.0}
+
+
+def test_the_fleet_picture_stacks_each_teams_instances(tmp_path: Path) -> None:
+    runs = [
+        {"team": "ads", "instanceCount": 2, "jobIds": ["a"]},
+        {"team": "search", "instanceCount": 1, "jobIds": ["b"]},
+    ]
+    jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (1, 5))]
+
+    assert capacity_by_team(runs, jobs, END) == {
+        "ads": [(_at(0), 2), (_at(10), 0)],
+        "search": [(_at(1), 1), (_at(5), 0)],
+    }
+    path = plot_fleet(runs, jobs, tmp_path / "fleet.png", capacity_instances=4, start=START, end=END, title="t")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
