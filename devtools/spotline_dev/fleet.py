@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-from spotline.aws.quota_shares import existing_shares
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.service_jobs import job_name_prefix
@@ -182,8 +181,13 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
 def quota_instances(stack: LocalStack) -> dict[str, int]:
     """Each quota share of the training queue (one per team, named after it) and its capacity in
     instances, as Batch has it (ListQuotaShares)."""
-    shares = existing_shares(stack.physical["TrainingJobQueue"])
-    return {share.name: sum(share.capacity.values()) for share in shares if share.state == "ENABLED"}
+    batch = stack.client("batch")  # not spotline.aws: its logger would be made before the handlers' settings
+    page = batch.list_quota_shares(jobQueue=stack.physical["TrainingJobQueue"], maxResults=100)  # 20 at most
+    return {
+        share["quotaShareName"]: sum(limit["maxCapacity"] for limit in share["capacityLimits"])
+        for share in page.get("quotaShares", [])
+        if share.get("state") == "ENABLED"
+    }
 
 
 def _play(

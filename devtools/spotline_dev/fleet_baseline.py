@@ -47,9 +47,7 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
     return {
         "executions": runs,
         "jobs": jobs,
-        "fleet": fleet_figures(
-            runs, jobs, capacity_instances=capacity, start=scenario.start, end=end, quotas=quotas
-        ),
+        "fleet": fleet_figures(runs, jobs, capacity_instances=capacity, start=scenario.start, end=end, quotas=quotas),
         "leftRunning": [job.job_id for job in jobs if job.status not in ENDED],
     }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -229,3 +231,16 @@ def test_json_with_explain_adds_each_story_under_explain(capsys: pytest.CaptureF
     failure = story["failure"]
     assert (failure["state"], failure["error"]) == ("ResourceValidationFailed", "ResourceValidationFailed")
     assert "spec.image" in failure["cause"]
+
+
+def test_the_sandbox_modules_leave_the_handlers_logger_unmade_until_their_settings_are_set() -> None:
+    """Powertools reads its settings when its Logger and Metrics are made (at import, as in
+    Lambda): if the CLI imported `spotline.aws.observability` first, every handler would log at
+    INFO with no service name, and `make sandbox` and `make bench` would print it all."""
+    code = (
+        "import sys, spotline_dev.cli, spotline_dev.sandbox, spotline_dev.fleet, spotline_dev.fleet_baseline\n"
+        "print(sorted(m for m in sys.modules if m == 'spotline.aws.observability'))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert shown.stdout.strip() == "[]"
