@@ -61,11 +61,11 @@ def main(path: Path) -> None:
     left = (len(spotline["leftRunning"]), len(plain["leftRunning"]))
     shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
     print(f"Fleet benchmark: {scenario.name} ({shown})")
-    print(f"{'':<30} {'Spotline':<62} plain Batch")
+    print(f"{'':<30} {'Spotline':<72} plain Batch")
     for (label, ours), (_, theirs) in zip(rows(spotline["fleet"]), rows(plain["fleet"]), strict=True):
-        print(f"{label:<30} {ours:<62} {theirs}")
-    print(f"{'left running':<30} {left[0]:<62} {left[1]}")
-    print(f"{'replayed in (wallSeconds)':<30} {spotline_wall:<62.1f} {plain_wall:.1f}")
+        print(f"{label:<30} {ours:<72} {theirs}")
+    print(f"{'left running':<30} {left[0]:<72} {left[1]}")
+    print(f"{'replayed in (wallSeconds)':<30} {spotline_wall:<72.1f} {plain_wall:.1f}")
 
 
 if __name__ == "__main__":

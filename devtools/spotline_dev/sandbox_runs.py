@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -35,7 +36,10 @@ def powertools_environment_for(verbose: bool) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
     try:
-        yield
+        with warnings.catch_warnings():
+            if not verbose:  # metrics are off: Powertools says so for each handler that had none
+                warnings.filterwarnings("ignore", message="No application metrics to publish")
+            yield
     finally:
         for key, value in saved.items():
             if value is None:
