@@ -21,6 +21,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -114,6 +115,7 @@ class LocalStack:
     clock: VirtualClock
     physical: dict[str, str]
     standin: BatchSageMakerStandIn
+    session: boto3.Session  # every client of the stack (the handlers' too) comes from it
     functions: dict[str, str] = field(default_factory=dict)  # logical id -> function name
     rule_taps: dict[str, tuple[str, str]] = field(default_factory=dict)  # queue url -> (function, rule)
     rule_sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule -> its pattern's sources
@@ -165,7 +167,7 @@ class LocalStack:
     def client(self, service: str) -> Any:
         """A boto3 client of the local stack (one per service: creating one takes milliseconds)."""
         if service not in self._clients:
-            self._clients[service] = boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+            self._clients[service] = self.session.client(service, region_name=REGION)  # type: ignore[call-overload]
         return self._clients[service]
 
     @property
@@ -391,11 +393,18 @@ def start_local_stack(
         exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
+        session = boto3._get_default_session()
+        # The layer's clients come from this session whatever becomes of boto3.DEFAULT_SESSION: a
+        # thread of an earlier stack calling boto3.client() while moto had cleared it once made a
+        # session of its own there, and the custom resource's calls missed the stand-in.
+        exits.enter_context(
+            mock.patch.object(spotline_aws, "boto3", SimpleNamespace(client=session.client, resource=session.resource))
+        )
         standin = BatchSageMakerStandIn(
             clock.now, weather or SpotWeather(), behaviour, S3CheckpointStore(), account=ACCOUNT, region=REGION
         )
-        standin.install(boto3._get_default_session())
-        stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin)
+        standin.install(session)
+        stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin, session=session)
         lambdas = _InProcessLambdas(stack)
         install_time_hooks(exits, clock)
         exits.callback(clock.close)
