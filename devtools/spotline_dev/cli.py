@@ -339,14 +339,21 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=examples(
             "spotline simulate",
             "spotline simulate --traces ../shared/data/spot-availability --work-hours 8 --slack 20 50 --no-plot",
+            "spotline simulate --traces ../shared/data/spot-traces/availability/1-node --work-error 5 --json",
         ),
-        description="Runs one training job per trace x job length x deadline slack x start time on the real "
-        "spot-availability logs with Spotline's deadline policy, the baselines (on-demand, spot without fallback, "
+        description="Runs one training job per trace x job length x deadline slack x start time on real spot "
+        "traces (the 2020 spot-availability logs, or the 2022-2023 traces of Wu et al. with --traces) with "
+        "Spotline's deadline policy, the baselines (on-demand, spot without fallback, "
         "greedy, uniform progress) and the offline optimum; prints a table per policy and writes runs.csv, "
         "summary.csv and cost_vs_slack.png.",
     )
     simulate.add_argument(
-        "--traces", type=Path, metavar="DIR", help="the *.log files (default: ../shared/data/spot-availability)"
+        "--traces",
+        type=Path,
+        metavar="DIR",
+        help="a folder of spot traces, read recursively: the 2020 *.log spot-availability logs and *.json traces "
+        "in the format of Wu et al. (NSDI 2024), e.g. ../shared/data/spot-traces/availability/1-node "
+        "(default: ../shared/data/spot-availability)",
     )
     simulate.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: out/simulate)")
     simulate.add_argument("--work-hours", type=float, nargs="+", default=[4, 8, 16], metavar="H", help="job lengths")
@@ -373,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--step-seconds", type=int, default=60, metavar="S", help="time step")
     simulate.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: CPUs, at most 4)")
     simulate.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    _output_options(simulate)  # json: one document on stdout, the header on stderr; the files still written
     simulate.set_defaults(run=cmd_simulate)
     add_operate_commands(commands)
     return parser

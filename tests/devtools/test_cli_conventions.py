@@ -13,7 +13,7 @@ from conftest import EXAMPLE_MANIFEST, NOW
 from spotline_dev.cli import EXIT_CODES, build_parser, main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
-PRINTS_DATA = ("validate", "sandbox", "explain", "submit", "runs", "status", "logs", "cancel")
+PRINTS_DATA = ("validate", "sandbox", "explain", "simulate", "submit", "runs", "status", "logs", "cancel")
 DEPLOYED = ("submit", "runs", "status", "logs", "cancel")
 
 

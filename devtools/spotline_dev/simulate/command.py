@@ -1,14 +1,17 @@
-"""`spotline simulate` itself: the grid from the command line, the traces, the printed report."""
+"""`spotline simulate` itself: the grid from the command line, the traces, the printed report
+(or, with --json, one JSON document on stdout for scripts, the rest on stderr)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from spotline_dev.simulate.grid import GridSpec, default_workers
-from spotline_dev.simulate.report import run, slack_table
-from spotline_dev.traces import DEFAULT_TRACES_DIR, REPO_ROOT, all_traces, read_logs
+from spotline_dev.simulate.report import run, slack_table, summary_json
+from spotline_dev.trace_series import read_trace_folder
+from spotline_dev.traces import DEFAULT_TRACES_DIR, REPO_ROOT
 
 EXIT_OK, EXIT_USAGE = 0, 2
 DEFAULT_OUT_DIR = REPO_ROOT / "out" / "simulate"
@@ -32,24 +35,31 @@ def main(args: argparse.Namespace) -> int:
     """`spotline simulate` (arguments from spotline_dev.cli)."""
     folder = Path(args.traces) if args.traces else DEFAULT_TRACES_DIR
     out_dir = Path(args.out) if args.out else DEFAULT_OUT_DIR
+    as_json = getattr(args, "output", "table") == "json"
+    info = sys.stderr if as_json else sys.stdout  # with --json stdout holds the document alone
     try:
         grid = grid_from_args(args)
         if min(grid.work_hours) <= 0 or min(grid.slacks) <= 0 or grid.start_every_hours <= 0:
             raise ValueError("work hours, slack and --start-every-hours must be positive")
-        results = read_logs(folder)
+        found = read_trace_folder(folder)
     except (ValueError, OSError) as exc:
         print(f"spotline simulate: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    traces = all_traces(results)
-    print(f"spot availability logs in {folder} (read in place):")
-    for result in results:
-        print(f"  {result.summary()}")
+    traces = found.traces
+    print(f"spot traces in {folder} (read in place):", file=info)
+    for line in found.summaries():
+        print(f"  {line}", file=info)
     instances = sum(len(grid.starts(t, w)) for t in traces for w in grid.work_hours) * len(grid.slacks)
-    print(f"grid: {grid.describe(len(traces))}: {instances} jobs x {len(grid.policies)} policies")
+    print(f"grid: {grid.describe(len(traces))}: {instances} jobs x {len(grid.policies)} policies", file=info)
     if not instances:
         print("spotline simulate: no job fits in these traces; try shorter --work-hours", file=sys.stderr)
         return EXIT_USAGE
     report = run(traces, grid, out_dir, workers=max(1, int(args.jobs or default_workers())), with_plot=not args.no_plot)
+    written = [report.runs_csv, report.summary_csv, *([report.png] if report.png else [])]
+    if as_json:
+        print(json.dumps(summary_json(grid, len(traces), report.rows), indent=2, allow_nan=False))
+        print(f"wrote {', '.join(str(p) for p in written)} in {report.seconds:.1f}s", file=sys.stderr)
+        return EXIT_OK
     print()
     print(report.table)
     print()
@@ -59,6 +69,5 @@ def main(args: argparse.Namespace) -> int:
     print("mean/OD, worst/OD: cost against on-demand from the start; mean/opt, worst/opt: against the offline")
     print("optimum, per job; bill/opt: all costs over all optimal costs. Costs over feasible deadlines; a missed")
     print("job counts what it paid until its deadline.")
-    written = [report.runs_csv, report.summary_csv, *([report.png] if report.png else [])]
     print(f"wrote {', '.join(str(p) for p in written)} in {report.seconds:.1f}s")
     return EXIT_OK

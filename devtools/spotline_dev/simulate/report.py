@@ -89,6 +89,44 @@ def optimum_summary(rows: Iterable[Row]) -> Summary:
     )
 
 
+def _json_number(value: float) -> float | None:
+    """4 decimals; NaN (no feasible run) and infinities become null, which JSON can carry."""
+    return round(value, 4) if math.isfinite(value) else None
+
+
+def summary_json(grid: GridSpec, traces: int, rows: Iterable[Row]) -> dict[str, object]:
+    """`spotline simulate --json`: the grid's parameters and each policy's numbers, so scripts and
+    CI can compare runs without parsing the table."""
+    rows = list(rows)
+    jobs = {(r.trace, r.start_hours, r.work_hours, r.slack) for r in rows}
+    return {
+        "grid": {
+            "workHours": [_json_number(w) for w in grid.work_hours],
+            "slacks": [_json_number(100 * s) for s in grid.slacks],
+            "startEveryHours": _json_number(grid.start_every_hours),
+            "overheadMinutes": _json_number(grid.overhead_seconds / 60),
+            "checkpointMinutes": _json_number(grid.checkpoint_seconds / 60),
+            "stepSeconds": grid.step_seconds,
+            "spotPriceRatio": _json_number(grid.spot_price_ratio),
+            "overheadBilled": grid.overhead_billed,
+            "workErrorPercent": _json_number(100 * grid.work_error),
+            "traces": traces,
+            "jobs": len(jobs),
+        },
+        "policies": {
+            s.policy: {
+                "runs": s.runs,
+                "meanOverOptimum": _json_number(s.mean_vs_optimum),
+                "worstOverOptimum": _json_number(s.worst_vs_optimum),
+                "meanOverOnDemand": _json_number(s.mean_vs_on_demand),
+                "missed": s.missed,
+                "missedFeasible": s.missed_feasible,
+            }
+            for s in summarize(rows, grid.policies)
+        },
+    }
+
+
 def format_table(summaries: Sequence[Summary]) -> str:
     head = (
         f"{'policy':<13} {'runs':>5} {'mean/OD':>8} {'worst/OD':>8} {'mean/opt':>8} {'worst/opt':>9} "
