@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,11 +26,12 @@ from spotline_dev.template import powertools_environment
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 os.environ.update({**powertools_environment(), **QUIET})
+warnings.filterwarnings("ignore", message="No application metrics to publish")  # metrics are off
 
 from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.local_aws import start_local_stack  # noqa: E402
-from spotline_dev.sandbox import follow_run  # noqa: E402
+from spotline_dev.sandbox_runs import follow_run  # noqa: E402
 from spotline_dev.standin import SpotWeather, TrainingBehaviour  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
