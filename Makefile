@@ -96,6 +96,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/handler_import_time.py
 	$(BIN)/python benchmarks/fleet_week.py
 	$(BIN)/spotline simulate
+	$(BIN)/spotline simulate --traces $(CURDIR)/../shared/data/spot-traces/availability/1-node --no-plot
 
 clean:
 	rm -rf .aws-sam $(VENV) $(EXAMPLE_VENV) $(CHECKOV_VENV)

@@ -13,9 +13,10 @@ the time-stepped replay of one job on one trace.
   saves first, as Spotline's checkpoint helper does. Without checkpoints any stop or preemption
   sends the job back to zero.
 - Money: a training step costs the on-demand price on on-demand and `SPOT_PRICE_RATIO` of it on
-  spot. The restart overhead costs time, not money, unless `overhead_billed` (SageMaker does not
-  bill the queueing and provisioning that make up most of it), so on-demand from the start costs
-  exactly `W` x the on-demand price. Costs are in on-demand hours (on-demand price = 1).
+  spot. Of each start, SageMaker bills what follows the acquisition of instances (its last
+  `STARTUP_AFTER_ACQUIRE_SECONDS`: image and data download), not the queueing and provisioning
+  before it (all of it with `overhead_billed`), so on-demand from the start costs `W` plus ten
+  minutes at the on-demand price. Costs are in on-demand hours (on-demand price = 1).
 - SageMaker reports TrainingStartTime when instances are acquired, the last
   `STARTUP_AFTER_ACQUIRE_SECONDS` of the start-up before training; so the restart overhead
   Spotline measures (that wait + 10 minutes) is `d` when capacity is at hand, and more after a
@@ -96,10 +97,18 @@ class Job:
         return self.step_seconds / HOUR
 
     @property
+    def billed_start(self) -> int:
+        """The steps of each start SageMaker bills: its last `STARTUP_AFTER_ACQUIRE_SECONDS` (the
+        image and data download once instances are acquired; queueing and provisioning before
+        it are free), all of it with `overhead_billed`."""
+        if self.overhead_billed:
+            return self.overhead
+        return min(self.overhead, math.ceil(STARTUP_AFTER_ACQUIRE_SECONDS / self.step_seconds - 1e-9))
+
+    @property
     def on_demand_cost(self) -> float:
-        """On-demand from the start: the work at the on-demand price (plus one start if billed)."""
-        billed = self.overhead if self.overhead_billed else 0
-        return (self.work + billed) * self.on_demand_price * self.step_hours
+        """On-demand from the start: the work and one start's billed part at the on-demand price."""
+        return (self.work + self.billed_start) * self.on_demand_price * self.step_hours
 
     @classmethod
     def from_seconds(
@@ -365,9 +374,9 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
                     span = min(span, job.checkpoint - run.unsaved)
         span = max(span, 1)
         if run.instance != "none" and run.overhead_left:
+            billed = job.billed_start  # the last steps of the start-up
+            run.billed_overhead[run.instance] += min(run.overhead_left, billed) - min(run.overhead_left - span, billed)
             run.overhead_left -= span
-            if job.overhead_billed:
-                run.billed_overhead[run.instance] += span
             if run.overhead_left == 0:
                 t += span
                 set_phase("training")

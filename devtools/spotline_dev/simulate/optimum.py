@@ -36,8 +36,7 @@ def optimal_costs(job: Job, available: npt.NDArray[np.bool_], horizon: int | Non
         raise ValueError(f"the trace window has {length} steps, the horizon needs {steps}")
     work, d = job.work, job.overhead
     spot_step, od_step = job.spot_price * job.step_hours, job.on_demand_price * job.step_hours
-    spot_start = d * spot_step if job.overhead_billed else 0.0
-    od_start = d * od_step if job.overhead_billed else 0.0
+    spot_start, od_start = job.billed_start * spot_step, job.billed_start * od_step  # paid for at the start
     inf = np.inf
     idle = np.full((batch, work + 1), inf)
     idle[:, 0] = 0.0

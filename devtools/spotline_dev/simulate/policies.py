@@ -36,7 +36,7 @@ import numpy.typing as npt
 from spotline.aws.checking import is_spot_missing, restart_overhead
 from spotline.core.lifecycle import next_step
 from spotline.core.model import JobSpec
-from spotline.core.policy import JobClock, decide
+from spotline.core.policy import JobClock, decide, measured_work_seconds, out_of_reach
 from spotline.core.polling import next_check
 from spotline.core.status import State, TrainingStatus
 from spotline_dev.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
@@ -212,11 +212,13 @@ class SpotlinePolicy:
         overhead = restart_overhead(previous, queue_wait, "spot")
         since_submit = (now - submitted).total_seconds()
         spot_missing = is_spot_missing(status, since_submit, overhead)
+        measured = measured_work_seconds(view.fraction_done, view.checkpointed * step)
         clock = JobClock(
             now=now,
             started_at=self._at(view.first_submitted),
             deadline=self.deadline,
-            total_work_seconds=float(self.job.declared * step),
+            total_work_seconds=measured or float(self.job.declared * step),
+            work_measured=measured is not None,
             progress=view.fraction_done,
             capacity="spot",
             spot_missing=spot_missing,
@@ -232,7 +234,7 @@ class SpotlinePolicy:
             status,
             expected_duration=self.spec.expected_duration_seconds,
             slack_seconds=decision.slack_seconds,
-            may_switch=True,
+            may_switch=not out_of_reach(clock),
         )
         self._wake = view.t + self._steps(upcoming.seconds)
         return Command("spot", self._wake)

@@ -119,7 +119,13 @@ class SageMakerTrainingJobs:
         t, step = job.plan.checkpoints[job.written]
         job.written += 1
         if job.key is not None:
-            progress = {"step": step, "totalSteps": job.behaviour.total_steps, "updatedAt": rfc3339(t)}
+            total = job.behaviour.total_steps
+            progress = {
+                "step": step,
+                "totalSteps": total,
+                "updatedAt": rfc3339(t),
+                "trainingSeconds": round(step / total * job.behaviour.duration, 1),  # as the helper records
+            }
             self.store.write(job.key, progress)
 
     def training_arn(self, name: str) -> str:

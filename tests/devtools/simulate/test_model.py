@@ -26,12 +26,15 @@ def test_job_from_seconds_rounds_against_the_job() -> None:
 
 @pytest.mark.parametrize("billed", [False, True])
 @pytest.mark.parametrize(("work", "deadline"), [(40, 50), (40, 43), (40, 42), (7, 200)])
-def test_on_demand_only_costs_the_work_at_the_on_demand_price(work: int, deadline: int, billed: bool) -> None:
+def test_on_demand_only_costs_the_work_and_the_billed_start_at_the_on_demand_price(
+    work: int, deadline: int, billed: bool
+) -> None:
     j = job(work, deadline, overhead=3, step_seconds=HOUR, on_demand_price=2.5, overhead_billed=billed)
     outcome = simulate(j, flags("0" * deadline), POLICIES["on-demand"](j, START))
     assert outcome.met == (deadline >= work + 3)
     if outcome.met:
-        assert outcome.cost == pytest.approx(work * 2.5 + (3 * 2.5 if billed else 0.0))
+        # One-hour steps: of the 3-hour start, its last hour (after instances are acquired) is billed.
+        assert outcome.cost == pytest.approx(work * 2.5 + (3 * 2.5 if billed else 1 * 2.5))
         assert outcome.cost == pytest.approx(j.on_demand_cost)
         assert (outcome.spot_steps, outcome.on_demand_steps, outcome.finished_at) == (0, work, work + 3)
     else:

@@ -56,8 +56,8 @@ def play(modes: Sequence[Capacity], avail: Flags, work: int, d: int, j: Job) -> 
             continue
         price = j.spot_price if instance == "spot" else j.on_demand_price
         if left:
+            cost += price * j.step_hours if left <= j.billed_start else 0.0  # the last steps are billed
             left -= 1
-            cost += price * j.step_hours if j.overhead_billed else 0.0
         else:
             progress += 1
             cost += price * j.step_hours
@@ -115,6 +115,7 @@ def test_the_optimum_of_a_batch_is_the_optimum_of_each_window() -> None:
 
 def test_the_optimum_uses_spot_when_it_knows_it_will_last() -> None:
     j = job(10, 14, overhead=3, step_seconds=HOUR)
-    assert optimal_costs(j, flags("1" * 14))[14] == pytest.approx(10 * 0.3)
-    assert optimal_costs(j, flags("1" * 5 + "0" * 9))[14] == pytest.approx(10.0)  # too short to help
+    # One-hour steps: the start's last hour is billed (SageMaker bills from instance acquisition).
+    assert optimal_costs(j, flags("1" * 14))[14] == pytest.approx(11 * 0.3)
+    assert optimal_costs(j, flags("1" * 5 + "0" * 9))[14] == pytest.approx(11.0)  # too short to help
     assert optimal_costs(j, flags("1" * 14))[12] == math.inf

@@ -87,7 +87,8 @@ def test_spotline_asks_the_production_policy_as_the_lambda_does() -> None:
     j = Job.from_seconds(work=4 * HOUR, deadline=8 * HOUR)
     policy = SpotlinePolicy(j, START)
     outcome = simulate(j, flags("1" * j.deadline), policy)
-    assert outcome.met and outcome.switched_at is None and outcome.cost == pytest.approx(4 * 0.3)
+    # 4 h on spot and the start's billed 10 minutes (after instances are acquired).
+    assert outcome.met and outcome.switched_at is None and outcome.cost == pytest.approx((4 + 1 / 6) * 0.3)
     first, *rest = policy.clocks
     assert first.now == START + timedelta(seconds=60)  # SubmitTrainingJob's first poll
     assert (first.started_at, first.deadline) == (START, START + timedelta(hours=8))
@@ -108,10 +109,11 @@ def test_spotline_waits_out_a_gap_and_moves_at_the_last_safe_moment() -> None:
     policy = SpotlinePolicy(j, START)
     outcome = simulate(j, avail, policy)
     assert outcome.met and outcome.preemptions == 1
-    # 60 of 240 minutes trained and saved; on-demand needs 3h + 20m restart + 12m margin = 212m.
-    assert outcome.switched_at is not None and 480 - 212 - 2 <= outcome.switched_at <= 480 - 212
-    assert policy.reason.startswith("deadline at risk: ")
-    assert outcome.cost == pytest.approx(1 * 0.3 + 3 * 1.0)
+    # 60 of 240 minutes trained and saved, so the work is measured; on-demand needs 3h + 20m
+    # restart + a 10m margin (at least 10 minutes, else 2 % of the work left) = 210m.
+    assert outcome.switched_at is not None and 480 - 210 - 2 <= outcome.switched_at <= 480 - 210
+    assert policy.reason.startswith("deadline at risk: ") and "+ 10m margin" in policy.reason
+    assert outcome.cost == pytest.approx((1 + 1 / 6) * 0.3 + (3 + 1 / 6) * 1.0)  # each start bills 10m
 
 
 def test_spotline_waits_for_spot_capacity_instead_of_moving_early() -> None:
@@ -126,6 +128,18 @@ def test_spotline_waits_for_spot_capacity_instead_of_moving_early() -> None:
     assert outcome.switched_at is None or outcome.switched_at > 6 * 60
     assert outcome.cost < 0.7 * j.on_demand_cost
     assert not policy.reason or policy.reason.startswith("deadline at risk: ")
+
+
+def test_spotline_plans_with_the_declared_work_until_a_checkpoint_measures_the_real_one() -> None:
+    j = Job.from_seconds(work=4 * HOUR, deadline=8 * HOUR, work_error=0.25)  # really 5 h
+    policy = SpotlinePolicy(j, START)
+    outcome = simulate(j, flags("1" * j.deadline), policy)
+    assert outcome.met
+    unmeasured = [c for c in policy.clocks if c.progress == 0]
+    measured = [c for c in policy.clocks if c.progress > 0]
+    assert unmeasured and measured
+    assert {c.total_work_seconds for c in unmeasured} == {4 * HOUR}
+    assert {round(c.total_work_seconds) for c in measured} == {5 * HOUR}
 
 
 # --- the production policy on fixture logs (regression) ------------------------------------------

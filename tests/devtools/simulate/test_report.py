@@ -34,4 +34,5 @@ def test_misses_are_counted_over_all_runs_and_over_feasible_ones() -> None:
     assert (best.runs, best.feasible, best.missed) == (2, 1, 1)
     missed = next(r for r in rows if r.policy == "spot-ckpt" and r.slack == 1.0)
     assert not missed.met and missed.finished_hours is None
-    assert missed.cost == pytest.approx((60 - 20) / 60 * 0.3)  # spot paid until the capacity went
+    # Spot paid from the acquisition of instances (the start's last 10 minutes) until the capacity went.
+    assert missed.cost == pytest.approx((60 - 20 + 10) / 60 * 0.3)

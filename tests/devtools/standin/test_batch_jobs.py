@@ -158,7 +158,12 @@ def test_terminate_stops_the_training_job_after_a_final_checkpoint(make_rig: Rig
     assert (job["status"], job["isTerminated"]) == ("RUNNING", True)
     training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
     assert (training["TrainingJobStatus"], training["SecondaryStatus"]) == ("Stopping", "Stopping")
-    assert rig.store.files[CHECKPOINT] == {"step": 40, "totalSteps": 120, "updatedAt": "2026-11-29T08:45:30Z"}
+    assert rig.store.files[CHECKPOINT] == {
+        "step": 40,
+        "totalSteps": 120,
+        "updatedAt": "2026-11-29T08:45:30Z",
+        "trainingSeconds": 2400.0,  # 40 of 120 steps of a 2-hour job, as the helper records
+    }
 
     rig.clock.at(330 + 40 * 60 + 30)
     job = rig.batch_job(job_id)

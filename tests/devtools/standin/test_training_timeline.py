@@ -69,7 +69,12 @@ def test_on_demand_job_walks_every_status_to_completed(make_rig: RigFactory) -> 
     assert "Tags" not in training
     # progress.json every 15 minutes of training and once more at the end, stamped with its own time
     assert [p["step"] for _, p in rig.store.writes] == [15, 30, 45, 60]
-    assert rig.store.writes[0][1] == {"step": 15, "totalSteps": 60, "updatedAt": "2026-11-29T08:23:30Z"}
+    assert rig.store.writes[0][1] == {
+        "step": 15,
+        "totalSteps": 60,
+        "updatedAt": "2026-11-29T08:23:30Z",
+        "trainingSeconds": 900.0,
+    }
     check_shapes(rig)
 
 
@@ -181,7 +186,12 @@ def test_max_runtime_exceeded_stops_with_a_final_checkpoint(make_rig: RigFactory
     training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
     assert (training["TrainingJobStatus"], training["TrainingTimeInSeconds"]) == ("Stopped", 3600)
     assert rig.batch_job(job_id)["statusReason"].startswith("Received status from SageMaker: MaxRuntimeExceeded")
-    assert rig.store.files[CHECKPOINT] == {"step": 59, "totalSteps": 180, "updatedAt": "2026-11-29T09:07:30Z"}
+    assert rig.store.files[CHECKPOINT] == {
+        "step": 59,
+        "totalSteps": 180,
+        "updatedAt": "2026-11-29T09:07:30Z",
+        "trainingSeconds": 3540.0,
+    }
 
 
 def test_algorithm_error_fails_the_batch_job(make_rig: RigFactory) -> None:

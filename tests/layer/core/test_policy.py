@@ -22,6 +22,8 @@ from spotline.core.model import JobSpec
 from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
     MAX_BACKOFF_SECONDS,
+    MEASURED_MARGIN_FRACTION,
+    MIN_MEASURED_MARGIN_SECONDS,
     MIN_SAFETY_MARGIN_SECONDS,
     SAFETY_MARGIN_FRACTION,
     START_UP_ALLOWANCE_SECONDS,
@@ -29,7 +31,10 @@ from spotline.core.policy import (
     JobClock,
     backoff_seconds,
     decide,
+    margin_of,
+    measured_work_seconds,
     on_demand_needs,
+    out_of_reach,
     remaining_work,
     safety_margin,
     uniform_progress_line,
@@ -180,10 +185,10 @@ def test_slack_is_time_left_minus_what_on_demand_needs(job: JobClock) -> None:
 
 
 @given(spot_jobs())
-def test_switches_whenever_slack_is_not_positive(job: JobClock) -> None:
+def test_switches_whenever_slack_is_not_positive_unless_it_is_already_too_late(job: JobClock) -> None:
     decision = decide(job)
     assert decision.slack_seconds is not None
-    if decision.slack_seconds <= 0:
+    if decision.slack_seconds <= 0 and not out_of_reach(job):
         assert decision.verdict == "switch-to-on-demand"
         assert decision.reason.startswith("deadline at risk")
 
@@ -192,7 +197,20 @@ def test_switches_whenever_slack_is_not_positive(job: JobClock) -> None:
 def test_with_spot_available_switches_exactly_when_slack_is_not_positive(job: JobClock) -> None:
     decision = decide(job)
     assert decision.slack_seconds is not None
-    assert (decision.verdict == "switch-to-on-demand") == (decision.slack_seconds <= 0)
+    expected = decision.slack_seconds <= 0 and not out_of_reach(job)
+    assert (decision.verdict == "switch-to-on-demand") == expected
+
+
+@given(spot_jobs())
+def test_never_switches_when_on_demand_could_not_make_the_deadline_either(job: JobClock) -> None:
+    decision = decide(job)
+    left = _time_left(job)
+    best = remaining_work(job) + max(0.0, job.restart_overhead_seconds - job.queue_wait_seconds)
+    if left < best:
+        assert decision.verdict == "continue"
+        assert decision.reason.startswith("deadline out of reach: ")
+    if decision.verdict == "switch-to-on-demand":  # a switch always leaves on-demand enough time
+        assert left >= best
 
 
 @pytest.mark.parametrize("spot_missing", [False, True])
@@ -226,11 +244,18 @@ def test_deadline_at_risk_reason_names_the_numbers() -> None:
     )
 
 
-def test_deadline_already_passed_reports_zero_left() -> None:
+def test_a_deadline_already_passed_is_out_of_reach_and_the_job_stays_on_spot() -> None:
     decision = decide(_clock(now=DEADLINE + timedelta(hours=1), progress=0.5))
-    assert decision.verdict == "switch-to-on-demand"
-    assert "deadline at risk: 0s left" in decision.reason
+    assert decision.verdict == "continue"
+    assert decision.reason.startswith("deadline out of reach: 0s left, less than on-demand's 4h20m")
     assert decision.slack_seconds is not None and decision.slack_seconds < -HOUR
+
+
+def test_between_the_last_safe_moment_and_out_of_reach_it_switches() -> None:
+    # 2h of work left, a 20m restart, a 24m margin: at 2h30m left on-demand still makes it.
+    decision = decide(_clock(now=DEADLINE - timedelta(hours=2, minutes=30), progress=0.75))
+    assert decision.verdict == "switch-to-on-demand"
+    assert decision.reason.startswith("deadline at risk: 2h30m left")
 
 
 def test_on_track_reason_names_the_slack() -> None:
@@ -247,7 +272,7 @@ def test_on_track_reason_names_the_slack() -> None:
 @given(spot_jobs(), st.integers(min_value=0, max_value=10 * DAY))
 def test_later_checks_never_turn_a_switch_into_a_continue(job: JobClock, later_by: int) -> None:
     later = replace(job, now=job.now + timedelta(seconds=later_by))
-    if decide(job).verdict == "switch-to-on-demand":
+    if decide(job).verdict == "switch-to-on-demand" and not out_of_reach(later):
         assert decide(later).verdict == "switch-to-on-demand"
 
 
@@ -255,21 +280,21 @@ def test_later_checks_never_turn_a_switch_into_a_continue(job: JobClock, later_b
 def test_earlier_deadlines_never_turn_a_switch_into_a_continue(job: JobClock, earlier_by: int) -> None:
     assert job.deadline is not None
     earlier = replace(job, deadline=job.deadline - timedelta(seconds=earlier_by))
-    if decide(job).verdict == "switch-to-on-demand":
+    if decide(job).verdict == "switch-to-on-demand" and not out_of_reach(earlier):
         assert decide(earlier).verdict == "switch-to-on-demand"
 
 
 @given(spot_jobs(), st.floats(min_value=0.0, max_value=1.0, allow_nan=False))
 def test_less_progress_never_turns_a_switch_into_a_continue(job: JobClock, less: float) -> None:
     behind = replace(job, progress=job.progress * less)
-    if decide(job).verdict == "switch-to-on-demand":
+    if decide(job).verdict == "switch-to-on-demand" and not out_of_reach(behind):
         assert decide(behind).verdict == "switch-to-on-demand"
 
 
 @given(spot_jobs(), st.integers(min_value=0, max_value=2 * DAY))
 def test_larger_overhead_never_turns_a_switch_into_a_continue(job: JobClock, extra: int) -> None:
     slower = replace(job, restart_overhead_seconds=job.restart_overhead_seconds + extra)
-    if decide(job).verdict == "switch-to-on-demand":
+    if decide(job).verdict == "switch-to-on-demand" and not out_of_reach(slower):
         assert decide(slower).verdict == "switch-to-on-demand"
 
 
@@ -285,7 +310,7 @@ def test_spot_capacity_alone_never_changes_the_verdict(job: JobClock, missing: b
 @given(spot_jobs())
 def test_continue_means_on_demand_started_now_still_makes_the_deadline(job: JobClock) -> None:
     decision = decide(job)
-    if decision.verdict == "continue":
+    if decision.verdict == "continue" and not out_of_reach(job):
         assert decision.slack_seconds is not None and decision.slack_seconds > 0
         assert _time_left(job) >= remaining_work(job) + job.restart_overhead_seconds + safety_margin(
             job.total_work_seconds
@@ -317,7 +342,7 @@ def check_then_stalled_recheck(draw: st.DrawFn) -> tuple[JobClock, JobClock]:
 def test_a_stalled_job_that_still_gets_continue_can_always_switch_in_time(pair: tuple[JobClock, JobClock]) -> None:
     job, later = pair
     assert remaining_work(later) == remaining_work(job)  # no progress at all
-    if decide(later).verdict == "continue":
+    if decide(later).verdict == "continue" and not out_of_reach(later):
         assert later.deadline is not None
         assert later.now + timedelta(seconds=remaining_work(later) + later.restart_overhead_seconds) <= later.deadline
         assert _time_left(later) - remaining_work(later) - later.restart_overhead_seconds >= safety_margin(
@@ -500,3 +525,27 @@ def test_backoff_for_the_example_retry_settings() -> None:
 
 def test_backoff_never_exceeds_a_fractional_ceiling() -> None:
     assert backoff_seconds(10.9, 1, "seed-75") <= 10.9
+
+
+# --- the measured work and the margin for what is still uncertain (issue 14) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("fraction", "trained", "expected"),
+    [(0.0, None, None), (0.0, 600.0, None), (0.25, None, None), (0.25, 0.0, None), (0.25, 2 * HOUR, 8 * HOUR)],
+)
+def test_the_work_is_measured_once_a_checkpoint_records_its_training_seconds(
+    fraction: float, trained: float | None, expected: float | None
+) -> None:
+    assert measured_work_seconds(fraction, trained) == expected
+
+
+def test_the_margin_covers_the_declared_work_until_measured_then_the_work_left() -> None:
+    declared = _clock(work=20 * HOUR, progress=0.5)
+    measured = replace(declared, work_measured=True)
+
+    assert margin_of(declared) == pytest.approx(SAFETY_MARGIN_FRACTION * 20 * HOUR)  # 1 h
+    assert margin_of(measured) == pytest.approx(max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * 10 * HOUR))
+    assert margin_of(replace(measured, progress=0.99)) == MIN_MEASURED_MARGIN_SECONDS
+    needs = 10 * HOUR + DEFAULT_RESTART_OVERHEAD_SECONDS + margin_of(measured)
+    assert on_demand_needs(measured) == pytest.approx(needs)

@@ -400,7 +400,7 @@ def test_progress_json_is_what_spotline_reads(tmp_path: Path) -> None:
     before = datetime.now(UTC).replace(microsecond=0)
     run_to(ckpt, store, 40)
     saved = progress(tmp_path)
-    assert list(saved) == ["step", "totalSteps", "updatedAt"]
+    assert list(saved) == ["step", "totalSteps", "updatedAt", "trainingSeconds"]
     assert (saved["step"], saved["totalSteps"]) == (40, 250)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", saved["updatedAt"])
     stamped = datetime.strptime(saved["updatedAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
@@ -445,3 +445,53 @@ def test_request_stop_behaves_like_sigterm_without_a_handler(tmp_path: Path) -> 
     ckpt = make(tmp_path, store)
     ckpt.request_stop()
     assert ckpt.step_done(3) is True and progress(tmp_path)["step"] == 3
+
+
+# -- training seconds (Spotline estimates the job's work from them) --------------------------------------
+
+
+def test_training_seconds_add_up_over_restarts_and_exclude_the_time_between(tmp_path: Path) -> None:
+    clock, store = FakeClock(), Store()
+    first = make(tmp_path, store, clock)
+    first.restore()
+    clock.advance(600)
+    run_to(first, store, 20)
+    clock.advance(300)
+    run_to(first, store, 30)  # then preempted: 900 s of training behind step 30
+    assert progress(tmp_path)["trainingSeconds"] == 900.0
+
+    clock.advance(7200)  # waiting for spot capacity: not training
+    second = make(tmp_path, store, clock)
+    assert second.restore()[1] == 30
+    clock.advance(450)
+    run_to(second, store, 45)
+
+    assert progress(tmp_path)["trainingSeconds"] == 1350.0
+
+
+def test_restoring_a_step_progress_json_does_not_name_scales_its_training_seconds(tmp_path: Path) -> None:
+    clock, store = FakeClock(), Store()
+    first = make(tmp_path, store, clock)
+    first.restore()
+    clock.advance(1000)
+    run_to(first, store, 40)
+    (tmp_path / "checkpoint-40").rename(tmp_path / "checkpoint-20")  # progress.json says 40, the file 20
+
+    second = make(tmp_path, store, clock)
+    assert second.restore()[1] == 20
+    run_to(second, store, 20)
+
+    assert progress(tmp_path)["trainingSeconds"] == 500.0
+
+
+def test_a_progress_json_without_training_seconds_counts_from_this_process(tmp_path: Path) -> None:
+    clock, store = FakeClock(), Store()
+    run_to(make(tmp_path, store, clock), store, 10)
+    (tmp_path / "progress.json").write_text(json.dumps({"step": 10, "totalSteps": 100}))  # an older helper
+
+    second = make(tmp_path, store, clock)
+    second.restore()
+    clock.advance(120)
+    run_to(second, store, 12)
+
+    assert progress(tmp_path)["trainingSeconds"] == 120.0

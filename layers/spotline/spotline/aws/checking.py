@@ -14,7 +14,14 @@ from spotline.core import links
 from spotline.core.execution_state import MAX_REASON, clip
 from spotline.core.lifecycle import next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
-from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS, Decision, JobClock, decide
+from spotline.core.policy import (
+    DEFAULT_RESTART_OVERHEAD_SECONDS,
+    Decision,
+    JobClock,
+    decide,
+    measured_work_seconds,
+    out_of_reach,
+)
 from spotline.core.polling import next_check
 from spotline.core.queue import escalation, queue_wait_now
 from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
@@ -61,11 +68,15 @@ def is_spot_missing(status: TrainingStatus, seconds_since_submit: float, overhea
 def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]]) -> dict[str, Any]:
     saved = read_progress(spec.checkpoint_s3_uri)
     if saved:
+        fraction = min(1.0, saved["step"] / saved["totalSteps"])
+        measured = measured_work_seconds(fraction, saved.get("trainingSeconds"))
         return {
-            "fraction": min(1.0, saved["step"] / saved["totalSteps"]),
+            "fraction": fraction,
             "step": saved["step"],
             "totalSteps": saved["totalSteps"],
             "source": "progress.json",
+            "trainingSeconds": saved.get("trainingSeconds"),
+            "estimatedWorkSeconds": round(measured) if measured is not None else None,
         }
     total = spec.expected_duration_seconds or spec.max_runtime_seconds
     # Without checkpoints, earlier attempts' work is lost: Spotline's and Batch's own retries alike.
@@ -78,6 +89,8 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
         "step": None,
         "totalSteps": None,
         "source": "training time (no progress.json yet)",
+        "trainingSeconds": None,
+        "estimatedWorkSeconds": None,
     }
 
 
@@ -146,19 +159,21 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
     progress = progress_of(spec, status, previous)
     since_submit = (now - submitted).total_seconds()
-    decision = decide(
-        JobClock(
-            now=now,
-            started_at=first_submitted,
-            deadline=spec.deadline_at,
-            total_work_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
-            progress=progress["fraction"],
-            capacity=capacity,
-            spot_missing=is_spot_missing(status, since_submit, overhead),
-            restart_overhead_seconds=overhead,
-            queue_wait_seconds=wait_now,
-        )
+    clock = JobClock(
+        now=now,
+        started_at=first_submitted,
+        deadline=spec.deadline_at,
+        total_work_seconds=float(
+            progress["estimatedWorkSeconds"] or spec.expected_duration_seconds or spec.max_runtime_seconds
+        ),
+        progress=progress["fraction"],
+        capacity=capacity,
+        spot_missing=is_spot_missing(status, since_submit, overhead),
+        restart_overhead_seconds=overhead,
+        queue_wait_seconds=wait_now,
+        work_measured=progress["estimatedWorkSeconds"] is not None,
     )
+    decision = decide(clock)
     raised = _raise_priority_if_at_risk(
         spec,
         status,
@@ -186,7 +201,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         status,
         expected_duration=spec.expected_duration_seconds,
         slack_seconds=decision.slack_seconds,
-        may_switch=capacity == "spot" and spec.strategy == "spot-first",
+        may_switch=capacity == "spot" and spec.strategy == "spot-first" and not out_of_reach(clock),
     )
     return {
         "state": status.state,

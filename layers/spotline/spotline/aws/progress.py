@@ -10,10 +10,11 @@ from spotline.aws.clients import client, error_code, split_s3_uri
 
 PROGRESS_FILE = "progress.json"
 MISSING = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied"}
+MAX_TRAINING_SECONDS = 28 * 86400 * 100  # beyond any chain of 28-day jobs: not a real figure
 
 
 def read_progress(checkpoint_s3_uri: str | None) -> dict[str, Any] | None:
-    """{"step", "totalSteps", "updatedAt"} or None when there is none (yet)."""
+    """{"step", "totalSteps", "updatedAt"[, "trainingSeconds"]} or None when there is none (yet)."""
     if not checkpoint_s3_uri:
         return None
     bucket, prefix = split_s3_uri(checkpoint_s3_uri)
@@ -27,4 +28,7 @@ def read_progress(checkpoint_s3_uri: str | None) -> dict[str, Any] | None:
         raise
     if not isinstance(progress, dict) or not isinstance(progress.get("totalSteps"), int) or progress["totalSteps"] <= 0:
         return None
+    trained = progress.get("trainingSeconds")
+    if isinstance(trained, bool) or not isinstance(trained, int | float) or not 0 <= trained < MAX_TRAINING_SECONDS:
+        progress.pop("trainingSeconds", None)  # an older helper, or nonsense: the declared duration decides
     return progress

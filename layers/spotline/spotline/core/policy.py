@@ -3,19 +3,25 @@
 One rule, explainable in one sentence to on-call:
 
 **Last safe moment.** Switch when the time left before the deadline no longer covers the
-remaining work on on-demand, plus the restart overhead, plus a safety margin (5 % of the work,
-at least ten minutes).
+remaining work on on-demand, plus the restart overhead, plus a safety margin for what is still
+uncertain: 5 % of the declared work (at least ten minutes) until a checkpoint measures the job's
+real throughput, then 2 % of the work left (at least ten minutes).
 
-Until then the job stays on spot and waits out interruptions and capacity gaps, whether spot
-capacity is there or not. Once on on-demand a job stays there, so moving earlier never makes the
-rest cheaper (the work left is the same or less later); it only gives up spot capacity that may
-come back. A former second rule did just that: while spot capacity was missing, it switched as
-soon as progress fell behind the uniform-progress line (after Wu et al., "Can't Be Late", NSDI
-2024, whose policy uses on-demand to catch up and then goes back to spot, which a switch for good
-cannot). On real spot traces (`spotline simulate`, README "Simulation") it made most switches and
-raised the mean cost by 14 % without saving a deadline the margin covers. The margin is for what
-the estimate cannot know (a poll interval, a slower start, a job longer than its
-expectedDuration). `uniform_progress_line` remains as the job's even schedule, for reports.
+The work is the declared expectedDuration until a checkpoint records the training seconds behind
+it, then what that throughput says the whole job needs (`measured_work_seconds`). Until the last
+safe moment the job stays on spot and waits out interruptions and capacity gaps, whether spot
+capacity is there or not. When it is already too late (on-demand from now could not make the
+deadline either: out of reach from the start, or a check came late) it stays on spot, since a
+switch would only cost more.
+
+Once on on-demand a job stays there, so moving earlier never makes the rest cheaper (the work
+left is the same or less later); it only gives up spot capacity that may come back. A former
+second rule did just that: while spot capacity was missing, it switched as soon as progress fell
+behind the uniform-progress line (after Wu et al., "Can't Be Late", NSDI 2024, whose policy uses
+on-demand to catch up and then goes back to spot, which a switch for good cannot). On real spot
+traces (`spotline simulate`, README "Simulation") it made most switches and raised the mean cost
+by 14 % without saving a deadline the margin covers. `uniform_progress_line` remains as the
+job's even schedule, for reports.
 
 Spotline's Lambdas, the sandbox and `spotline simulate` all call `decide` with the same inputs;
 time is passed in.
@@ -41,6 +47,8 @@ START_UP_ALLOWANCE_SECONDS = DEFAULT_RESTART_OVERHEAD_SECONDS
 """Where the uniform-progress line starts: no job makes progress while it first starts up."""
 MIN_SAFETY_MARGIN_SECONDS = 600.0
 SAFETY_MARGIN_FRACTION = 0.05
+MIN_MEASURED_MARGIN_SECONDS = 600.0
+MEASURED_MARGIN_FRACTION = 0.02
 MAX_BACKOFF_SECONDS = 3600.0
 
 
@@ -53,7 +61,8 @@ class JobClock:
     """When the first attempt was submitted."""
     deadline: datetime | None
     total_work_seconds: float
-    """Compute the job needs in all (manifest expectedDuration)."""
+    """Compute the job needs in all: measured (`measured_work_seconds`) once a checkpoint
+    records its training time, else the manifest's expectedDuration."""
     progress: float
     """Fraction of the work done and safe in a checkpoint, 0..1."""
     capacity: Capacity
@@ -61,6 +70,8 @@ class JobClock:
     """True while the job waits for spot capacity (queued short of capacity, interrupted, or
     stuck starting beyond the restart overhead). Reported; the switch does not depend on it."""
     restart_overhead_seconds: float = DEFAULT_RESTART_OVERHEAD_SECONDS
+    work_measured: bool = False
+    """`total_work_seconds` is measured (progress.json's training seconds), not declared."""
     queue_wait_seconds: float = 0.0
     """The wait a new attempt would meet in the queue now, included in the restart overhead
     (`spotline.core.queue`): in a crowded queue on-demand is not instant either."""
@@ -74,8 +85,26 @@ class Decision:
     """Time left minus what on-demand needs (remaining work + overhead + margin); None without a deadline."""
 
 
+def measured_work_seconds(fraction_done: float, training_seconds: float | None) -> float | None:
+    """The job's whole work from its real throughput: the training seconds behind its
+    checkpointed progress (progress.json's `trainingSeconds`) over that progress. None before a
+    checkpoint that records them: then the declared expectedDuration is all there is."""
+    if training_seconds is None or training_seconds <= 0 or fraction_done <= 0:
+        return None
+    return training_seconds / min(1.0, fraction_done)
+
+
 def safety_margin(total_work_seconds: float) -> float:
     return max(MIN_SAFETY_MARGIN_SECONDS, SAFETY_MARGIN_FRACTION * total_work_seconds)
+
+
+def margin_of(job: JobClock) -> float:
+    """The margin for what is still uncertain: 5 % of the declared work until the job's
+    throughput is measured (a job may run longer than its expectedDuration), then a smaller share
+    of the work left (throughput drift)."""
+    if job.work_measured:
+        return max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * remaining_work(job))
+    return safety_margin(job.total_work_seconds)
 
 
 def remaining_work(job: JobClock) -> float:
@@ -84,7 +113,7 @@ def remaining_work(job: JobClock) -> float:
 
 def on_demand_needs(job: JobClock) -> float:
     """Seconds on-demand needs from now to finish: remaining work + restart + margin."""
-    return remaining_work(job) + job.restart_overhead_seconds + safety_margin(job.total_work_seconds)
+    return remaining_work(job) + job.restart_overhead_seconds + margin_of(job)
 
 
 def uniform_progress_line(job: JobClock) -> float:
@@ -108,16 +137,36 @@ def decide(job: JobClock) -> Decision:
     slack = _slack(job)
     assert slack is not None
     left = (job.deadline - job.now).total_seconds()
+    if slack <= 0 and out_of_reach(job):
+        return Decision(
+            "continue",
+            f"deadline out of reach: {format_duration(max(0.0, left))} left, less than on-demand's "
+            f"{format_duration(remaining_work(job) + best_restart_seconds(job))} for the work and a restart: "
+            "moving would cost more and miss it all the same, so the job stays on spot",
+            slack,
+        )
     if slack <= 0:
         return Decision(
             "switch-to-on-demand",
             f"deadline at risk: {format_duration(max(0.0, left))} left, on-demand needs "
             f"{format_duration(on_demand_needs(job))} ({format_duration(remaining_work(job))} of work "
             f"+ {format_duration(job.restart_overhead_seconds)} restart{_queue_part(job)} "
-            f"+ {format_duration(safety_margin(job.total_work_seconds))} margin)",
+            f"+ {format_duration(margin_of(job))} margin)",
             slack,
         )
     return Decision("continue", f"on track: {format_duration(slack)} of slack on-demand would not need", slack)
+
+
+def out_of_reach(job: JobClock) -> bool:
+    """Too late to switch: even on-demand from now at best (no margin, and no queue wait: the
+    fallback runs at the team's top priority) ends after the deadline."""
+    if job.deadline is None:
+        return False
+    return (job.deadline - job.now).total_seconds() < remaining_work(job) + best_restart_seconds(job)
+
+
+def best_restart_seconds(job: JobClock) -> float:
+    return max(0.0, job.restart_overhead_seconds - job.queue_wait_seconds)
 
 
 def _queue_part(job: JobClock) -> str:

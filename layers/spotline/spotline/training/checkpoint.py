@@ -15,7 +15,10 @@ nothing beyond the standard library, and it runs on Python 3.11+ (training image
     ckpt.save_now(N)                               # final checkpoint; progress.json step == N
 
 Layout of the directory: `checkpoint-<step>` (a file or a directory, whatever `save` writes; step =
-steps completed) for the last `keep` saves, and `progress.json` = {"step", "totalSteps", "updatedAt"}.
+steps completed) for the last `keep` saves, and `progress.json` = {"step", "totalSteps", "updatedAt",
+"trainingSeconds"}: the training time behind that step, over every attempt (this process's time
+since its restore, plus what the restored checkpoint's progress.json said), so Spotline can
+estimate the whole job's work from real throughput instead of the declared expectedDuration.
 A kill at any instant, SIGKILL included, leaves complete checkpoints only: each is written under a
 temporary name in the same directory, fsynced and renamed into place (rename is atomic), and
 `progress.json` is replaced the same way only afterwards, so it never names a missing or partial
@@ -89,6 +92,8 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         self._load = load
         self._clock = clock
         self._last_save_at = clock()
+        self._trained_before = 0.0  # training seconds behind the restored step (earlier attempts)
+        self._resumed_at = clock()  # when this process's training began
         self._stop_requested = False
         self._previous_handler: Any = None
         self._handler_installed = False
@@ -116,12 +121,14 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
                 first_error = first_error or exc
                 continue
             log.info("restored step %d of %d from %s", step, self.total_steps, path)
-            self._last_save_at = self._clock()
+            self._trained_before = self._training_seconds_at(step)
+            self._last_save_at = self._resumed_at = self._clock()
             return state, step
         if first_error is not None:
             raise first_error
         log.info("no checkpoint in %s: starting at step 0", self.directory)
-        self._last_save_at = self._clock()
+        self._trained_before = 0.0
+        self._last_save_at = self._resumed_at = self._clock()
         return None, 0
 
     def step_done(self, step: int) -> bool:
@@ -201,9 +208,25 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         found = [(int(m.group(1)), p) for p in self.directory.iterdir() if (m := _NAME.fullmatch(p.name))]
         return sorted(found)
 
+    def _training_seconds_at(self, step: int) -> float:
+        """The training seconds behind the restored `step`, from progress.json: as recorded when it
+        names that step; in proportion when it names another (a crash between the two writes);
+        0 when it has none (an older helper, or no file)."""
+        try:
+            saved = json.loads((self.directory / PROGRESS_FILE).read_text(encoding="utf-8"))
+            seconds, at = float(saved["trainingSeconds"]), int(saved["step"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0.0
+        if seconds < 0 or at <= 0:
+            return 0.0
+        return seconds if at == step else seconds * step / at
+
     def _write_progress(self, step: int) -> None:
         updated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = json.dumps({"step": step, "totalSteps": self.total_steps, "updatedAt": updated})
+        trained = round(self._trained_before + max(0.0, self._clock() - self._resumed_at), 1)
+        body = json.dumps(
+            {"step": step, "totalSteps": self.total_steps, "updatedAt": updated, "trainingSeconds": trained}
+        )
         temporary = self.directory / f".{PROGRESS_FILE}{_TEMP_MARK}{os.getpid()}"
         try:
             with open(temporary, "w", encoding="utf-8") as out:
