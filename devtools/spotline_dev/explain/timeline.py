@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from spotline.core.policy import OUT_OF_REACH
 from spotline.core.status import is_preemption
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
@@ -95,7 +96,14 @@ def status_line(status: dict[str, Any]) -> str:
         parts.append(f"-> raise-priority: {escalation['reason']}")
     if status["action"] != "keep-waiting":
         parts.append(f"-> {status['action']}: {status['explanation']}")
+    elif out_of_reach(status):
+        parts.append(f"-> stays on spot: {(status.get('decision') or {}).get('reason')}")
     return ", ".join(p for p in parts if p)
+
+
+def out_of_reach(status: dict[str, Any]) -> bool:
+    """The policy found the deadline out of reach even for on-demand, so the job stays on spot."""
+    return str((status.get("decision") or {}).get("reason") or "").startswith(OUT_OF_REACH)
 
 
 def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
@@ -166,6 +174,7 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
                     status["action"],
                     status.get("trainingJobName"),
                     bool((status.get("decision") or {}).get("escalation")),
+                    out_of_reach(status),
                 )
                 if str(key) != last_status:
                     at = datetime.fromisoformat(status["checkedAt"])

@@ -7,6 +7,9 @@
   exists to prevent); `spot-ckpt`: the same with checkpoints.
 - `greedy`: spot (waiting out gaps) until the last safe moment, then on-demand for good.
 - `uniform`: Uniform Progress as in Wu et al., "Can't Be Late", NSDI 2024 (`UniformProgress`).
+- `declared`: the rule before issue 14, kept as a baseline: the production policy planning with
+  the declared work (expectedDuration) and its 5 % margin throughout, as if progress.json
+  recorded no training seconds.
 - `spotline`: the production policy, `spotline.core.policy.decide(JobClock(...))` then
   `spotline.core.lifecycle.next_step`, with the status and the clock built as the CheckTrainingStatus
   Lambda builds them (`spotline.aws.checking`: progress = checkpointed progress as progress.json
@@ -164,8 +167,11 @@ class SpotlinePolicy:
     name = "spotline"
     wakes_on_events = True
 
-    def __init__(self, job: Job, start: datetime, seed: str = "simulate") -> None:
+    def __init__(self, job: Job, start: datetime, seed: str = "simulate", *, measures_work: bool = True) -> None:
         self.job, self.start, self.seed = job, start, seed
+        self.measures_work = measures_work
+        if not measures_work:
+            self.name = "declared"
         self.deadline = start + timedelta(seconds=job.deadline * job.step_seconds)
         self.spec = _spec(job, self.deadline)
         self.reason = ""
@@ -212,7 +218,7 @@ class SpotlinePolicy:
         overhead = restart_overhead(previous, queue_wait, "spot")
         since_submit = (now - submitted).total_seconds()
         spot_missing = is_spot_missing(status, since_submit, overhead)
-        measured = measured_work_seconds(view.fraction_done, view.checkpointed * step)
+        measured = measured_work_seconds(view.fraction_done, view.checkpointed * step) if self.measures_work else None
         clock = JobClock(
             now=now,
             started_at=self._at(view.first_submitted),
@@ -261,12 +267,17 @@ def _spotline(job: Job, start: datetime) -> Policy:
     return SpotlinePolicy(job, start)
 
 
+def _declared(job: Job, start: datetime) -> Policy:
+    return SpotlinePolicy(job, start, measures_work=False)
+
+
 POLICIES: dict[str, PolicyFactory] = {
     "on-demand": lambda job, start: OnDemandOnly(),
     "spot-no-ckpt": lambda job, start: SpotOnly("spot-no-ckpt"),
     "spot-ckpt": lambda job, start: SpotOnly("spot-ckpt"),
     "greedy": lambda job, start: Greedy(),
     "uniform": lambda job, start: UniformProgress(),
+    "declared": _declared,
     "spotline": _spotline,
 }
 """Every online policy of the table by name (`spot-no-ckpt` runs its job without checkpoints)."""

@@ -225,6 +225,7 @@ PLOT_STYLE: dict[str, tuple[str, str]] = {
     "spot-ckpt": ("#ff7f0e", ":"),
     "greedy": ("#2ca02c", "--"),
     "uniform": ("#9467bd", "--"),
+    "declared": ("#17becf", "-."),
     "spotline": ("#1f77b4", "-"),
 }
 

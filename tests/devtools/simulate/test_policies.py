@@ -14,6 +14,7 @@ import spotline.core.policy
 import spotline_dev.simulate.policies
 from devtools.simulate.fixture_traces import HOUR, START, fixture_logs, flags, job, random_trace
 from spotline_dev.simulate import (
+    POLICIES,
     Command,
     Greedy,
     GridSpec,
@@ -140,6 +141,16 @@ def test_spotline_plans_with_the_declared_work_until_a_checkpoint_measures_the_r
     assert unmeasured and measured
     assert {c.total_work_seconds for c in unmeasured} == {4 * HOUR}
     assert {round(c.total_work_seconds) for c in measured} == {5 * HOUR}
+
+
+def test_the_declared_baseline_plans_with_the_declared_work_throughout() -> None:
+    j = Job.from_seconds(work=4 * HOUR, deadline=8 * HOUR, work_error=0.25)  # really 5 h
+    policy = POLICIES["declared"](j, START)
+    assert isinstance(policy, SpotlinePolicy) and policy.name == "declared"
+    outcome = simulate(j, flags("1" * j.deadline), policy)
+    assert outcome.met
+    assert {c.total_work_seconds for c in policy.clocks} == {4 * HOUR}
+    assert not any(c.work_measured for c in policy.clocks)
 
 
 # --- the production policy on fixture logs (regression) ------------------------------------------

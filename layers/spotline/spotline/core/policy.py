@@ -50,6 +50,8 @@ SAFETY_MARGIN_FRACTION = 0.05
 MIN_MEASURED_MARGIN_SECONDS = 600.0
 MEASURED_MARGIN_FRACTION = 0.02
 MAX_BACKOFF_SECONDS = 3600.0
+OUT_OF_REACH = "deadline out of reach"
+"""How the reason of a decision that finds the deadline out of reach even for on-demand starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +142,7 @@ def decide(job: JobClock) -> Decision:
     if slack <= 0 and out_of_reach(job):
         return Decision(
             "continue",
-            f"deadline out of reach: {format_duration(max(0.0, left))} left, less than on-demand's "
+            f"{OUT_OF_REACH}: {format_duration(max(0.0, left))} left, less than on-demand's "
             f"{format_duration(remaining_work(job) + best_restart_seconds(job))} for the work and a restart: "
             "moving would cost more and miss it all the same, so the job stays on spot",
             slack,
