@@ -1,5 +1,5 @@
 """Plays the team's AWS account in the local stack: creates what a manifest references (the
-role, the image, buckets with a few input objects) so a valid manifest runs as it would in a
+role, the image, buckets with a few input objects and the source archive) so a valid manifest runs as it would in a
 prepared account. Fields named in `missing` are left out, to show the validation failure."""
 
 from __future__ import annotations
@@ -19,12 +19,16 @@ SAGEMAKER_TRUST = {
     "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}],
 }
 INPUT_OBJECTS = ("part-00000.parquet", "part-00001.parquet", "_SUCCESS")
+SOURCE_ARCHIVE = b"local source archive"  # what spec.code.s3Uri names; the stand-in runs no code
 
 
 def team_allowance(spec: JobSpec) -> dict[str, Any]:
     """A TeamPolicy entry that allows exactly what this spec asks for."""
     uris = [channel.s3_uri for channel in spec.inputs] + [spec.output_s3_uri, spec.checkpoint_s3_uri or ""]
+    if spec.code_s3_uri:
+        uris.append(spec.code_s3_uri.rsplit("/", 1)[0])  # the archive's folder
     image = parse_image(spec.image)
+    keep_alive = {"maxKeepAlive": f"{spec.keep_alive_seconds}s"} if spec.keep_alive_seconds else {}
     return {
         "instanceFamilies": [spec.instance_type.split(".")[1]],
         "maxInstances": spec.instance_count,
@@ -33,6 +37,7 @@ def team_allowance(spec: JobSpec) -> dict[str, Any]:
         "s3Prefixes": sorted({uri if uri.endswith("/") else f"{uri}/" for uri in uris if uri}),
         "images": [spec.image],
         "deepLearningContainers": bool(image and image.is_deep_learning_container),
+        **keep_alive,
     }
 
 
@@ -50,6 +55,10 @@ def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) 
         _ensure_bucket(s3, bucket)
         for name in INPUT_OBJECTS:
             s3.put_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/{name}".lstrip("/"), Body=b"local data")
+    if spec.code_s3_uri and "spec.code.s3Uri" not in missing:
+        bucket, key = split_s3_uri(spec.code_s3_uri)
+        _ensure_bucket(s3, bucket)
+        s3.put_object(Bucket=bucket, Key=key, Body=SOURCE_ARCHIVE)
     for field, uri in (("spec.output.s3Uri", spec.output_s3_uri), ("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)):
         if uri and field not in missing:
             _ensure_bucket(s3, split_s3_uri(uri)[0])

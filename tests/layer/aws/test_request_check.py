@@ -12,7 +12,7 @@ import pytest
 from spotline.aws import training_settings
 from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request, validate
 from spotline.core.manifest import validate_bytes
-from spotline.core.model import JobSpec
+from spotline.core.model import JobSpec, MetricDefinition
 from spotline.core.training_request import (
     DEFAULT_SETTINGS,
     TRAINING_JOB_NAME,
@@ -127,6 +127,24 @@ def test_every_network_and_encryption_option_passes_botocores_model(spec: JobSpe
     assert payload["EnableInterContainerTrafficEncryption"] is True
     assert payload["ResourceConfig"]["VolumeKmsKeyId"] == KEY  # type: ignore[index]
     assert payload["OutputDataConfig"]["KmsKeyId"] == KEY  # type: ignore[index]
+
+
+def test_the_code_metric_distribution_and_warm_pool_fields_pass_botocores_model(spec: JobSpec) -> None:
+    """Each field the manifest's code, metrics, distribution and keepAlive add is a member of
+    CreateTrainingJob in botocore's model (a misspelt one would be rejected)."""
+    full = replace(
+        spec,
+        strategy="on-demand",
+        instance_count=2,
+        keep_alive_seconds=900,
+        code_s3_uri="s3://search-ranking-data/code/sourcedir.tar.gz",
+        code_entry_point="train.py",
+        inputs=tuple(replace(channel, distribution="ShardedByS3Key") for channel in spec.inputs),
+        metrics=(MetricDefinition("train:loss", r"loss=([0-9.]+)"),),
+    )
+    payload = _payload(submit_service_job_request(full, Attempt(EXECUTION, 1, "on-demand"), QUEUE))
+    assert payload["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 900  # type: ignore[index]
+    assert payload["AlgorithmSpecification"]["MetricDefinitions"][0]["Name"] == "train:loss"  # type: ignore[index]
 
 
 def test_settings_from_the_environment() -> None:

@@ -191,3 +191,26 @@ def test_a_broken_policy_names_its_field(policy: str, path: str, words: str) -> 
     with pytest.raises(TeamPolicyInvalid) as raised:
         TeamPolicy.from_json(policy)
     assert [(e.path, words in e.message) for e in raised.value.errors] == [(path, True)], raised.value.errors
+
+
+def test_training_code_must_come_from_the_teams_own_prefixes() -> None:
+    own = replace(_spec(), code_s3_uri="s3://search-ranking-data/code/ranker.tar.gz", code_entry_point="train.py")
+    assert _paths(_policy(), own) == []
+    foreign = replace(own, code_s3_uri="s3://team-b-data/code/ranker.tar.gz")
+    errors = _policy().check(foreign)
+    assert [e.path for e in errors] == ["spec.code.s3Uri"]
+    assert "outside team search-ranking's S3 prefixes" in errors[0].message
+
+
+def test_warm_pools_only_up_to_the_teams_max_keep_alive() -> None:
+    warm = replace(_spec(), strategy="on-demand", keep_alive_seconds=1800)
+    refused = _policy().check(warm)
+    assert [(e.path, e.message) for e in refused] == [
+        ("spec.resources.keepAlive", "team search-ranking may keep no warm pools (its team policy has no maxKeepAlive)")
+    ]
+    assert _paths(_policy(maxKeepAlive="30m"), warm) == []
+    too_long = _policy(maxKeepAlive="10m").check(warm)
+    assert [(e.path, e.message) for e in too_long] == [
+        ("spec.resources.keepAlive", "30m exceeds team search-ranking's limit of 10m")
+    ]
+    assert _paths(_policy(), replace(warm, keep_alive_seconds=0)) == []

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from spotline.core.model import InputChannel, JobSpec
+from spotline.core.model import InputChannel, JobSpec, MetricDefinition
 from spotline.core.training_request import (
     DEFAULT_SETTINGS,
     Attempt,
@@ -111,3 +111,41 @@ def test_every_submission_names_the_teams_quota_share_and_no_fair_share() -> Non
         request = service_job_request(SPEC, attempt, QUEUE)
         assert request["quotaShareName"] == "vision"
         assert "shareIdentifier" not in request
+
+
+def test_training_code_reaches_the_framework_container_as_its_two_hyperparameters() -> None:
+    spec = replace(SPEC, code_s3_uri="s3://vision-code/resnet/sourcedir.tar.gz", code_entry_point="src/train.py")
+    hyperparameters = create_training_job_request(spec, SPOT)["HyperParameters"]
+    assert hyperparameters == {
+        "sagemaker_program": "src/train.py",
+        "sagemaker_submit_directory": "s3://vision-code/resnet/sourcedir.tar.gz",
+    }
+    assert "sagemaker_program" not in create_training_job_request(SPEC, SPOT)["HyperParameters"]
+
+
+def test_metric_definitions_and_channel_distribution_are_rendered() -> None:
+    spec = replace(
+        SPEC,
+        instance_count=4,
+        inputs=(
+            InputChannel("train", "s3://vision-data/train/", "FastFile", "ShardedByS3Key"),
+            InputChannel("validation", "s3://vision-data/validation/"),
+        ),
+        metrics=(MetricDefinition("validation:loss", r"val_loss=([0-9.]+)"),),
+    )
+    request = create_training_job_request(spec, SPOT)
+    assert request["AlgorithmSpecification"]["MetricDefinitions"] == [
+        {"Name": "validation:loss", "Regex": r"val_loss=([0-9.]+)"}
+    ]
+    distributions = [c["DataSource"]["S3DataSource"]["S3DataDistributionType"] for c in request["InputDataConfig"]]
+    assert distributions == ["ShardedByS3Key", "FullyReplicated"]
+    assert "MetricDefinitions" not in create_training_job_request(SPEC, SPOT)["AlgorithmSpecification"]
+
+
+def test_a_warm_pool_is_asked_for_on_demand_only() -> None:
+    spec = replace(SPEC, strategy="on-demand", keep_alive_seconds=1800)
+    on_demand = create_training_job_request(spec, Attempt(EXECUTION, 1, "on-demand"))
+    assert on_demand["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 1800
+    # validation refuses keepAlive with a spot strategy; the builder still never sends it on spot
+    assert "KeepAlivePeriodInSeconds" not in create_training_job_request(spec, SPOT)["ResourceConfig"]
+    assert "KeepAlivePeriodInSeconds" not in create_training_job_request(SPEC, SPOT)["ResourceConfig"]

@@ -54,6 +54,8 @@ def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestE
     problems += _check_image(spec.image)
     for index, channel in enumerate(spec.inputs):
         problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri)
+    if spec.code_s3_uri:
+        problems += _check_object("spec.code.s3Uri", spec.code_s3_uri)
     problems += _check_bucket("spec.output.s3Uri", spec.output_s3_uri)
     if spec.checkpoint_s3_uri:
         problems += _check_bucket("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)
@@ -135,6 +137,19 @@ def _check_prefix_has_objects(path: str, uri: str) -> list[ManifestError]:
         return [_access_problem(path, exc, f"bucket {bucket} does not exist")]
     if not listing.get("KeyCount"):
         return [ManifestError(path, f"no objects under {uri}: is the dataset there yet?")]
+    return []
+
+
+def _check_object(path: str, uri: str) -> list[ManifestError]:
+    """The object itself, found by listing (s3:ListBucket, as for the inputs): the first key
+    under a prefix equal to the key is the key itself."""
+    bucket, key = split_s3_uri(uri)
+    try:
+        listing = client("s3").list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+    except Exception as exc:
+        return [_access_problem(path, exc, f"bucket {bucket} does not exist")]
+    if not any(item.get("Key") == key for item in listing.get("Contents", [])):
+        return [ManifestError(path, f"no source archive at {uri}: upload it first")]
     return []
 
 

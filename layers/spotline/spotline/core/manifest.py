@@ -11,6 +11,7 @@ and messages are bounded, so a hostile manifest cannot produce a huge report.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,7 @@ from spotline.core.model import (
     MAX_DEPENDENCY_TIMEOUT_S,
     InputChannel,
     JobSpec,
+    MetricDefinition,
     scalar_to_string,
     to_rfc3339,
 )
@@ -44,6 +46,8 @@ MAX_BACKOFF_SECONDS = 6 * 3600
 MAX_ERRORS = 50
 """Errors listed for one manifest; the rest are counted in one last error."""
 MAX_MESSAGE = 1000
+MAX_KEEP_ALIVE_SECONDS = 3600
+"""SageMaker keeps a warm pool at most an hour after its job (KeepAlivePeriodInSeconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,11 +223,57 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
     if timeout_text is not None and not _get(spec, "dependsOn"):
         yield ManifestError("spec.dependencyTimeout", "applies only with dependsOn; remove it or list the datasets")
 
+    yield from _keep_alive_errors(_get(spec, "resources"), strategy)
+    yield from _metric_errors(_get(spec, "metrics"))
+
     deadline_text = _get(capacity, "deadline")
     if _within_limit(deadline_text, _spec_field("capacity", "properties", "deadline")):
         yield from _deadline_errors(deadline_text, expected, capacity, now)
 
     yield from _string_form_errors(spec)
+
+
+def _keep_alive_errors(resources: Any, strategy: str) -> Iterator[ManifestError]:
+    seconds, problem = _duration(resources, "keepAlive")
+    path = "spec.resources.keepAlive"
+    if problem:
+        yield ManifestError(path, problem.message)
+    elif seconds is not None and seconds > MAX_KEEP_ALIVE_SECONDS:
+        text = _get(resources, "keepAlive")
+        yield ManifestError(path, f"{text} is longer than SageMaker's limit of 1h for warm pools")
+    if _get(resources, "keepAlive") is not None and strategy != "on-demand":
+        yield ManifestError(
+            path, f"needs strategy on-demand: SageMaker keeps no warm pools on spot (strategy is {strategy})"
+        )
+
+
+def _metric_errors(metrics: Any) -> Iterator[ManifestError]:
+    """Each regex must compile and capture the value (SageMaker publishes its first group); names
+    are unique, as CloudWatch would merge two definitions of one name."""
+    if not isinstance(metrics, list):
+        return
+    seen: dict[str, int] = {}
+    for index, metric in enumerate(metrics):
+        name, regex = _get(metric, "name"), _get(metric, "regex")
+        if isinstance(name, str):
+            if name in seen:
+                first = f"spec.metrics[{seen[name]}]"
+                yield ManifestError(f"spec.metrics[{index}].name", f"metric {show(name)} is already defined by {first}")
+            else:
+                seen[name] = index
+        if not _within_limit(regex, _spec_field("metrics", "items", "properties", "regex")):
+            continue
+        try:
+            groups = re.compile(regex).groups
+        except re.error as exc:
+            problem = f"is not a regular expression: {exc.msg} at position {exc.pos}"
+            yield ManifestError(f"spec.metrics[{index}].regex", problem)
+            continue
+        if groups == 0:
+            yield ManifestError(
+                f"spec.metrics[{index}].regex",
+                "has no group: SageMaker publishes what the first (...) group captures, e.g. 'loss=([0-9.]+)'",
+            )
 
 
 def _string_form_errors(spec: Any) -> Iterator[ManifestError]:
@@ -302,7 +352,10 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         instance_type=resources_["instanceType"],
         instance_count=resources_.get("instanceCount", DEFAULT_INSTANCE_COUNT),
         volume_size_gb=resources_.get("volumeSizeGB", DEFAULT_VOLUME_GB),
-        inputs=tuple(InputChannel(c["name"], c["s3Uri"], c.get("mode", "File")) for c in spec["inputs"]),
+        inputs=tuple(
+            InputChannel(c["name"], c["s3Uri"], c.get("mode", "File"), c.get("distribution", "FullyReplicated"))
+            for c in spec["inputs"]
+        ),
         output_s3_uri=spec["output"]["s3Uri"],
         checkpoint_s3_uri=checkpoint["s3Uri"] if checkpoint else None,
         checkpoint_interval_minutes=(checkpoint or {}).get("intervalMinutes", DEFAULT_CHECKPOINT_INTERVAL_MIN),
@@ -320,4 +373,8 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         dependency_timeout_seconds=parse_duration(spec["dependencyTimeout"])
         if "dependencyTimeout" in spec
         else DEFAULT_DEPENDENCY_TIMEOUT_S,
+        code_s3_uri=spec["code"]["s3Uri"] if "code" in spec else None,
+        code_entry_point=spec["code"]["entryPoint"] if "code" in spec else None,
+        metrics=tuple(MetricDefinition(m["name"], m["regex"]) for m in spec.get("metrics", [])),
+        keep_alive_seconds=parse_duration(resources_["keepAlive"]) if "keepAlive" in resources_ else 0,
     )

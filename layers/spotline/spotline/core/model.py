@@ -30,6 +30,16 @@ class InputChannel:
     name: str
     s3_uri: str
     mode: str = "File"
+    distribution: str = "FullyReplicated"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDefinition:
+    """A regex SageMaker matches against the training log; its first group becomes the value of
+    the CloudWatch training metric `name`."""
+
+    name: str
+    regex: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,10 @@ class JobSpec:
     environment: dict[str, str] = field(default_factory=dict)
     depends_on: tuple[str, ...] = ()
     dependency_timeout_seconds: int = DEFAULT_DEPENDENCY_TIMEOUT_S
+    code_s3_uri: str | None = None
+    code_entry_point: str | None = None
+    metrics: tuple[MetricDefinition, ...] = ()
+    keep_alive_seconds: int = 0
 
     @property
     def uses_spot(self) -> bool:
@@ -72,6 +86,7 @@ class JobSpec:
         data = asdict(self)
         data["inputs"] = [asdict(channel) for channel in self.inputs]
         data["depends_on"] = list(self.depends_on)
+        data["metrics"] = [asdict(metric) for metric in self.metrics]
         return data
 
     @classmethod
@@ -79,6 +94,7 @@ class JobSpec:
         values = dict(data)
         values["inputs"] = tuple(InputChannel(**channel) for channel in values["inputs"])
         values["depends_on"] = tuple(values.get("depends_on", ()))
+        values["metrics"] = tuple(MetricDefinition(**metric) for metric in values.get("metrics", ()))
         return cls(**values)
 
 

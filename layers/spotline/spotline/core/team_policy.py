@@ -1,5 +1,6 @@
-"""What each team may run on a shared stack (pure): its roles, S3 prefixes, images, instance
-families and sizes, priority, runtime and concurrency.
+"""What each team may run on a shared stack (pure): its roles, S3 prefixes (data, code,
+checkpoints, output), images, instance families and sizes, priority, runtime, warm pools and
+concurrency.
 
 The stack is configured with it as JSON (template parameter TeamPolicy), shaped by
 `schemas/team-policy-v1.schema.json`, e.g.
@@ -57,12 +58,14 @@ class TeamAllowance:
     max_runtime_seconds: int | None = None
     max_runtime_text: str | None = None  # as the policy wrote it, for messages
     max_volume_size_gb: int | None = None
+    max_keep_alive_seconds: int | None = None  # None: no warm pools
+    max_keep_alive_text: str | None = None
     max_concurrent_jobs: int | None = None
     quota_instances: int | None = None  # None: not declared (spotline.core.quota_shares.DEFAULT_QUOTA)
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
-        max_runtime = entry.get("maxRuntime")
+        max_runtime, keep_alive = entry.get("maxRuntime"), entry.get("maxKeepAlive")
         return cls(
             instance_families=frozenset(entry.get("instanceFamilies", [])),
             max_instances=int(entry.get("maxInstances", 1)),
@@ -74,6 +77,8 @@ class TeamAllowance:
             max_runtime_seconds=parse_duration(max_runtime) if max_runtime else None,
             max_runtime_text=max_runtime,
             max_volume_size_gb=entry.get("maxVolumeSizeGB"),
+            max_keep_alive_seconds=parse_duration(keep_alive) if keep_alive else None,
+            max_keep_alive_text=keep_alive,
             max_concurrent_jobs=entry.get("maxConcurrentJobs"),
             quota_instances=int(entry["quotaInstances"]) if "quotaInstances" in entry else None,
         )
@@ -157,7 +162,21 @@ class TeamPolicy:
                     f"{spec.volume_size_gb} GB exceeds team {team}'s limit of {volume} GB",
                 )
             )
+        errors += _check_keep_alive(team, spec.keep_alive_seconds, allowance)
         return errors
+
+
+def _check_keep_alive(team: str, seconds: int, allowance: TeamAllowance) -> list[ManifestError]:
+    path, limit = "spec.resources.keepAlive", allowance.max_keep_alive_seconds
+    if not seconds or (limit is not None and seconds <= limit):
+        return []
+    if limit is None:
+        return [ManifestError(path, f"team {team} may keep no warm pools (its team policy has no maxKeepAlive)")]
+    return [
+        ManifestError(
+            path, f"{format_duration(seconds)} exceeds team {team}'s limit of {allowance.max_keep_alive_text}"
+        )
+    ]
 
 
 def _check_role(team: str, role_arn: str, allowance: TeamAllowance) -> list[ManifestError]:
@@ -190,6 +209,8 @@ def _s3_uris(spec: JobSpec) -> Iterable[tuple[str, str]]:
     for index, channel in enumerate(spec.inputs):
         yield f"spec.inputs[{index}].s3Uri", channel.s3_uri
     yield "spec.output.s3Uri", spec.output_s3_uri
+    if spec.code_s3_uri:
+        yield "spec.code.s3Uri", spec.code_s3_uri
     if spec.checkpoint_s3_uri:
         yield "spec.checkpoint.s3Uri", spec.checkpoint_s3_uri
 

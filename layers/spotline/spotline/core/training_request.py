@@ -22,6 +22,12 @@ TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
 TAG_PREFIX = "spotline:"
+# How SageMaker's framework containers (the sagemaker-training-toolkit in every PyTorch,
+# TensorFlow, Hugging Face... image) receive training code: the source archive in S3 and the
+# script in it. The SDK's own HyperparameterTuner sets them the same way
+# (sagemaker/train/tuner.py, "the legacy framework container path").
+CODE_DIRECTORY_HYPERPARAMETER = "sagemaker_submit_directory"
+CODE_PROGRAM_HYPERPARAMETER = "sagemaker_program"
 
 # Batch re-runs a service job only for SageMaker internal errors; everything else is Spotline's
 # decision (spot resubmission, on-demand fallback) or final (algorithm and client errors).
@@ -137,11 +143,25 @@ def create_training_job_request(
     if spot:
         stopping["MaxWaitTimeInSeconds"] = spec.max_wait_seconds or spec.max_runtime_seconds
     environment = dict(spec.environment)
+    hyperparameters = dict(spec.hyperparameters)
+    if spec.code_s3_uri and spec.code_entry_point:
+        hyperparameters[CODE_PROGRAM_HYPERPARAMETER] = spec.code_entry_point
+        hyperparameters[CODE_DIRECTORY_HYPERPARAMETER] = spec.code_s3_uri
+    algorithm: dict[str, Any] = {"TrainingImage": spec.image, "TrainingInputMode": "File"}
+    if spec.metrics:
+        algorithm["MetricDefinitions"] = [{"Name": m.name, "Regex": m.regex} for m in spec.metrics]
+    resources: dict[str, Any] = {
+        "InstanceType": spec.instance_type,
+        "InstanceCount": spec.instance_count,
+        "VolumeSizeInGB": spec.volume_size_gb,
+    }
+    if spec.keep_alive_seconds and not spot:  # SageMaker keeps no warm pools on spot
+        resources["KeepAlivePeriodInSeconds"] = spec.keep_alive_seconds
     if spec.checkpoint_s3_uri:
         environment[CHECKPOINT_INTERVAL_ENV] = str(spec.checkpoint_interval_minutes)
     request: dict[str, Any] = {
         "TrainingJobName": training_job_name(spec, attempt),
-        "AlgorithmSpecification": {"TrainingImage": spec.image, "TrainingInputMode": "File"},
+        "AlgorithmSpecification": algorithm,
         "RoleArn": spec.role_arn,
         "InputDataConfig": [
             {
@@ -150,7 +170,7 @@ def create_training_job_request(
                     "S3DataSource": {
                         "S3DataType": "S3Prefix",
                         "S3Uri": channel.s3_uri,
-                        "S3DataDistributionType": "FullyReplicated",
+                        "S3DataDistributionType": channel.distribution,
                     }
                 },
                 "InputMode": channel.mode,
@@ -158,14 +178,10 @@ def create_training_job_request(
             for channel in spec.inputs
         ],
         "OutputDataConfig": {"S3OutputPath": spec.output_s3_uri},
-        "ResourceConfig": {
-            "InstanceType": spec.instance_type,
-            "InstanceCount": spec.instance_count,
-            "VolumeSizeInGB": spec.volume_size_gb,
-        },
+        "ResourceConfig": resources,
         "StoppingCondition": stopping,
         "EnableManagedSpotTraining": spot,
-        "HyperParameters": dict(spec.hyperparameters),
+        "HyperParameters": hyperparameters,
         "Environment": environment,
         "Tags": [{"Key": k, "Value": v} for k, v in _tags(spec, attempt).items()],
     }

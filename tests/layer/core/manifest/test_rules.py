@@ -460,6 +460,7 @@ def test_jobspec_dict_uses_seconds_and_utc() -> None:
         "name": "train",
         "s3_uri": "s3://search-ranking-data/clicks/2026-11-28/train/",
         "mode": "FastFile",
+        "distribution": "FullyReplicated",
     }
 
 
