@@ -55,10 +55,11 @@ def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) 
         _ensure_bucket(s3, bucket)
         for name in INPUT_OBJECTS:
             s3.put_object(Bucket=bucket, Key=f"{prefix.rstrip('/')}/{name}".lstrip("/"), Body=b"local data")
-    if spec.code_s3_uri and "spec.code.s3Uri" not in missing:
+    if spec.code_s3_uri:  # missing: the bucket is there, the archive not yet
         bucket, key = split_s3_uri(spec.code_s3_uri)
         _ensure_bucket(s3, bucket)
-        s3.put_object(Bucket=bucket, Key=key, Body=SOURCE_ARCHIVE)
+        if "spec.code.s3Uri" not in missing:
+            s3.put_object(Bucket=bucket, Key=key, Body=SOURCE_ARCHIVE)
     for field, uri in (("spec.output.s3Uri", spec.output_s3_uri), ("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)):
         if uri and field not in missing:
             _ensure_bucket(s3, split_s3_uri(uri)[0])

@@ -26,6 +26,7 @@ from spotline.core.training_request import (
 from spotline_dev.exit_codes import EXIT_AWS, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
 from spotline_dev.manifest_checks import manifest_problems
 from spotline_dev.operate.parser import add_operate_commands, add_output_option, examples, timestamp
+from spotline_dev.sdk.command import add_from_trainer_command
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    done (validate: every manifest valid; sandbox, submit --wait: every run succeeded)
@@ -281,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_argument("--volume-kms-key", metavar="KEY", help="TrainingVolumeKmsKeyId")
     stack.add_argument("--output-kms-key", metavar="KEY", help="TrainingOutputKmsKeyId")
     render.set_defaults(run=cmd_render)
+
+    add_from_trainer_command(commands)
 
     sandbox = commands.add_parser(
         "sandbox",
