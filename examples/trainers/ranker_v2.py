@@ -2,6 +2,7 @@
 with the SageMaker Python SDK 3.x: `spotline from-trainer examples/trainers/ranker_v2.py ...`
 turns it into a manifest. The code is a source archive in S3, run by the PyTorch framework image."""
 
+from sagemaker.core.shapes import Tag
 from sagemaker.core.training.configs import (
     CheckpointConfig,
     Compute,
@@ -25,6 +26,7 @@ trainer = ModelTrainer(
     environment={"WANDB_MODE": "offline"},
     output_data_config=OutputDataConfig(s3_output_path="s3://search-ranking-models/ranker-v2/"),
     checkpoint_config=CheckpointConfig(s3_uri="s3://search-ranking-checkpoints/ranker-v2/"),
+    tags=[Tag(key="cost-center", value="4711")],
 ).with_metric_definitions([MetricDefinition(name="validation:ndcg", regex="val_ndcg=([0-9.]+)")])
 
 inputs = [

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK
+from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from spotline_dev.manifest_checks import manifest_problems
 from spotline_dev.operate.parser import examples, timestamp
 from spotline_dev.sdk.request_to_manifest import SpotlineFields, TrainerNotConvertible, manifest_from_request
@@ -64,6 +64,9 @@ def add_from_trainer_command(commands: Any) -> None:
 def cmd_from_trainer(args: argparse.Namespace) -> int:
     from spotline_dev.sdk import trainer as sdk  # noqa: PLC0415 (imports the SageMaker SDK: only when asked)
 
+    if bad := [label for label in args.label if "=" not in label]:
+        print(f"spotline from-trainer: usage error: --label {bad[0]}: write KEY=VALUE", file=sys.stderr)
+        return EXIT_USAGE
     labels = dict(label.partition("=")[::2] for label in args.label)
     fields = SpotlineFields(
         team=args.team,

@@ -24,9 +24,8 @@ INTENDED_DIFFERENCES: dict[str, str] = {
     "TrainingJobName": "Spotline names each attempt (<name>-<execution hash>-a<n>-spot|od); the SDK adds a timestamp",
     "Tags": "the trainer's tags become metadata.labels; Spotline adds its spotline:team, job, execution, attempt "
     "and capacity tags",
-    "AlgorithmSpecification.TrainingInputMode": "Spotline sends File and states every channel's InputMode, "
-    "which overrides it",
-    "InputDataConfig.*.InputMode": "stated on every channel (the SDK leaves it out where the job's mode applies)",
+    "AlgorithmSpecification.TrainingInputMode": "Spotline sends File and states every channel's InputMode; "
+    "each channel's effective mode (its own, else the job's) is compared",
     "OutputDataConfig.CompressionType": "the SDK states GZIP, SageMaker's default, which Spotline leaves implied",
     "Environment.SPOTLINE_CHECKPOINT_INTERVAL_MINUTES": "Spotline tells the checkpoint helper its interval",
     "CheckpointConfig.LocalPath": "always /opt/ml/checkpoints, where Spotline's checkpoint helper looks (a trainer's "
@@ -215,6 +214,8 @@ def _output(config: dict[str, Any], reader: _Reader) -> dict[str, Any]:
 
 def _checkpoint(config: dict[str, Any] | None, fields: SpotlineFields, reader: _Reader) -> dict[str, Any] | None:
     if not config:
+        if fields.checkpoint_interval_minutes is not None:
+            reader.refuse("CheckpointConfig", "--checkpoint-interval needs the trainer's CheckpointConfig(s3_uri=...)")
         return None
     checkpoint: dict[str, Any] = {"s3Uri": config.pop("S3Uri", None)}
     local = config.pop("LocalPath", None)
@@ -251,9 +252,12 @@ def _duration(seconds: int) -> str:
 
 
 def comparable(payload: dict[str, Any]) -> dict[str, Any]:
-    """`payload` without the members INTENDED_DIFFERENCES names and with STATED_DEFAULTS filled
-    in, to compare Spotline's request with the SDK's for the same job."""
+    """`payload` without the members INTENDED_DIFFERENCES names, with STATED_DEFAULTS filled in
+    and each channel's effective InputMode, to compare Spotline's request with the SDK's."""
     result = {**copy.deepcopy(STATED_DEFAULTS), **copy.deepcopy(payload)}
+    job_mode = result.get("AlgorithmSpecification", {}).get("TrainingInputMode", "File")
+    for channel in result.get("InputDataConfig", []):
+        channel["InputMode"] = channel.get("InputMode") or job_mode  # what SageMaker will read with
     for path in INTENDED_DIFFERENCES:
         _drop(result, path.split("."))
     return result

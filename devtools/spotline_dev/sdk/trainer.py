@@ -22,8 +22,19 @@ from spotline_dev.sdk.request_to_manifest import TrainerNotConvertible
 
 DEFAULT_OBJECT = "trainer"
 # With these the SDK builds the request without a call to AWS: no IAM lookup of the role, no
-# SageMaker config file from the machine or S3 (an empty one instead), a region for its Session.
-OFFLINE_ENVIRONMENT = {"SAGEMAKER_VALIDATE_ROLE": "false"}
+# SageMaker config file from the machine or S3 (an empty one instead), and should it still try
+# (a default bucket, an upload), credentials that open nothing and a proxy that refuses at once.
+DEAD_END = "http://127.0.0.1:9"  # the discard port: nothing listens
+OFFLINE_ENVIRONMENT = {
+    "SAGEMAKER_VALIDATE_ROLE": "false",
+    "AWS_ACCESS_KEY_ID": "spotline-offline",
+    "AWS_SECRET_ACCESS_KEY": "spotline-offline",
+    "AWS_SESSION_TOKEN": "",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "HTTPS_PROXY": DEAD_END,
+    "HTTP_PROXY": DEAD_END,
+    "NO_PROXY": "",
+}
 CONFIG_OVERRIDES = ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
 
 
@@ -87,13 +98,20 @@ def training_job_request(trainer: Any, inputs: list[Any] | None = None) -> tuple
     does (sagemaker/train/tuner.py): ModelTrainer's own way uploads driver scripts, which needs S3."""
     problems = _unsupported(trainer)
     code = _code_of(trainer.source_code, problems)
+    local_data = _not_in_s3([*(trainer.input_data_config or []), *(inputs or [])])
     copy = trainer.model_copy(
         update={"source_code": None, "distributed": None, "hyperparameters": dict(trainer.hyperparameters or {})}
     )
     if copy.output_data_config is None or not copy.output_data_config.s3_output_path:
         problems.append("output_data_config: give the trainer an explicit OutputDataConfig(s3_output_path=...)")
         raise TrainerNotConvertible(problems)  # without it the SDK would look up a default bucket in S3
-    request: dict[str, Any] = copy._create_training_job_args(input_data_config=inputs, boto3=True)
+    if local_data:
+        raise TrainerNotConvertible(problems + local_data)  # building the request would upload it
+    try:
+        request: dict[str, Any] = copy._create_training_job_args(input_data_config=inputs, boto3=True)
+    except Exception as exc:  # the SDK's own refusal, or a call to AWS it tried and could not make
+        problem = f"the SDK could not build the request offline: {type(exc).__name__}: {exc}"
+        raise TrainerNotConvertible([problem]) from exc
     if code and not problems:
         request.setdefault("HyperParameters", {}).update(code)
     return request, problems
@@ -111,13 +129,29 @@ def _unsupported(trainer: Any) -> list[str]:
     return problems
 
 
+def _not_in_s3(channels: list[Any]) -> list[str]:
+    """Channels whose data is not in S3: the SDK would upload a local path to a default bucket,
+    and a manifest reads S3 prefixes only."""
+    problems = []
+    for channel in channels:
+        source = getattr(channel, "data_source", None)
+        s3 = getattr(source, "s3_data_source", None) if not isinstance(source, str) else None
+        uri = source if isinstance(source, str) else getattr(source, "s3_uri", None) or getattr(s3, "s3_uri", None)
+        if not (isinstance(uri, str) and uri.startswith("s3://")):
+            problems.append(
+                f"input {getattr(channel, 'channel_name', '?')}: {uri or type(source).__name__} is not in S3; "
+                "a manifest reads S3 prefixes (upload the data first)"
+            )
+    return problems
+
+
 def _code_of(source_code: Any, problems: list[str]) -> dict[str, str] | None:
     if source_code is None:
         return None
     directory, entry = source_code.source_dir, source_code.entry_script
-    if not (isinstance(directory, str) and directory.startswith("s3://") and directory.endswith(".tar.gz")):
+    if not (isinstance(directory, str) and directory.startswith("s3://")):
         problems.append(
-            f"source_code.source_dir: {directory!r} must be an s3:// .tar.gz source archive: "
+            f"source_code.source_dir: {directory!r} must be a source archive in S3: "
             "upload your code first (tar czf sourcedir.tar.gz -C src . && aws s3 cp sourcedir.tar.gz s3://...)"
         )
     if not entry:

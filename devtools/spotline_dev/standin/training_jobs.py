@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.validate import ParamValidator
 
+from spotline.core.manifest import MAX_KEEP_ALIVE_SECONDS  # SageMaker's limit, the one manifests check
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, rfc3339
 from spotline_dev.standin.http_answers import ApiError, shape
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
@@ -26,7 +27,6 @@ CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
 DEFAULT_CHECKPOINT_INTERVAL_S = 15 * 60
 DEFAULT_MAX_RUNTIME_S = 86_400  # SageMaker's default when StoppingCondition omits it
 MAX_RUNTIME_LIMIT_S = 28 * 86_400
-MAX_KEEP_ALIVE_S = 3600  # SageMaker keeps a warm pool at most an hour (ResourceConfig.KeepAlivePeriodInSeconds)
 
 TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -169,8 +169,9 @@ class SageMakerTrainingJobs:
         keep_alive = (request.get("ResourceConfig") or {}).get("KeepAlivePeriodInSeconds")
         if keep_alive and request.get("EnableManagedSpotTraining"):
             raise ApiError("ValidationException", "Warm pools (KeepAlivePeriodInSeconds) are not supported with spot")
-        if keep_alive is not None and not 0 <= keep_alive <= MAX_KEEP_ALIVE_S:
-            raise ApiError("ValidationException", f"KeepAlivePeriodInSeconds must be between 0 and {MAX_KEEP_ALIVE_S}")
+        if keep_alive is not None and not 0 <= keep_alive <= MAX_KEEP_ALIVE_SECONDS:
+            limit = MAX_KEEP_ALIVE_SECONDS
+            raise ApiError("ValidationException", f"KeepAlivePeriodInSeconds must be between 0 and {limit}")
         if max_wait is not None and max_wait < max_runtime:
             raise ApiError(
                 "ValidationException",

@@ -86,3 +86,16 @@ def test_comparable_drops_exactly_the_listed_members() -> None:
     assert kept["ResourceConfig"] == request["ResourceConfig"]
     assert kept["EnableManagedSpotTraining"] is False  # what SageMaker assumes when it is left out
     assert all(reason for reason in INTENDED_DIFFERENCES.values())
+
+
+def test_a_checkpoint_interval_without_a_checkpoint_is_refused_not_dropped() -> None:
+    fields = SpotlineFields(team="vision", name="resnet", checkpoint_interval_minutes=15)
+    with pytest.raises(TrainerNotConvertible, match=r"CheckpointConfig: --checkpoint-interval needs"):
+        manifest_from_request(_request(), fields)
+
+
+def test_comparable_compares_each_channels_effective_input_mode() -> None:
+    request = _request(AlgorithmSpecification={"TrainingImage": "i", "TrainingInputMode": "FastFile"})
+    assert comparable(request)["InputDataConfig"][0]["InputMode"] == "FastFile"
+    request["InputDataConfig"][0]["InputMode"] = "File"
+    assert comparable(request)["InputDataConfig"][0]["InputMode"] == "File"

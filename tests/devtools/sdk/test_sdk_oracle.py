@@ -43,6 +43,7 @@ REFUSED = {
         "EnableInterContainerTrafficEncryption: set by the stack",
     ],
     "refused_torchrun.py": ["distributed: ModelTrainer runs distributed training through its own uploaded driver"],
+    "refused_local_input.py": ["input train: /tmp/spotline-local-data is not in S3"],
 }
 
 
@@ -69,7 +70,10 @@ def test_spotlines_request_is_the_sdks_apart_from_the_intended_differences(
     request = sdk[file]["request"]
     assert sdk[file].get("problems", []) == []
     manifest = manifest_from_request(request, CONVERTIBLE[file])
-    assert comparable(_rendered(manifest)) == comparable(request)
+    rendered = _rendered(manifest)
+    assert comparable(rendered) == comparable(request)
+    tags = {(tag["Key"], tag["Value"]) for tag in rendered["Tags"]}
+    assert {(tag["Key"], tag["Value"]) for tag in request.get("Tags", [])} <= tags  # the trainer's, and Spotline's
 
 
 def test_the_corpus_covers_what_the_issue_names(sdk: dict[str, dict[str, Any]]) -> None:
@@ -91,6 +95,7 @@ def test_the_corpus_covers_what_the_issue_names(sdk: dict[str, dict[str, Any]]) 
     assert any(r.get("Environment") for r in requests) and any(r.get("HyperParameters") for r in requests)
     assert any("MetricDefinitions" in r["AlgorithmSpecification"] for r in requests)
     assert any("KeepAlivePeriodInSeconds" in r["ResourceConfig"] for r in requests)
+    assert any(r.get("Tags") for r in requests)
     assert channels
 
 
@@ -125,6 +130,10 @@ def test_the_oracle_sees_a_difference_outside_the_list(sdk: dict[str, dict[str, 
     rendered = _rendered(manifest_from_request(request, CONVERTIBLE["shallow_multi_instance.py"]))
     rendered["InputDataConfig"][1]["DataSource"]["S3DataSource"]["S3DataDistributionType"] = "ShardedByS3Key"
     assert comparable(rendered) != comparable(request)
+    file = "shallow_fastfile_mode.py"  # the job's FastFile, which the channel inherits
+    rendered = _rendered(manifest_from_request(sdk[file]["request"], CONVERTIBLE[file]))
+    rendered["InputDataConfig"][0]["InputMode"] = "File"
+    assert comparable(rendered) != comparable(sdk[file]["request"])
 
 
 @pytest.mark.parametrize("file", REFUSED)

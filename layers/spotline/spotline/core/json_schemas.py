@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 
@@ -38,10 +39,26 @@ def _registry() -> Registry[Any]:
     return Registry().with_resources((schema["$id"], Resource.from_contents(schema)) for schema in schemas)
 
 
+def _whole_string_pattern(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterable[ValidationError]:
+    """`pattern` as JSON Schema means it (ECMA 262): a final `$` is the end of the string. In
+    Python's `re` it also matches before a last newline, so `team-a\n` would pass ^...$."""
+    if not isinstance(instance, str):
+        return
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    if re.search(pattern, instance) is None:
+        yield ValidationError(f"{instance!r} does not match {schema['pattern']!r}")
+
+
+_Validator = validators.extend(Draft202012Validator, {"pattern": _whole_string_pattern})  # type: ignore[no-untyped-call]
+
+
 @cache
 def validator(name: str) -> Draft202012Validator:
     Draft202012Validator.check_schema(load(name))
-    return Draft202012Validator(load(name), registry=_registry())
+    return _Validator(load(name), registry=_registry())  # type: ignore[no-any-return]
 
 
 def errors_of(name: str, document: Any, root: str = DOCUMENT) -> list[ManifestError]:

@@ -224,6 +224,7 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         yield ManifestError("spec.dependencyTimeout", "applies only with dependsOn; remove it or list the datasets")
 
     yield from _keep_alive_errors(_get(spec, "resources"), strategy)
+    yield from _code_errors(spec)
     yield from _metric_errors(_get(spec, "metrics"))
 
     deadline_text = _get(capacity, "deadline")
@@ -244,6 +245,21 @@ def _keep_alive_errors(resources: Any, strategy: str) -> Iterator[ManifestError]
     if _get(resources, "keepAlive") is not None and strategy != "on-demand":
         yield ManifestError(
             path, f"needs strategy on-demand: SageMaker keeps no warm pools on spot (strategy is {strategy})"
+        )
+
+
+CODE_HYPERPARAMETERS = 2
+"""spec.code is sent as two hyperparameters (sagemaker_program, sagemaker_submit_directory)."""
+
+
+def _code_errors(spec: Any) -> Iterator[ManifestError]:
+    hyperparameters = _get(spec, "hyperparameters")
+    limit = _spec_field("hyperparameters")["maxProperties"] - CODE_HYPERPARAMETERS
+    if _get(spec, "code") is not None and isinstance(hyperparameters, dict) and len(hyperparameters) > limit:
+        yield ManifestError(
+            "spec.hyperparameters",
+            f"must have at most {limit} entries with spec.code, got {len(hyperparameters)}: SageMaker takes 100 "
+            "and the code takes two (sagemaker_program, sagemaker_submit_directory)",
         )
 
 
@@ -268,6 +284,9 @@ def _metric_errors(metrics: Any) -> Iterator[ManifestError]:
         except re.error as exc:
             problem = f"is not a regular expression: {exc.msg} at position {exc.pos}"
             yield ManifestError(f"spec.metrics[{index}].regex", problem)
+            continue
+        except (OverflowError, RecursionError):  # a repeat count or nesting re cannot hold
+            yield ManifestError(f"spec.metrics[{index}].regex", "is a regular expression too large to compile")
             continue
         if groups == 0:
             yield ManifestError(

@@ -451,6 +451,18 @@ def test_jobspec_round_trips_through_json(document: dict[str, Any] | bytes) -> N
     assert restored.to_dict() == data
 
 
+def test_a_spec_stored_before_code_metrics_and_warm_pools_reads_back_with_their_defaults() -> None:
+    data = valid_spec(EXAMPLE.read_bytes()).to_dict()
+    for field in ("code_s3_uri", "code_entry_point", "metrics", "keep_alive_seconds"):
+        del data[field]
+    for channel in data["inputs"]:
+        del channel["distribution"]
+    spec = JobSpec.from_dict(data)
+    assert (spec.code_s3_uri, spec.metrics, spec.keep_alive_seconds) == (None, (), 0)
+    assert {channel.distribution for channel in spec.inputs} == {"FullyReplicated"}
+    assert spec == valid_spec(EXAMPLE.read_bytes())
+
+
 def test_jobspec_dict_uses_seconds_and_utc() -> None:
     data = valid_spec(EXAMPLE.read_bytes()).to_dict()
     assert data["max_runtime_seconds"] == 30 * HOUR
