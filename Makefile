@@ -20,6 +20,10 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 export PATH := $(abspath $(BIN)):$(dir $(PY313)):$(PATH)
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
+# The spot traces `make bench` replays, read in place from the shared data next to the
+# repository; elsewhere: make bench TRACES=DIR PAPER_TRACES=DIR (a missing folder is skipped).
+TRACES ?= $(abspath ../shared/data/spot-availability)
+PAPER_TRACES ?= $(abspath ../shared/data/spot-traces/availability/1-node)
 
 .PHONY: help venv example-venv checkov-venv lint typecheck architecture template checkov build unit test sandbox bench clean
 
@@ -34,12 +38,16 @@ help:
 	@echo "make example-venv  .venv-example (Python 3.11 + CPU torch) for examples/train_tiny.py"
 	@echo "make bench     print the benchmark figures (history events, transitions, cost)"
 
+# pip shows the build backend's warnings. setuptools says "Editable installation." on every
+# editable install of this layout (two package roots), for information only: that one is filtered
+# by its message; any other warning (a packaging problem) and every error still show, and fail.
 $(STAMP): requirements-dev.txt pyproject.toml
 	@test -n "$(PY313)" || { scripts/find-python313; exit 1; }
 	@test -x $(BIN)/python || $(PY313) -m venv $(VENV)
+	@echo "Setting up $(VENV): Python 3.13 and the pinned tools of requirements-dev.txt (a few minutes the first time)"
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e . 2>&1 | grep -v -i warning || true
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $@
 
 venv: $(STAMP)
@@ -90,13 +98,18 @@ test: lint typecheck architecture template checkov build unit
 sandbox: $(STAMP)
 	$(BIN)/spotline sandbox
 
+# $(call simulate_traces,DIR,VARIABLE,OPTIONS): spotline simulate on DIR, or why not.
+simulate_traces = if [ -d "$(1)" ]; then echo "$(BIN)/spotline simulate --traces $(1) $(3)"; \
+  $(BIN)/spotline simulate --traces "$(1)" $(3); \
+  else echo "bench: skipped spotline simulate: no spot traces at $(1) (set $(2)=DIR)"; fi
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_72h.py
 	$(BIN)/python benchmarks/history_worst_case.py
 	$(BIN)/python benchmarks/handler_import_time.py
 	$(BIN)/python benchmarks/fleet_week.py
-	$(BIN)/spotline simulate
-	$(BIN)/spotline simulate --traces $(CURDIR)/../shared/data/spot-traces/availability/1-node --no-plot
+	@$(call simulate_traces,$(TRACES),TRACES,)
+	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--no-plot)
 
 clean:
 	rm -rf .aws-sam $(VENV) $(EXAMPLE_VENV) $(CHECKOV_VENV)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,9 +25,11 @@ from spotline.core.training_request import (
     has_instance_storage,
 )
 from spotline_dev.exit_codes import EXIT_AWS, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
-from spotline_dev.manifest_checks import manifest_problems
+from spotline_dev.manifest_checks import manifest_problems, manifest_warnings
 from spotline_dev.operate.parser import add_operate_commands, add_output_option, examples, timestamp
 from spotline_dev.sdk.command import add_from_trainer_command
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what shells report for a command a closed pipe ended
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    done (validate: every manifest valid; sandbox, submit --wait: every run succeeded)
@@ -34,7 +37,8 @@ EXIT_CODES = f"""exit codes:
   {EXIT_USAGE}    usage error: an option is missing or wrong
   {EXIT_NOT_SUCCEEDED}    a run did not succeed (sandbox, submit --wait): failed, stopped or timed out
   {EXIT_AWS}    AWS refused or failed: credentials, access denied, throttling after retries
-  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_BROKEN_PIPE}  the reader of the output went away (`| head`): stopped quietly"""
 
 
 def _version() -> str:
@@ -62,12 +66,6 @@ def _team_policy(path: str) -> TeamPolicy | str:
         return "\n".join(f"{path}: {error.path}: {error.message}" for error in exc.errors)
 
 
-def _manifest_errors(
-    data: bytes, args: argparse.Namespace, now: datetime, policy: TeamPolicy | None
-) -> list[ManifestError]:
-    return manifest_problems(data, now=now, expected_team=args.team, policy=policy)[1]
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     now = args.now or datetime.now(UTC)
     policy = _team_policy(args.team_policy) if args.team_policy else None
@@ -77,8 +75,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     reports = []
     for path in args.files:
         data = _read(path)
-        errors = [data] if isinstance(data, ManifestError) else _manifest_errors(data, args, now, policy)
-        reports.append({"file": path, "valid": not errors, "errors": [e.to_dict() for e in errors]})
+        if isinstance(data, ManifestError):
+            errors, warnings = [data], []
+        else:
+            spec, errors = manifest_problems(data, now=now, expected_team=args.team, policy=policy)
+            warnings = manifest_warnings(spec, now=now) if not errors else []
+        reports.append(
+            {
+                "file": path,
+                "valid": not errors,
+                "errors": [e.to_dict() for e in errors],
+                "warnings": [w.to_dict() for w in warnings],
+            }
+        )
     if args.output == "json":
         print(json.dumps(reports, indent=2))
     else:
@@ -87,6 +96,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"{report['file']}: valid")
             for error in report["errors"]:
                 print(f"{report['file']}: {error['path']}: {error['message']}")
+            for warning in report["warnings"]:
+                print(f"{report['file']}: warning: {warning['path']}: {warning['message']}")
     return EXIT_OK if all(r["valid"] for r in reports) else EXIT_INVALID
 
 
@@ -137,10 +148,32 @@ def cmd_render(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.payload:
-        print(json.dumps(json.loads(request["serviceRequestPayload"]), indent=2))
-    else:
+        print(json.dumps(json.loads(request[PAYLOAD]), indent=2))
+    elif args.exact:
         print(json.dumps(request, indent=2))
+    else:
+        print(readable_request(request))
     return EXIT_OK
+
+
+PAYLOAD = "serviceRequestPayload"  # the SageMaker CreateTrainingJob request, sent as one JSON string
+
+
+def readable_request(request: dict[str, object]) -> str:
+    """`spotline render`'s default: the SubmitServiceJob request with its payload, which Batch
+    takes as one escaped JSON string, shown parsed and indented in a section of its own. Each
+    section is JSON; `--exact` prints the request as sent, `--payload` the second section alone."""
+    payload = json.loads(str(request[PAYLOAD]))
+    shown = {key: f"<{PAYLOAD} below, sent as one JSON string>" if key == PAYLOAD else v for key, v in request.items()}
+    return "\n".join(
+        [
+            "SubmitServiceJob request (dry run; --exact prints it exactly as sent):",
+            json.dumps(shown, indent=2),
+            "",
+            f"{PAYLOAD}, parsed: the SageMaker CreateTrainingJob request (--payload prints it alone):",
+            json.dumps(payload, indent=2),
+        ]
+    )
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
@@ -260,18 +293,34 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=examples(
             "spotline render examples/manifests/ranker-v2.yaml",
+            "spotline render ranker.yaml --exact > request.json",
             "spotline render ranker.yaml --payload --capacity on-demand --attempt 2",
         ),
+        description="Prints the request SubmitTrainingJob would send to Batch for the manifest, offline and "
+        "validated against the Batch and SageMaker API models; by default with its serviceRequestPayload "
+        "(the CreateTrainingJob request, a JSON string in the request) shown parsed in a section of its own.",
     )
     render.add_argument("file", metavar="FILE", help="the manifest; - reads standard input")
-    render.add_argument("--payload", action="store_true", help="print only the SageMaker CreateTrainingJob payload")
-    render.add_argument("--capacity", choices=["spot", "on-demand"], help="default: from the manifest's strategy")
+    shown = render.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--exact",
+        action="store_true",
+        help="print the request exactly as sent: one JSON document, serviceRequestPayload an escaped JSON string",
+    )
+    shown.add_argument(
+        "--payload", action="store_true", help="print only the SageMaker CreateTrainingJob payload, as JSON"
+    )
+    render.add_argument(
+        "--capacity",
+        choices=["spot", "on-demand"],
+        help="the capacity of the attempt (default: on-demand for an on-demand strategy, else spot)",
+    )
     render.add_argument("--attempt", type=int, default=1, help="the attempt number (default 1)")
-    render.add_argument("--execution-arn", help="default: a dry-run execution name")
-    render.add_argument("--job-queue", help="default: the stack's queue name in --account/--region")
+    render.add_argument("--execution-arn", help="the execution the request is for (default: a dry-run execution)")
+    render.add_argument("--job-queue", help="the job queue ARN (default: the stack's queue in --account/--region)")
     render.add_argument("--account", default="123456789012", help="for the default ARNs (default 123456789012)")
     render.add_argument("--region", default="us-east-1", help="for the default ARNs (default us-east-1)")
-    render.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time")
+    render.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
     stack = render.add_argument_group("the stack's training settings (template parameters; default: none)")
     stack.add_argument("--subnets", metavar="IDS", help="TrainingSubnetIds: comma-separated subnet ids")
     stack.add_argument("--security-groups", metavar="IDS", help="TrainingSecurityGroupIds: comma-separated")
@@ -359,28 +408,53 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: ../shared/data/spot-availability)",
     )
     simulate.add_argument("--out", type=Path, metavar="DIR", help="output directory (default: out/simulate)")
-    simulate.add_argument("--work-hours", type=float, nargs="+", default=[4, 8, 16], metavar="H", help="job lengths")
+    simulate.add_argument(
+        "--work-hours",
+        type=float,
+        nargs="+",
+        default=[4, 8, 16],
+        metavar="H",
+        help="job lengths, hours of work (default: 4 8 16)",
+    )
     simulate.add_argument(
         "--slack",
         type=float,
         nargs="+",
         default=[10, 20, 30, 40, 50, 60, 70, 80, 90, 100],
         metavar="PCT",
-        help="deadline slack, %% of the work",
+        help="deadline slack, %% of the work (default: 10 to 100 in steps of 10)",
     )
-    simulate.add_argument("--start-every-hours", type=float, default=6, metavar="H", help="start offsets into a trace")
-    simulate.add_argument("--overhead-minutes", type=float, default=20, metavar="M", help="restart overhead")
-    simulate.add_argument("--checkpoint-minutes", type=float, default=15, metavar="M", help="checkpoint interval")
-    simulate.add_argument("--spot-price-ratio", type=float, default=0.3, metavar="R", help="spot / on-demand price")
+    simulate.add_argument(
+        "--start-every-hours",
+        type=float,
+        default=6,
+        metavar="H",
+        help="a job starts every H hours of a trace (default 6)",
+    )
+    simulate.add_argument(
+        "--overhead-minutes",
+        type=float,
+        default=20,
+        metavar="M",
+        help="restart overhead: what every start of an instance spends before training (default 20)",
+    )
+    simulate.add_argument(
+        "--checkpoint-minutes", type=float, default=15, metavar="M", help="checkpoint interval (default 15)"
+    )
+    simulate.add_argument(
+        "--spot-price-ratio", type=float, default=0.3, metavar="R", help="spot price / on-demand price (default 0.3)"
+    )
     simulate.add_argument(
         "--work-error",
         type=float,
         default=0,
         metavar="PCT",
-        help="jobs run this %% longer than their declared expectedDuration",
+        help="jobs run this %% longer than their declared expectedDuration (default 0)",
     )
     simulate.add_argument("--bill-overhead", action="store_true", help="bill the restart overhead too")
-    simulate.add_argument("--step-seconds", type=int, default=60, metavar="S", help="time step")
+    simulate.add_argument(
+        "--step-seconds", type=int, default=60, metavar="S", help="the replay's time step (default 60)"
+    )
     simulate.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: CPUs, at most 4)")
     simulate.add_argument("--no-plot", action="store_true", help="skip the PNG")
     _output_options(simulate)  # json: one document on stdout, the header on stderr; the files still written
@@ -395,6 +469,20 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line. When the reader of stdout goes away (`spotline ... | head`) the command
+    stops quietly, as the Python documentation's "Note on SIGPIPE" does it: stdout is pointed at
+    devnull, so that the interpreter's last flush at exit does not fail again."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from spotline.core.advice import warnings_of
 from spotline.core.errors import ManifestError
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
@@ -19,3 +20,8 @@ def manifest_problems(
     if result.spec is None or policy is None:
         return result.spec, result.errors
     return result.spec, policy.check(result.spec)
+
+
+def manifest_warnings(spec: JobSpec | None, *, now: datetime) -> list[ManifestError]:
+    """What a valid manifest may still get wrong (`spotline.core.advice`): said, never refused."""
+    return warnings_of(spec, now) if spec is not None else []

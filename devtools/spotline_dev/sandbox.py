@@ -16,6 +16,7 @@ import json
 import sys
 import time
 from contextlib import ExitStack, redirect_stdout
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,16 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
 # --- printing ---------------------------------------------------------------------------------
 
 
+def _cost_line(run: dict[str, Any]) -> str:
+    """What it cost, against the whole job on-demand; a saving only for a run that finished the
+    job (a failed run's low bill saved nothing: the work is not done)."""
+    cost = f"cost ${run['costUsd']:.2f}"
+    if run["status"] != "SUCCEEDED" or not run["onDemandCostUsd"]:
+        return f"{cost} (no saving: the job did not finish)"
+    saved = (1 - run["costUsd"] / run["onDemandCostUsd"]) * 100
+    return f"{cost} vs ${run['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved)"
+
+
 def _hours(seconds: float) -> str:
     return format_duration(seconds)
 
@@ -169,11 +180,9 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
             f"on-demand fallback {'yes' if run['onDemandFallback'] else 'no'}, deadline {deadline}"
         )
         if run["trainingSeconds"]:
-            saved = (1 - run["costUsd"] / run["onDemandCostUsd"]) * 100 if run["onDemandCostUsd"] else 0.0
             out.append(
                 f"          trained {_hours(run['trainingSeconds'])}, billed {_hours(run['billableSeconds'])}, "
-                f"lost work {_hours(run['lostWorkSeconds'])}; cost ${run['costUsd']:.2f} vs "
-                f"${run['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved)"
+                f"lost work {_hours(run['lostWorkSeconds'])}; {_cost_line(run)}"
             )
         out.append(
             f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events, "
@@ -260,9 +269,17 @@ def public_summary(
 
 
 def render_stories(summary: dict[str, Any]) -> str:
-    """`--explain`: the explain story of each execution, as `spotline explain` prints it."""
-    note = "Explain (as `spotline explain` tells it, on the virtual clock)"
-    return "\n\n".join([note, *(render_story(run["story"]) for run in summary["executions"])])
+    """`--explain`: the explain story of each execution, as `spotline explain` prints it, after the
+    sandbox's own output. That output already shows each execution's timeline, next to its
+    result, costs and ends, when the executions ran one by one; the story then leaves its copy
+    out (the same lines, on the same clock) and tells only what the sandbox does not: what
+    failed, the next step, the attempts, the links. A fleet's output is one line per run: there
+    the story keeps its timeline, the only one printed."""
+    shown = not summary.get("sharedQueue")
+    note = "Explain (as `spotline explain` tells it, on the virtual clock"
+    note += "; the timelines are the ones above)" if shown else ")"
+    stories = [replace(run["story"], timeline=[]) if shown else run["story"] for run in summary["executions"]]
+    return "\n\n".join([note, *(render_story(story) for story in stories)])
 
 
 def draw(summary: dict[str, Any], directory: Path) -> list[Path]:
@@ -295,6 +312,9 @@ def main(
     """Run the scenario and print it; exits EXIT_NOT_SUCCEEDED when an execution did not succeed
     (a scenario that expects a failure shows it, and scripts can tell)."""
     scenario = load_scenario(scenario_path)
+    if sys.stderr.isatty():  # a person waiting; scripts and tests get only the result
+        runs = "the fleet" if scenario.shares_a_queue else f"{len(scenario.manifests)} manifest(s)"
+        print(f"Replaying {scenario.name}: {runs} on a virtual clock (seconds per simulated day)...", file=sys.stderr)
     started = time.perf_counter()
     summary = run_scenario(scenario, verbose=verbose)
     wall = time.perf_counter() - started

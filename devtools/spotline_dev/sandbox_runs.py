@@ -6,6 +6,7 @@ themselves. Shared by the single-manifest sandbox and the fleet."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 from collections.abc import Iterator
@@ -31,16 +32,27 @@ SETTLE_STEP = 10.0
 
 @contextmanager
 def powertools_environment_for(verbose: bool) -> Iterator[None]:
-    """Powertools reads its settings at import, as in Lambda: set them before the handlers load."""
+    """Powertools reads its settings at import, as in Lambda: set them before the handlers load.
+    Unless verbose, moto's own log stays out of the output too: its Step Functions interpreter
+    logs every failure it raises (a Fail state, a JSONPath with nothing there) at ERROR, with
+    its internal state, though the run's outcome already says what happened."""
     wanted = {**powertools_environment(), **({} if verbose else QUIET)}
     saved = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
+    moto_log = logging.getLogger("moto")
+    moto_propagates = moto_log.propagate
+    silence = logging.NullHandler()
+    if not verbose:
+        moto_log.addHandler(silence)
+        moto_log.propagate = False
     try:
         with warnings.catch_warnings():
             if not verbose:  # metrics are off: Powertools says so for each handler that had none
                 warnings.filterwarnings("ignore", message="No application metrics to publish")
             yield
     finally:
+        moto_log.removeHandler(silence)
+        moto_log.propagate = moto_propagates
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

@@ -1,5 +1,7 @@
-"""Sandbox scenarios (README "Scenarios"): the file format, read strictly. A typo is an error
-naming the field, never a silently ignored setting."""
+"""Sandbox scenarios (README "Scenarios"): the file format, read strictly. Its shape is
+`schemas/scenario-v1.schema.json`, checked first with the manifests' field errors, so a typo is
+an error naming the field, never a silently ignored setting; the rules here are the ones a
+schema cannot express (a gap's end after its start, files that exist, functions the template has)."""
 
 from __future__ import annotations
 
@@ -11,31 +13,15 @@ from typing import Any
 
 import yaml
 
+from spotline.core import json_schemas
 from spotline.core.durations import parse_duration
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.template import PROJECT_ROOT, load_template, resources_of_type
 
 DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
+SCHEMA = Path(__file__).resolve().parent / "schemas" / "scenario-v1.schema.json"
+MAX_ERRORS = 20
 SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
-KNOWN_FIELDS = frozenset(
-    {
-        "name",
-        "start",
-        "manifests",
-        "submissions",
-        "queue",
-        "spot",
-        "onDemand",
-        "training",
-        "missing",
-        "teamPolicy",
-        "stopExecutionAt",
-        "faults",
-    }
-)
-FAULT_FIELDS = frozenset({"function", "from", "count"})
-SUBMISSION_FIELDS = frozenset({"manifest", "at", "every", "count", "deadlineAfter"})
-QUEUE_FIELDS = frozenset({"capacityInstances"})
 
 
 class ScenarioError(ValueError):
@@ -118,8 +104,10 @@ def load_scenario(path: Path | None) -> Scenario:
         raise ScenarioError(f"{path}: {exc}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping of fields")
-    if unknown := sorted(set(raw) - KNOWN_FIELDS):
-        raise ScenarioError(f"{path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_FIELDS))}")
+    if errors := json_schemas.errors_against(json.loads(SCHEMA.read_text()), raw, root="(scenario)"):
+        listed = [f"{e.path}: {e.message}" for e in errors[:MAX_ERRORS]]
+        more = [f"... and {len(errors) - MAX_ERRORS} more"] if len(errors) > MAX_ERRORS else []
+        raise ScenarioError(f"{path}: not a valid scenario (scenario-v1.schema.json):\n  " + "\n  ".join(listed + more))
     spot, on_demand, training = raw.get("spot") or {}, raw.get("onDemand") or {}, raw.get("training") or {}
     start_raw = raw.get("start")
     try:
@@ -167,11 +155,6 @@ def load_scenario(path: Path | None) -> Scenario:
     )
 
 
-def _only(entry: dict[Any, Any], known: frozenset[str], where: str) -> None:
-    if unknown := sorted(set(map(str, entry)) - known):
-        raise ScenarioError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-
-
 def _whole(raw: Any, where: str, least: int) -> int:
     if not isinstance(raw, int) or isinstance(raw, bool) or raw < least:
         raise ScenarioError(f"{where}: {raw!r} must be a whole number, at least {least}")
@@ -182,7 +165,6 @@ def _queue(raw: Any) -> int:
     """`queue: {capacityInstances: N}`: the service environment's capacity (MaxCapacity, in instances)."""
     if not isinstance(raw, dict):
         raise ScenarioError("queue: must be a mapping {capacityInstances}")
-    _only(raw, QUEUE_FIELDS, "queue")
     if "capacityInstances" not in raw:
         raise ScenarioError("queue.capacityInstances: required")
     return _whole(raw["capacityInstances"], "queue.capacityInstances", 1)
@@ -197,7 +179,6 @@ def _submissions(raw: Any, folder: Path) -> list[Submission]:
         where = f"submissions[{index}]"
         if not isinstance(entry, dict):
             raise ScenarioError(f"{where}: must be a mapping {{manifest, at, every, count, deadlineAfter}}")
-        _only(entry, SUBMISSION_FIELDS, where)
         if "manifest" not in entry:
             raise ScenarioError(f"{where}.manifest: required")
         manifest = (folder / str(entry["manifest"])).resolve()
@@ -236,7 +217,6 @@ def _faults(raw: Any) -> list[FaultSpec]:
         where = f"faults[{index}]"
         if not isinstance(entry, dict):
             raise ScenarioError(f"{where}: must be a mapping {{function, from, count}}")
-        _only(entry, FAULT_FIELDS, where)
         if "function" not in entry:
             raise ScenarioError(f"{where}.function: required")
         name = entry["function"]

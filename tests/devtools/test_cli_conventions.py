@@ -6,11 +6,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_MANIFEST, NOW
-from spotline_dev.cli import EXIT_CODES, build_parser, main
+from conftest import EXAMPLE_MANIFEST, NOW, ROOT
+from devtools.simulate.fixture_traces import fixture_logs
+from spotline_dev.cli import EXIT_BROKEN_PIPE, EXIT_CODES, build_parser, main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 PRINTS_DATA = ("validate", "sandbox", "explain", "simulate", "submit", "runs", "status", "logs", "cancel")
@@ -27,10 +33,64 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == "spotline 0.1.0"
 
 
+def _parsers(parser: argparse.ArgumentParser, name: str = "spotline") -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """The parser and those of its commands, and of theirs, with their command lines."""
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                yield from _parsers(sub, f"{name} {command}")
+
+
+def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)]
+
+
 def test_every_option_of_every_command_has_help() -> None:
-    for name, parser in _commands().items():
-        for action in parser._actions:
-            assert action.help and action.help != argparse.SUPPRESS, f"spotline {name} {action.dest}: no help"
+    parsers = list(_parsers(build_parser()))
+    assert len(parsers) == 1 + len(_commands())
+    for name, parser in parsers:
+        for action in _options(parser):
+            assert action.help and action.help.strip(), f"{name} {action.dest}: no help"
+            assert action.help != argparse.SUPPRESS, f"{name} {action.dest}: hidden from --help"
+        for command in (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)):
+            for choice in command._choices_actions:
+                assert choice.help, f"{name} {choice.dest}: no help in the list of commands"
+
+
+def test_every_option_with_a_default_says_it() -> None:
+    for name, parser in _parsers(build_parser()):
+        for action in _options(parser):
+            if action.option_strings and action.default not in (None, False, [], argparse.SUPPRESS):
+                assert "default" in str(action.help), f"{name} {action.option_strings[0]}: {action.default!r} untold"
+
+
+def _simulate(folder: Path) -> list[str]:
+    traces = fixture_logs(folder / "traces")
+    grid = ["--work-hours", "4", "--slack", "50", "--start-every-hours", "12", "--jobs", "2", "--no-plot"]
+    return ["simulate", "--traces", str(traces), "--out", str(folder / "out"), *grid]
+
+
+@pytest.mark.parametrize("command", ["render", "simulate"])
+def test_a_reader_that_went_away_stops_the_command_quietly(command: str, tmp_path: Path) -> None:
+    """`spotline ... | head`: the pipe closes while the command still has output to write."""
+    argv = _simulate(tmp_path) if command == "simulate" else ["render", str(EXAMPLE_MANIFEST), "--now", NOW.isoformat()]
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte, as head after its lines
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "spotline_dev.cli", *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored"
+    assert done.returncode == EXIT_BROKEN_PIPE
 
 
 def test_every_command_that_prints_data_takes_output_json_and_every_command_shows_examples() -> None:
@@ -49,14 +109,14 @@ def test_the_exit_codes_are_documented_in_the_help(capsys: pytest.CaptureFixture
     assert main(["--help"]) == EXIT_OK
     out = capsys.readouterr().out
     assert EXIT_CODES in out
-    for code in ("0", "1", "2", "3", "4", "130"):
+    for code in ("0", "1", "2", "3", "4", "130", "141"):
         assert f"\n  {code} " in out
 
 
 def test_validate_reads_standard_input(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(EXAMPLE_MANIFEST.read_bytes())))
     assert main(["validate", "-", "--now", NOW.isoformat(), "--output", "json"]) == EXIT_OK
-    assert json.loads(capsys.readouterr().out) == [{"file": "-", "valid": True, "errors": []}]
+    assert json.loads(capsys.readouterr().out) == [{"file": "-", "valid": True, "errors": [], "warnings": []}]
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"apiVersion: spotline/v1\n")))
     assert main(["validate", "-", "--json"]) == EXIT_INVALID  # --json stays as the short form
 

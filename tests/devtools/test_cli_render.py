@@ -51,3 +51,36 @@ def test_render_says_when_the_volume_key_cannot_apply(capsys: pytest.CaptureFixt
 def test_render_refuses_subnets_without_security_groups(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["render", str(EXAMPLE), "--subnets", "subnet-0a"]) == EXIT_USAGE
     assert "both subnet ids and security group ids" in capsys.readouterr().err
+
+
+def _render(capsys: pytest.CaptureFixture[str], *flags: str) -> str:
+    assert main(["render", str(EXAMPLE), "--now", NOW, *flags]) == EXIT_OK
+    return capsys.readouterr().out
+
+
+def test_render_exact_prints_the_request_as_sent(capsys: pytest.CaptureFixture[str]) -> None:
+    request = json.loads(_render(capsys, "--exact"))
+    assert request["serviceJobType"] == "SAGEMAKER_TRAINING"
+    assert isinstance(request["serviceRequestPayload"], str)  # Batch takes the payload as one JSON string
+    assert json.loads(request["serviceRequestPayload"]) == _payload(capsys)
+
+
+def test_render_shows_the_payload_parsed_in_a_section_of_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    exact = json.loads(_render(capsys, "--exact"))
+    out = _render(capsys)
+    assert '\\"' not in out  # no escaped JSON: the payload is shown as JSON, not as a string of it
+    head, rest = out.split("\n", 1)
+    assert head.startswith("SubmitServiceJob request") and "--exact" in head
+    request_text, payload_part = rest.split("\n\n", 1)
+    payload_head, payload_text = payload_part.split("\n", 1)
+    assert payload_head.startswith("serviceRequestPayload, parsed:")
+    assert json.loads(payload_text) == json.loads(exact["serviceRequestPayload"])
+    request = json.loads(request_text)
+    assert request.pop("serviceRequestPayload") == "<serviceRequestPayload below, sent as one JSON string>"
+    assert request == {k: v for k, v in exact.items() if k != "serviceRequestPayload"}
+    assert '\n  "TrainingJobName": "ranker-v2-' in payload_text  # indented, one field a line
+
+
+def test_render_takes_exact_or_payload_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", str(EXAMPLE), "--exact", "--payload"]) == EXIT_USAGE
+    assert "not allowed with argument" in capsys.readouterr().err

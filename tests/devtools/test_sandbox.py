@@ -244,3 +244,26 @@ def test_the_sandbox_modules_leave_the_handlers_logger_unmade_until_their_settin
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert shown.stdout.strip() == "[]"
+
+
+def test_a_scenario_typo_is_an_error_naming_each_field_at_once(tmp_path: Path) -> None:
+    """The scenario schema (devtools/spotline_dev/schemas/scenario-v1.schema.json) words errors
+    as the manifests' do: the path, the reason, the closest known name."""
+    bad = tmp_path / "typo.yaml"
+    bad.write_text("spot: {startDelay: 5m, interruption: [2h]}\nmissing: [spec.imge]\ntraining: {duration: -3h}\n")
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario(bad)
+    message = str(refused.value)
+    assert "spot.interruption: unknown field (did you mean 'interruptions'?)" in message
+    assert "missing[0]: names a resource the account lacks: spec.roleArn, spec.image" in message
+    assert "training.duration: must be a duration" in message and "(got '-3h')" in message
+
+
+def test_a_failed_run_prints_only_what_the_project_wrote(capfd: pytest.CaptureFixture[str]) -> None:
+    """moto's own log (its interpreter logs each Fail state with its internals) stays out."""
+    scenario = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "missing-image.yaml"
+    assert cli_main(["sandbox", "--scenario", str(scenario)]) == 3
+    out, err = capfd.readouterr()
+    assert err == ""
+    assert "ResourceValidationFailed" in out
+    assert not any(noise in out for noise in ("Exception=", "FailureEventException", "moto"))

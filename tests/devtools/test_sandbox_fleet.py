@@ -121,13 +121,13 @@ def test_repeated_submissions_are_new_versions_with_their_own_deadline_and_check
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("queue: {capacity: 4}\n", r"queue: unknown field\(s\) capacity; known: capacityInstances"),
-        ("queue: {capacityInstances: 0}\n", r"queue.capacityInstances: 0 must be a whole number, at least 1"),
+        ("queue: {capacity: 4}\n", r"queue.capacity: unknown field \(did you mean 'capacityInstances'\?\)"),
+        ("queue: {capacityInstances: 0}\n", r"queue.capacityInstances: must be at least 1, got 0"),
         ("submissions: [{manifest: job.yaml, count: 3}]\n", r"submissions\[0\].every: required"),
-        ("submissions: [{manifest: job.yaml, evry: 1h}]\n", r"submissions\[0\]: unknown field\(s\) evry"),
+        ("submissions: [{manifest: job.yaml, evry: 1h}]\n", r"submissions\[0\].evry: unknown field .did you"),
         ("submissions: [{manifest: nowhere.yaml}]\n", r"submissions\[0\].manifest: .*nowhere.yaml does not exist"),
         ("submissions: [{manifest: job.yaml, at: -1h}]\n", r"submissions\[0\].at"),
-        ("submissions: []\n", r"submissions: must be a non-empty list"),
+        ("submissions: []\n", r"submissions: needs at least 1 item"),
     ],
 )
 def test_bad_fleet_fields_are_named(tmp_path: Path, body: str, message: str) -> None:

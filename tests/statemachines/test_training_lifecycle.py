@@ -174,7 +174,7 @@ def test_every_resource_problem_is_reported_at_once() -> None:
     assert execution["error"] == "ResourceValidationFailed"
     assert execution["cause"].startswith("3 error(s): ")
     for fragment in (
-        "spec.image: repository ranker:2026.11.28 not found in registry 123456789012",
+        "spec.image: repository ranker not found in registry 123456789012 (image 123456789012.dkr.ecr.us-east-1",
         "spec.inputs[1].s3Uri: no objects under s3://search-ranking-data/clicks/2026-11-28/validation/",
         "spec.resources.instanceType: family g5 is not allowed for team search-ranking",
     ):

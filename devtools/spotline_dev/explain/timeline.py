@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from spotline.core.durations import format_duration
 from spotline.core.policy import OUT_OF_REACH
-from spotline.core.status import is_preemption
+from spotline.core.status import is_preemption, waits_for_capacity
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     HistoryEvent,
@@ -91,6 +92,12 @@ def status_line(status: dict[str, Any]) -> str:
         parts.append(f"{status['preemptions']} preemption(s) by Batch in this job")
     if status["state"] == "queued" and is_preemption(str(status.get("reason") or "")):
         parts.append(str(status["reason"]))
+    waiting = status.get("capacityShort") or waits_for_capacity(status["state"], str(status.get("reason") or ""))
+    if waiting and not status.get("finished"):
+        parts.append(f"waiting for {_capacity_of(status)}capacity")
+    slack = (status.get("decision") or {}).get("slackSeconds")
+    if slack is not None and not status.get("finished"):
+        parts.append(f"slack {format_duration(slack)}")
     escalation = (status.get("decision") or {}).get("escalation")
     if escalation:
         parts.append(f"-> raise-priority: {escalation['reason']}")
@@ -99,6 +106,12 @@ def status_line(status: dict[str, Any]) -> str:
     elif out_of_reach(status):
         parts.append(f"-> stays on spot: {(status.get('decision') or {}).get('reason')}")
     return ", ".join(p for p in parts if p)
+
+
+def _capacity_of(status: dict[str, Any]) -> str:
+    """'spot ' or 'on-demand ' from the attempt's training job name (-spot, -od), else ''."""
+    name = str(status.get("trainingJobName") or "")
+    return "spot " if name.endswith("-spot") else "on-demand " if name.endswith("-od") else ""
 
 
 def out_of_reach(status: dict[str, Any]) -> bool:

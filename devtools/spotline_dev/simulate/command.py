@@ -31,9 +31,22 @@ def grid_from_args(args: argparse.Namespace) -> GridSpec:
     )
 
 
+def missing_traces(folder: Path, *, given: bool) -> str:
+    """Why there is nothing to replay: the folder looked for, and how to point at another one."""
+    if given:
+        return f"--traces {folder}: no such folder (looked for {folder.resolve()})"
+    return (
+        f"no spot traces at {folder} (the default: the shared data next to the repository); "
+        "--traces DIR reads them from another folder (the 2020 *.log logs, or *.json traces in the paper's format)"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     """`spotline simulate` (arguments from spotline_dev.cli)."""
     folder = Path(args.traces) if args.traces else DEFAULT_TRACES_DIR
+    if not folder.is_dir():
+        print(f"spotline simulate: usage error: {missing_traces(folder, given=bool(args.traces))}", file=sys.stderr)
+        return EXIT_USAGE
     out_dir = Path(args.out) if args.out else DEFAULT_OUT_DIR
     as_json = getattr(args, "output", "table") == "json"
     info = sys.stderr if as_json else sys.stdout  # with --json stdout holds the document alone

@@ -42,6 +42,26 @@ def test_spotline_simulate_reports_a_folder_without_logs(tmp_path: Path, capsys:
     assert "no *.log spot-availability logs" in capsys.readouterr().err
 
 
+def test_spotline_simulate_without_the_shared_traces_says_where_it_looked_and_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "shared" / "data" / "spot-availability"
+    monkeypatch.setattr("spotline_dev.simulate.command.DEFAULT_TRACES_DIR", missing)
+    assert cli_main(["simulate", "--out", str(tmp_path / "out"), "--no-plot"]) == 2  # a usage error
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.startswith(f"spotline simulate: usage error: no spot traces at {missing} (the default")
+    assert "--traces DIR reads them from another folder" in printed.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_spotline_simulate_names_a_traces_folder_that_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["simulate", "--traces", str(tmp_path / "nowhere"), "--no-plot"]) == 2
+    assert f"--traces {tmp_path / 'nowhere'}: no such folder" in capsys.readouterr().err
+
+
 # --- --json and the paper's traces ----------------------------------------------------------------
 
 SMALL_GRID = ["--work-hours", "4", "--slack", "25", "100", "--start-every-hours", "12", "--jobs", "1"]

@@ -44,7 +44,7 @@ SPOT_ONLY = replace(SPOT_FIRST, strategy="spot-only")
 ON_DEMAND = replace(SPOT_FIRST, strategy="on-demand")
 SPECS: dict[Strategy, JobSpec] = {"spot-first": SPOT_FIRST, "spot-only": SPOT_ONLY, "on-demand": ON_DEMAND}
 
-CONTINUE = Decision("continue", "on track: 2d13h16m of slack on-demand would not need", 221_760.0)
+CONTINUE = Decision("continue", "on track: 61h16m of slack on-demand would not need", 221_760.0)
 SWITCH = Decision(
     "switch-to-on-demand",
     "deadline at risk: 2h30m left, on-demand needs 2h44m (2h of work + 20m restart + 24m margin)",

@@ -122,7 +122,7 @@ def test_runtime_and_volume_limits() -> None:
     policy = _policy(maxRuntime="24h", maxVolumeSizeGB=50)
     errors = {e.path: e.message for e in policy.check(_spec())}
     assert errors == {
-        "spec.capacity.maxRuntime": "1d6h exceeds team search-ranking's limit of 24h",
+        "spec.capacity.maxRuntime": "30h exceeds team search-ranking's limit of 24h",
         "spec.resources.volumeSizeGB": "100 GB exceeds team search-ranking's limit of 50 GB",
     }
     assert _policy(maxRuntime="PT30H", maxVolumeSizeGB=100).check(_spec()) == []

@@ -116,16 +116,12 @@ def _check_image(image: str) -> list[ManifestError]:
             registryId=reference.account, repositoryName=reference.repository, imageIds=[image_id]
         )
     except Exception as exc:
-        code = error_code(exc)
-        what = "repository" if code == "RepositoryNotFoundException" else "image"
-        return [
-            _access_problem(
-                path,
-                exc,
-                f"{what} {reference.repository}{':' + reference.tag if reference.tag else ''} "
-                f"not found in registry {reference.account}",
-            )
-        ]
+        if error_code(exc) == "RepositoryNotFoundException":
+            missing = f"repository {reference.repository} not found in registry {reference.account} (image {image})"
+        else:
+            version = f"tag {reference.tag}" if reference.tag else f"digest {reference.digest}"
+            missing = f"{version} not found in repository {reference.repository} of registry {reference.account}"
+        return [_access_problem(path, exc, missing)]
     return []
 
 

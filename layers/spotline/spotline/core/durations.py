@@ -20,12 +20,16 @@ def parse_duration(text: str) -> int:
     return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
 
 
+HOURS_UP_TO = 72 * 3600
+"""Below this, durations are told in hours as people write them (36h, not 1d12h)."""
+
+
 def format_duration(seconds: float) -> str:
-    """Compact human form: 30h, 1d12h, 5m30s; 0s for zero."""
+    """Compact human form: 30h, 36h, 5m30s, 28d; days only from three days up; 0s for zero."""
     total = round(seconds)
     sign = "-" if total < 0 else ""
     total = abs(total)
-    days, rest = divmod(total, 86400)
+    days, rest = divmod(total, 86400) if total >= HOURS_UP_TO else (0, total)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     parts = [f"{v}{u}" for v, u in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if v]

@@ -66,6 +66,13 @@ def errors_of(name: str, document: Any, root: str = DOCUMENT) -> list[ManifestEr
     return [schema_error(error, root) for error in validator(name).iter_errors(document)]
 
 
+def errors_against(schema: dict[str, Any], document: Any, root: str = DOCUMENT) -> list[ManifestError]:
+    """The same for a schema kept elsewhere (the sandbox's scenario schema), sorted by path."""
+    Draft202012Validator.check_schema(schema)
+    errors = {schema_error(error, root) for error in _Validator(schema, registry=_registry()).iter_errors(document)}
+    return sorted(errors, key=lambda e: (e.path, e.message))
+
+
 def format_path(parts: Iterable[str | int], root: str = DOCUMENT) -> str:
     """`spec.inputs[0].s3Uri` from a JSON path; `root` names the document as a whole."""
     text = ""

@@ -76,7 +76,9 @@ def validate_bytes(data: bytes, *, now: datetime, expected_team: str | None = No
 def validate_document(document: dict[str, Any], *, now: datetime, expected_team: str | None = None) -> ValidationResult:
     errors = json_schemas.errors_of(SCHEMA_FILE, document)
     errors.extend(_semantic_errors(document, now=now, expected_team=expected_team))
-    errors = sorted(set(errors), key=lambda e: (e.path, e.message))
+    # A misspelt field is usually the cause of the others ("spec.chekpoint: unknown field" makes
+    # "spec.checkpoint: is required"), so unknown fields come first, then the rest by field.
+    errors = sorted(set(errors), key=lambda e: (not e.message.startswith("unknown field"), e.path, e.message))
     if errors:
         return ValidationResult(None, _capped(errors))
     return ValidationResult(_build_spec(document), [])

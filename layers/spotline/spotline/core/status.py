@@ -226,7 +226,18 @@ def _in_progress(batch_status: str, batch_reason: str, training_job: dict[str, A
         return "interrupted", "spot capacity reclaimed; SageMaker is restarting from the last checkpoint"
     if secondary in _TRAINING_SECONDARY:
         return "training", str(secondary)
-    return "starting", str(secondary or batch_status)
+    transitions = training_job.get("SecondaryStatusTransitions") or []
+    message = transitions[-1].get("StatusMessage") if transitions else None
+    return "starting", str(message or secondary or batch_status)
+
+
+INSUFFICIENT_CAPACITY = "Insufficient capacity"
+"""How SageMaker's status message begins while it waits for instances ("Insufficient capacity
+error from EC2 while launching instances, retrying!")."""
+
+
+def waits_for_capacity(state: str, reason: str) -> bool:
+    return state in ("queued", "starting") and reason.startswith(INSUFFICIENT_CAPACITY)
 
 
 def _interruptions(training_job: dict[str, Any]) -> int:

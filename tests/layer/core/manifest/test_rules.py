@@ -212,7 +212,9 @@ def test_non_durations_are_refused(text: str) -> None:
     assert error_paths(manifest(capacity={"maxRuntime": text})) == ["spec.capacity.maxRuntime"]
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (90, "1m30s"), (36 * HOUR, "1d12h"), (28 * DAY, "28d")])
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0, "0s"), (90, "1m30s"), (36 * HOUR, "36h"), (72 * HOUR, "3d"), (28 * DAY, "28d")]
+)
 def test_format_duration(seconds: int, text: str) -> None:
     assert format_duration(seconds) == text
 

@@ -1,0 +1,114 @@
+"""Runs the README's commands and compares what they print with what the README shows.
+
+A command is a line `$ COMMAND` in a fenced block; its output is the lines after it, up to the
+next `$ ` line or the end of the block. Commands run from the repository root with `.venv/bin` on
+PATH, so `spotline` and `.venv/bin/spotline` are the same program. Every output must be exact, on
+any date: a command whose output depends on the day pins `--now`.
+
+    .venv/bin/python scripts/readme_commands.py            # the quick ones (what the tests run)
+    .venv/bin/python scripts/readme_commands.py --list     # every command, and how it is checked
+
+Commands whose output is measured (timings, the 9-minute simulations, the benchmarks) or needs a
+stack are not run here: their outputs come from the scripts named in CHECKED_ELSEWHERE."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+QUICK = ("spotline validate", "spotline from-trainer", "spotline render")
+CHECKED_ELSEWHERE = {
+    "spotline simulate": "make bench (the figures are measured; several minutes each)",
+    "python benchmarks/": "make bench (timings vary from run to run)",
+    "spotline submit": "scripts/operate_demo.py (a stack on the embedded stand-ins)",
+    "spotline runs": "scripts/operate_demo.py",
+    "spotline status": "scripts/operate_demo.py",
+    "spotline logs": "scripts/operate_demo.py",
+    "spotline cancel": "scripts/operate_demo.py",
+    "make checkov": "make test",
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    line: int
+    command: str
+    shown: str
+
+
+def examples(text: str) -> list[Example]:
+    """Every `$ ` line of a fenced block with the lines after it; a block indented in a list is
+    read without its indentation."""
+    found: list[Example] = []
+    in_block, indent, command, start = False, 0, "", 0
+    lines: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.lstrip().startswith("```"):
+            if in_block and command:
+                found.append(Example(start, command, "\n".join(lines)))
+            in_block, indent, command, lines = not in_block, len(raw) - len(raw.lstrip()), "", []
+            continue
+        line = raw[indent:] if raw[:indent].strip() == "" else raw
+        if in_block and line.startswith("$ "):
+            if command:
+                found.append(Example(start, command, "\n".join(lines)))
+            command, start, lines = line[2:], number, []
+        elif in_block and command:
+            lines.append(line)
+    return found
+
+
+def program(command: str) -> str:
+    """`spotline validate` from `.venv/bin/spotline validate --now ... FILE   # a comment`."""
+    words = re.sub(r"\s+#.*$", "", command).replace(".venv/bin/", "").split()
+    return " ".join(words[:2])
+
+
+def run(command: str) -> str:
+    environment = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+    return (done.stdout + done.stderr).rstrip("\n")
+
+
+def quick_examples() -> list[Example]:
+    return [e for e in examples(README.read_text()) if program(e.command).startswith(QUICK)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true", help="list every README command and how it is checked")
+    args = parser.parse_args()
+    if args.list:
+        for example in examples(README.read_text()):
+            name = program(example.command)
+            how = (
+                "run here"
+                if name.startswith(QUICK)
+                else next(
+                    (where for prefix, where in CHECKED_ELSEWHERE.items() if prefix in example.command), "not checked"
+                )
+            )
+            print(f"README.md:{example.line}: {name}: {how}")
+        return 0
+    failed = 0
+    for example in quick_examples():
+        printed = run(example.command)
+        if printed != example.shown:
+            failed += 1
+            print(f"README.md:{example.line}: `{example.command}` printed:\n{printed}")
+            print(f"--- the README shows:\n{example.shown}\n")
+    print(f"{len(quick_examples()) - failed} of {len(quick_examples())} README commands print what the README shows")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
