@@ -341,14 +341,14 @@ def test_cli_json_errors_are_the_library_errors(capsys: pytest.CaptureFixture[st
 
     expected = validate_bytes(file.read_bytes(), now=NOW).errors
     assert code == 1
-    assert reports == [{"file": str(file), "valid": False, "errors": [e.to_dict() for e in expected]}]
+    assert reports == [{"file": str(file), "valid": False, "errors": [e.to_dict() for e in expected], "warnings": []}]
     assert {"path": "spec.capacity.maxWait"}.items() <= reports[0]["errors"][0].items()  # type: ignore[index,union-attr]
 
 
 def test_cli_valid_example_alone_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, reports = _run_cli(capsys, str(EXAMPLE))
     assert code == 0
-    assert reports == [{"file": str(EXAMPLE), "valid": True, "errors": []}]
+    assert reports == [{"file": str(EXAMPLE), "valid": True, "errors": [], "warnings": []}]
 
 
 def test_cli_team_option_checks_the_folder_team(capsys: pytest.CaptureFixture[str]) -> None:
