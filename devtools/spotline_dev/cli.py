@@ -24,12 +24,18 @@ from spotline.core.training_request import (
     TrainingSettingsInvalid,
     has_instance_storage,
 )
-from spotline_dev.exit_codes import EXIT_AWS, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
+from spotline_dev.exit_codes import (
+    EXIT_AWS,
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_NOT_SUCCEEDED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from spotline_dev.manifest_checks import manifest_problems, manifest_warnings
 from spotline_dev.operate.parser import add_operate_commands, add_output_option, examples, timestamp
 from spotline_dev.sdk.command import add_from_trainer_command
-
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what shells report for a command a closed pipe ended
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    done (validate: every manifest valid; sandbox, submit --wait: every run succeeded)

@@ -257,6 +257,9 @@ def test_a_scenario_typo_is_an_error_naming_each_field_at_once(tmp_path: Path) -
     assert "spot.interruption: unknown field (did you mean 'interruptions'?)" in message
     assert "missing[0]: names a resource the account lacks: spec.roleArn, spec.image" in message
     assert "training.duration: must be a duration" in message and "(got '-3h')" in message
+    bad.write_text("spot: {on: 3}\nonDemand:\n")  # YAML reads `on` as true: a key that is no string
+    with pytest.raises(ScenarioError, match=r"spot\.True: unknown field"):
+        load_scenario(bad)
 
 
 def test_a_failed_run_prints_only_what_the_project_wrote(capfd: pytest.CaptureFixture[str]) -> None:

@@ -96,7 +96,9 @@ def status_line(status: dict[str, Any]) -> str:
     if waiting and not status.get("finished"):
         parts.append(f"waiting for {_capacity_of(status)}capacity")
     slack = (status.get("decision") or {}).get("slackSeconds")
-    if slack is not None and not status.get("finished"):
+    if slack is not None and not status.get("finished") and _capacity_of(status) != "on-demand ":
+        # on spot, the time the job may still wait before it must move (at 0 it moves); an
+        # on-demand attempt never moves back, so its slack decides nothing
         parts.append(f"slack {format_duration(slack)}")
     escalation = (status.get("decision") or {}).get("escalation")
     if escalation:

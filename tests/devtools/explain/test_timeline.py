@@ -50,3 +50,25 @@ def test_a_job_on_track_shows_no_decision() -> None:
     )
 
     assert status_line(_status(on_track)) == "starting, 50% done"
+
+
+def _check(**status: Any) -> dict[str, Any]:
+    return {"state": "starting", "action": "keep-waiting", "explanation": "", "progress": {"fraction": 0.5}, **status}
+
+
+def test_a_wait_for_capacity_is_said_on_every_batch_attempt() -> None:
+    waiting = "Insufficient capacity error from EC2 while launching instances, retrying!"
+    spot = {"trainingJobName": "ranker-v2-5ad0fa2b-a1-spot"}
+    assert "waiting for spot capacity" in status_line(_check(reason=waiting, **spot))
+    assert "waiting for spot capacity" in status_line(_check(reason=f"Batch attempt 2: {waiting}", **spot))
+    assert "waiting for" not in status_line(_check(reason="Downloading", **spot))
+    queued = _check(state="queued", reason="CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY", capacityShort=True)
+    assert "waiting for capacity" in status_line(queued)
+
+
+def test_slack_is_shown_on_spot_attempts_only() -> None:
+    decision = {"slackSeconds": 5400, "reason": "on track"}
+    spot = _check(trainingJobName="ranker-v2-5ad0fa2b-a1-spot", decision=decision)
+    on_demand = _check(trainingJobName="ranker-v2-5ad0fa2b-a2-od", decision={**decision, "slackSeconds": -60})
+    assert status_line(spot).endswith("slack 1h30m")
+    assert "slack" not in status_line(on_demand)

@@ -39,13 +39,20 @@ def test_a_deadline_without_room_for_spot_is_a_warning_naming_the_figures() -> N
 
 
 def test_the_warning_agrees_with_the_policy_at_the_first_check() -> None:
-    for hours in (30.5, 31.5, 31.8, 31.9, 32.0, 40.0):
+    for hours in (30.2, 30.5, 31.5, 31.8, 31.9, 32.0, 40.0):
         spec = _due_in(hours)
         job = JobClock(NOW, NOW, spec.deadline_at, 30.0 * HOUR, 0.0, "spot", False)
         stays_on_spot_with_room = decide(job).verdict == "continue" and (decide(job).slack_seconds or 0) > 0
         assert bool(warnings_of(spec, NOW)) != stays_on_spot_with_room, hours
 
 
-def test_no_warning_without_a_deadline_or_on_demand() -> None:
+def test_no_warning_without_a_deadline_on_demand_or_spot_only() -> None:
+    """Only spot-first moves a job to on-demand; spot-only never does."""
     assert warnings_of(SPEC, NOW) == []
     assert warnings_of(replace(_due_in(30.5), strategy="on-demand", checkpoint_s3_uri=None), NOW) == []
+    assert warnings_of(replace(_due_in(30.5), strategy="spot-only"), NOW) == []
+
+
+def test_a_deadline_out_of_reach_even_on_demand_says_so() -> None:
+    (warning,) = warnings_of(_due_in(30.2), NOW)  # 30h of work + 20m start-up do not fit in 30h12m
+    assert warning.message.startswith("is out of reach: 30h12m left, and even on-demand from now needs 30h20m")

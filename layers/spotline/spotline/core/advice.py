@@ -8,7 +8,7 @@ from datetime import datetime
 from spotline.core.durations import format_duration
 from spotline.core.errors import ManifestError
 from spotline.core.model import JobSpec
-from spotline.core.policy import JobClock, margin_of, on_demand_needs
+from spotline.core.policy import JobClock, margin_of, on_demand_needs, out_of_reach
 
 
 def warnings_of(spec: JobSpec, now: datetime) -> list[ManifestError]:
@@ -16,7 +16,7 @@ def warnings_of(spec: JobSpec, now: datetime) -> list[ManifestError]:
     just make it (or not), so the policy moves it at its first check and it pays on-demand
     prices for nothing spot could have given (or, out of reach, stays on spot and misses)."""
     deadline, work = spec.deadline_at, spec.expected_duration_seconds
-    if not spec.uses_spot or deadline is None or work is None:
+    if spec.strategy != "spot-first" or deadline is None or work is None:  # only spot-first moves to on-demand
         return []
     job = JobClock(
         now=now,
@@ -30,6 +30,16 @@ def warnings_of(spec: JobSpec, now: datetime) -> list[ManifestError]:
     left, needs = (deadline - now).total_seconds(), on_demand_needs(job)
     if left > needs:
         return []
+    if out_of_reach(job):
+        return [
+            ManifestError(
+                "spec.capacity.deadline",
+                f"is out of reach: {format_duration(left)} left, and even on-demand from now needs "
+                f"{format_duration(work + job.restart_overhead_seconds)} ({format_duration(work)} of work + "
+                f"{format_duration(job.restart_overhead_seconds)} start-up), so the job would stay on spot and "
+                "most likely miss it; set the deadline later",
+            )
+        ]
     parts = f"{format_duration(work)} of work + {format_duration(job.restart_overhead_seconds)} start-up"
     return [
         ManifestError(

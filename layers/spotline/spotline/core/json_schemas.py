@@ -139,7 +139,7 @@ def schema_error(error: ValidationError, root: str = DOCUMENT) -> ManifestError:
         return ManifestError(_join(path, missing, root), "is required")
     if kind == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(subschema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed))
+        unknown = sorted(set(map(str, error.instance)) - set(allowed))  # YAML keys may be numbers or booleans
         key, others = (unknown[0], unknown[1:]) if unknown else ("?", [])
         hint = difflib.get_close_matches(key, allowed, n=1)
         suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""

@@ -237,7 +237,7 @@ error from EC2 while launching instances, retrying!")."""
 
 
 def waits_for_capacity(state: str, reason: str) -> bool:
-    return state in ("queued", "starting") and reason.startswith(INSUFFICIENT_CAPACITY)
+    return state in ("queued", "starting") and INSUFFICIENT_CAPACITY in reason  # "Batch attempt 2: Insufficient ..."
 
 
 def _interruptions(training_job: dict[str, Any]) -> int:
