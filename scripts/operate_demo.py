@@ -3,7 +3,9 @@ stack, run against the local stack standing in for one (`--stack spotline-local`
 default sandbox scenario's spot weather (interruptions at 2 h and 5 h of training, no spot from
 6 h to 12 h).
 
-    .venv/bin/python scripts/operate_demo.py
+    .venv/bin/python scripts/operate_demo.py           # print the outputs
+    .venv/bin/python scripts/operate_demo.py --check   # and compare them with the README (the tests do)
+    .venv/bin/python scripts/operate_demo.py --write   # and put them in the README
 
 What the local stack does not do by itself (EventBridge delivering an upload to Intake) happens
 while a command waits, as in the tests (tests/devtools/operate/).
@@ -11,17 +13,19 @@ while a command waits, as in the tests (tests/devtools/operate/).
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import io
 import json
 import shlex
-import time
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 from spotline.core.manifest import validate_bytes
+from spotline_dev import cli
 from spotline_dev.account import prepare_account, team_allowance
-from spotline_dev.cli import main
 from spotline_dev.local_aws import STACK, start_local_stack
 from spotline_dev.operate import deployment
 from spotline_dev.sandbox_runs import QUIET, powertools_environment_for, weather_of
@@ -30,13 +34,18 @@ from spotline_dev.standin import TrainingBehaviour
 
 ROOT = Path(__file__).resolve().parents[1]
 WEEKLY, HOTFIX = "examples/manifests/ranker-v2.yaml", "examples/manifests/urgent-retrain.yaml"
+ON_CALL = "on-call"
+LOG_LINES_SHOWN = 18
+LOOK_EVERY_SECONDS = 300.0
+"""How often `--wait` and `--follow` look here, in virtual time (they look every 15 s of real time):
+a look every 15 virtual seconds of a 14-hour run would take this script ten minutes."""
 
 
 def run(*argv: str) -> str:
     """Run one command as a user would, print it and what it printed (the handlers' logs aside)."""
     captured = io.StringIO()
     with redirect_stdout(captured), redirect_stderr(captured):
-        code = main(list(argv))
+        code = cli.main(list(argv))
     shown = [line for line in captured.getvalue().splitlines() if not line.startswith('{"')]
     print(f"$ spotline {shlex.join(argv)}\n" + "\n".join(shown) + f"\n(exit {code})\n")
     return "\n".join(shown)
@@ -81,29 +90,75 @@ def demo() -> None:
         same_image = specs[1].image == specs[0].image
         prepare_account(stack.client, specs[1], missing=("spec.image",) if same_image else ())
 
-        def pause(_seconds: float) -> None:
+        def pause(seconds: float) -> None:
             stack.deliver_events(sources=("aws.s3", "aws.states"))
-            time.sleep(0.01)
+            stack.clock.sleep(seconds, key=ON_CALL)
 
-        deployment.SURROUNDINGS.pause, deployment.SURROUNDINGS.now = pause, stack.clock.now
+        def look_again(_seconds: float) -> None:
+            pause(LOOK_EVERY_SECONDS)
+
+        deployment.SURROUNDINGS.pause, deployment.SURROUNDINGS.now = look_again, stack.clock.now
         on = ["--stack", STACK]
-        with stack.clock.holding_token_waits():  # the hotfix stays where it is while we look at it
+        # On-call takes part in the virtual clock: time moves only while they wait too, so every
+        # look lands at the same moment of the run, run after run.
+        with stack.clock.participating(ON_CALL):
             hotfix = run("submit", HOTFIX, *on).splitlines()[1].split()[1]
             stack.deliver_events()
             while not any(job.status == "RUNNING" for job in stack.standin.jobs):
-                if stack.standin.jobs:  # submitted: the world moves on while the execution waits
-                    stack.clock.advance(60)
-                time.sleep(0.01)
-            stack.clock.advance(3600)
+                pause(60)
+            pause(3600)  # an hour into its training, someone looks, and cancels it
             run("runs", *on, "--state", "running")
             run("status", hotfix, *on)
             run("cancel", hotfix, *on, "--yes")
-        out = run("submit", WEEKLY, *on, "--wait")
-        weekly = out.splitlines()[1].split()[1]
+            out = run("submit", WEEKLY, *on, "--wait")
+            weekly = out.splitlines()[1].split()[1]
         run("runs", *on)
         run("status", weekly, *on)
         run("logs", weekly, *on)
 
 
+def readme_block() -> str:
+    """The README's "Operating a stack" block: from its first command to its closing fence."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"$ spotline submit {HOTFIX} --stack {STACK}\n")
+    return text[start : text.index("```", start)].rstrip("\n")
+
+
+def as_shown(printed: str) -> str:
+    """What the README shows of the demo's output: all of it, but the logs' first lines only."""
+    head, logs = printed.rstrip("\n").split("\n$ spotline logs ", 1)
+    command, *lines = logs.splitlines()
+    return f"{head}\n$ spotline logs {command}\n" + "\n".join(lines[:LOG_LINES_SHOWN]) + "\n..."
+
+
+def differences(printed: str, shown: str) -> str | None:
+    """None when the README shows what the demo printed: exactly, up to a closing `...` line
+    (the logs are an excerpt, their first lines)."""
+    excerpt = shown.removesuffix("\n...")
+    if printed.rstrip("\n") == shown or (excerpt != shown and printed.startswith(excerpt + "\n")):
+        return None
+    lines = list(difflib.unified_diff(shown.splitlines(), printed.splitlines(), "README.md", "printed", lineterm=""))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="compare the outputs with the README's; exit 1 if not")
+    parser.add_argument("--write", action="store_true", help="put the outputs in the README")
+    args = parser.parse_args()
+    if not (args.check or args.write):
+        demo()
+        return 0
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        demo()
+    if args.write:
+        readme = ROOT / "README.md"
+        readme.write_text(readme.read_text().replace(readme_block(), as_shown(printed.getvalue()), 1))
+    found = differences(printed.getvalue(), readme_block())
+    print(found or 'The README\'s "Operating a stack" block is what these commands print')
+    return 1 if found else 0
+
+
 if __name__ == "__main__":
-    demo()
+    sys.exit(main())

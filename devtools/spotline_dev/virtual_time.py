@@ -107,6 +107,16 @@ class VirtualClock:
             self._participants.pop(key, None)
             self._cv.notify_all()
 
+    @contextmanager
+    def participating(self, key: str) -> Iterator[None]:
+        """`key` (someone outside the workflow: an on-call engineer looking now and then) takes
+        part while inside: time moves only when it sleeps too, so what it sees repeats itself."""
+        self.join(key)
+        try:
+            yield
+        finally:
+            self.leave(key)
+
     def close(self) -> None:
         """The stack is gone: the threads of executions still running (a test that did not wait for
         its execution) stop for good where they sleep, neither polling nor running on against the

@@ -155,3 +155,21 @@ def test_a_sleep_of_no_participant_is_an_advance() -> None:
     clock = VirtualClock(START)
     clock.sleep(HOUR, key="never-joined")
     assert clock.now() == START + timedelta(hours=1)
+
+
+def test_someone_participating_holds_time_until_they_sleep_too() -> None:
+    clock = VirtualClock(START)
+    seen: list[datetime] = []
+
+    def execution() -> None:
+        clock.sleep(HOUR, key="execution")
+        seen.append(clock.now())
+
+    with clock.participating("on-call"):
+        thread = _start([_run(clock, "execution", execution)])[0]
+        time.sleep(0.2)  # the execution sleeps, on-call does not: time stands still
+        assert clock.now() == START and seen == []
+        clock.sleep(2 * HOUR, key="on-call")
+        thread.join(5)
+        assert seen == [START + timedelta(hours=1)] and clock.now() == START + timedelta(hours=2)
+    assert clock.participants == 0

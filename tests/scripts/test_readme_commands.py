@@ -51,3 +51,19 @@ def test_the_sandbox_excerpt_is_a_piece_of_a_real_run() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert excerpt.group(1) in done.stdout
+
+
+def test_the_operating_a_stack_block_is_what_its_commands_print() -> None:
+    """scripts/operate_demo.py runs the commands against a local stack, the on-call side taking
+    part in the virtual clock: the block must come out exactly, run after run."""
+    done = subprocess.run(
+        [sys.executable, "scripts/operate_demo.py", "--check"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_benchmarks_figures_are_compared_all_but_its_timings() -> None:
+    shown = '{"status": "SUCCEEDED", "historyEvents": 1361, "wallSeconds": 17.9}'
+    example = COMMANDS.Example(1, ".venv/bin/python benchmarks/lifecycle_72h.py", shown)  # type: ignore[attr-defined]
+    assert COMMANDS.shows(example, shown.replace("17.9", "24.6"))  # type: ignore[attr-defined]
+    assert not COMMANDS.shows(example, shown.replace("1361", "1362"))  # type: ignore[attr-defined]
