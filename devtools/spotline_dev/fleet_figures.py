@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline_dev.standin import ServiceJobView
 
@@ -143,8 +144,8 @@ def fleet_figures(
         "failed": sum(1 for run in runs if run["status"] != "SUCCEEDED"),
         "deadlinesMet": sum(1 for run in runs if run["deadlineMet"] is True),
         "deadlinesMissed": len(missed),
-        "costUsd": round(sum(float(run["costUsd"]) for run in runs), 2),
-        "onDemandCostUsd": round(sum(float(run["onDemandCostUsd"]) for run in runs), 2),
+        "costUsd": _total(run["costUsd"] for run in runs),
+        "onDemandCostUsd": _total(run["onDemandCostUsd"] for run in runs),
         "capacityInstances": capacity_instances,
         "capacityUtilization": (
             round(sum(instance_seconds.values()) / (capacity_instances * span), 4) if capacity_instances else None
@@ -167,6 +168,12 @@ def fleet_figures(
     }
 
 
+def _total(costs: Iterable[float | None]) -> float | None:
+    """The sum, or None (unknown) when one run's type has no price: a part is not the whole."""
+    known = list(costs)
+    return None if any(cost is None for cost in known) else round(sum(float(c) for c in known if c is not None), 2)
+
+
 def _missed(run: dict[str, Any]) -> bool:
     """A deadline missed: finished after it, or never finished (a run without one misses none)."""
     return bool(run.get("deadline")) and run.get("deadlineMet") is not True
@@ -180,12 +187,13 @@ def render_fleet(fleet: dict[str, Any]) -> list[str]:
         if fleet["capacityInstances"]
         else "capacity unlimited"
     )
-    saved = (1 - fleet["costUsd"] / fleet["onDemandCostUsd"]) * 100 if fleet["onDemandCostUsd"] else 0.0
+    priced = fleet["costUsd"] is not None and fleet["onDemandCostUsd"]
+    saved = f"{(1 - fleet['costUsd'] / fleet['onDemandCostUsd']) * 100:.0f}% saved" if priced else "saving unknown"
     with_deadline = fleet["deadlinesMet"] + fleet["deadlinesMissed"]
     out = [
         f"Fleet: {fleet['jobs']} job(s), {fleet['succeeded']} succeeded, {fleet['failed']} failed; "
         f"deadlines met {fleet['deadlinesMet']} of {with_deadline}",
-        f"  cost ${fleet['costUsd']:.2f} vs ${fleet['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved); "
+        f"  cost {format_usd(fleet['costUsd'])} vs {format_usd(fleet['onDemandCostUsd'])} all on-demand ({saved}); "
         f"{capacity}; {fleet['preemptions']} preemption(s)",
         f"  queue wait p50 {_short(waits['p50'])}, p95 {_short(waits['p95'])}, max {_short(waits['max'])}",
         "",

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
 from spotline_dev.account import prepare_account, team_allowance
@@ -151,6 +152,8 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
 def _cost_line(run: dict[str, Any]) -> str:
     """What it cost, against the whole job on-demand; a saving only for a run that finished the
     job (a failed run's low bill saved nothing: the work is not done)."""
+    if run["costUsd"] is None or run["onDemandCostUsd"] is None:
+        return f"cost {format_usd(None)} (no price for {run['instanceType']} in Spotline's table)"
     cost = f"cost ${run['costUsd']:.2f}"
     if run["status"] != "SUCCEEDED" or not run["onDemandCostUsd"]:
         return f"{cost} (no saving: the job did not finish)"
@@ -250,6 +253,7 @@ def public_summary(
         "trainingSeconds",
         "billableSeconds",
         "lostWorkSeconds",
+        "instanceType",
         "costUsd",
         "onDemandCostUsd",
         "stateTransitions",

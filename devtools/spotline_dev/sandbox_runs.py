@@ -169,6 +169,7 @@ def summarize(
         "trainingSeconds": int(sum(job.training_seconds for job in jobs)),
         "billableSeconds": int(sum(job.billable_seconds for job in jobs)),
         "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
+        "instanceType": instance or None,
         "costUsd": figures.get("cost_usd", billed),
         "onDemandCostUsd": cost_usd(instance, count, duration + upload) if job else 0.0,
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),

@@ -128,6 +128,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "trainingSeconds",
         "billableSeconds",
         "lostWorkSeconds",
+        "instanceType",
         "costUsd",
         "onDemandCostUsd",
         "stateTransitions",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline_dev.explain.history import LINK_LABELS, parse_time, summarize
 from spotline_dev.explain.story import Story
@@ -65,7 +66,7 @@ def render_text(story: Story) -> str:
     figures = story.figures
     if figures.get("training_seconds"):
         out.append(
-            f"  Cost                ${figures.get('cost_usd', 0):.2f}: "
+            f"  Cost                {format_usd(figures.get('cost_usd', 0))}: "
             f"{format_duration(figures['training_seconds'])} of training billed as "
             f"{format_duration(figures.get('billable_seconds', 0))} "
             f"({figures.get('spot_savings_percent', 0):.0f}% saved by spot)"

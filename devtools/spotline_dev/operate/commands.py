@@ -12,13 +12,14 @@ from datetime import datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline_dev.exit_codes import EXIT_AWS, EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
 from spotline_dev.explain.history import LINK_LABELS
 from spotline_dev.operate.cancel import caller, cancel
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError, aws_failure, connect
 from spotline_dev.operate.logs import LogLine, follow_logs, run_logs
-from spotline_dev.operate.output import as_json, duration, money, percent, table
+from spotline_dev.operate.output import as_json, duration, percent, table
 from spotline_dev.operate.runs import Run, describe_run, list_runs
 from spotline_dev.operate.submit import ManifestRejected, follow, submit, succeeded
 
@@ -100,7 +101,7 @@ def cmd_runs(args: argparse.Namespace, deployment: Deployment) -> int:
             run.capacity or "-",
             run.deadline or "-",
             duration(run.elapsed_seconds),
-            money(run.cost_usd),
+            format_usd(run.cost_usd),
         )
         for run in runs
     ]
@@ -134,7 +135,7 @@ def render_status(run: Run, asked: str, now: datetime) -> str:
         out.append(f"  Deadline   {run.deadline} ({when}){slack}")
     out.append(
         f"  Progress   {percent(run.progress)} checkpointed; elapsed {duration(run.elapsed_seconds)}, "
-        f"cost {money(run.cost_usd)} so far, {run.interruptions} spot interruption(s)"
+        f"cost {format_usd(run.cost_usd)} so far, {run.interruptions} spot interruption(s)"
     )
     if run.explanation:
         out.append(f"  Why        {run.explanation}")

@@ -30,9 +30,5 @@ def duration(seconds: float | None) -> str:
     return format_duration(seconds) if seconds is not None else "-"
 
 
-def money(usd: float | None) -> str:
-    return f"${usd:.2f}" if usd is not None else "-"
-
-
 def percent(fraction: float | None) -> str:
     return f"{fraction * 100:.0f}%" if fraction is not None else "-"

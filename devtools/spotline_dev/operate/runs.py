@@ -47,7 +47,7 @@ class Run:
     started_at: str | None  # when the manifest arrived (the run's start, over continuations)
     ended_at: str | None
     elapsed_seconds: int
-    cost_usd: float
+    cost_usd: float | None
     interruptions: int
     progress: float | None  # checkpointed fraction at the last check
     slack_seconds: int | None
@@ -134,7 +134,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         started_at=to_rfc3339(started) if started else None,
         ended_at=to_rfc3339(ended) if ended else None,
         elapsed_seconds=max(0, elapsed),
-        cost_usd=float(as_dict(outcome.get("figures")).get("cost_usd", counted.cost_usd)),
+        cost_usd=as_dict(outcome.get("figures")).get("cost_usd", counted.cost_usd),
         interruptions=counted.interruptions,
         progress=float(progress) if isinstance(progress, int | float) else None,
         slack_seconds=as_dict(check.get("decision")).get("slackSeconds"),

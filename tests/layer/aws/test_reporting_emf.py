@@ -140,6 +140,24 @@ def test_outcome_metrics_are_valid_emf(
     assert document["SpotSavingsPercent"] == [70.0]
 
 
+def test_a_cost_that_is_unknown_publishes_no_cost_metric(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An instance type without a price: the other figures, but no EstimatedCostUSD (not a zero)."""
+    monkeypatch.setattr(metrics, "namespace", "Spotline")
+    figures = Figures(attempts=1, training_seconds=7200, billable_seconds=2200, cost_usd=None, on_demand_cost_usd=None)
+
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: object) -> None:
+        publish_metrics("ads-experiments", Outcome("TrainingSucceeded", True, "", "", figures))
+
+    handler({}, None)
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    document = json.loads(line)
+    assert_valid_emf(document)
+    assert "EstimatedCostUSD" not in document and document["BillableSeconds"] == [2200.0]
+
+
 def test_the_emf_check_itself_rejects_broken_documents() -> None:
     broken = {
         "_aws": {

@@ -68,6 +68,14 @@ def test_families_instance_count_and_priority_are_limited() -> None:
     assert _paths(_policy(), spec) == ["spec.resources.instanceType", "spec.resources.instanceCount", "spec.priority"]
 
 
+@pytest.mark.parametrize("instance", ["ml.c7i-flex.4xlarge", "ml.p6-b200.48xlarge", "ml.p6e-gb200.36xlarge"])
+def test_a_family_with_a_dash_in_its_name_can_be_allowed(instance: str) -> None:
+    family = instance.split(".")[1]
+    spec = replace(_spec(), instance_type=instance)
+    assert _paths(_policy(), spec) == ["spec.resources.instanceType"]
+    assert _policy(instanceFamilies=["g5", family]).check(spec) == []
+
+
 def test_another_teams_role_buckets_and_image_are_refused_each_naming_its_field() -> None:
     spec = replace(
         _spec(),

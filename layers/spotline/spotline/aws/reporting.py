@@ -27,7 +27,8 @@ def publish_metrics(team: str, outcome: Outcome) -> None:
         metrics.add_metric(name="TrainingSeconds", unit=MetricUnit.Seconds, value=numbers.training_seconds)
         metrics.add_metric(name="BillableSeconds", unit=MetricUnit.Seconds, value=numbers.billable_seconds)
         metrics.add_metric(name="SpotSavingsPercent", unit=MetricUnit.Percent, value=numbers.spot_savings_percent)
-        metrics.add_metric(name="EstimatedCostUSD", unit=MetricUnit.NoUnit, value=numbers.cost_usd)
+        if numbers.cost_usd is not None:  # no price for the type: no figure rather than a made-up one
+            metrics.add_metric(name="EstimatedCostUSD", unit=MetricUnit.NoUnit, value=numbers.cost_usd)
     if numbers.on_demand_fallback:
         metrics.add_metric(name="JobsOnDemandFallback", unit=MetricUnit.Count, value=1)
     if numbers.deadline_met is not None:

@@ -1,19 +1,26 @@
-"""What a training run cost and what it would have cost on-demand (pure)."""
+"""What a training run cost and what it would have cost on-demand (pure). A type without a
+price in the table has no cost: None, shown as unknown, never a made-up figure."""
 
 from __future__ import annotations
 
-from spotline.core.catalog import instance_type
+from spotline.core.catalog import known_facts
 
 
-def hourly_price(instance: str, count: int) -> float:
-    known = instance_type(instance)
-    return (known.usd_per_hour if known else 0.0) * count
+def hourly_price(instance: str, count: int) -> float | None:
+    known = known_facts(instance)
+    return known.usd_per_hour * count if known and known.usd_per_hour is not None else None
 
 
-def cost_usd(instance: str, count: int, billable_seconds: float) -> float:
+def cost_usd(instance: str, count: int, billable_seconds: float) -> float | None:
     """SageMaker bills BillableTimeInSeconds at the on-demand rate; managed spot already
     shows its discount as a shorter billable time."""
-    return round(hourly_price(instance, count) * billable_seconds / 3600, 4)
+    price = hourly_price(instance, count)
+    return round(price * billable_seconds / 3600, 4) if price is not None else None
+
+
+def format_usd(usd: float | None) -> str:
+    """`$3.79`, or `unknown` for a type without a price."""
+    return f"${usd:.2f}" if usd is not None else "unknown"
 
 
 def spot_savings_percent(training_seconds: float, billable_seconds: float) -> float:

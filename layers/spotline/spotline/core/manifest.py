@@ -154,10 +154,10 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
     instance = _get(spec, "resources", "instanceType")
     known_shape = _within_limit(instance, _spec_field("resources", "properties", "instanceType"))
     if known_shape and instance.startswith("ml.") and catalog.instance_type(instance) is None:
-        close = difflib.get_close_matches(instance, catalog.instance_type_names(), n=3)
+        close = difflib.get_close_matches(instance, catalog.training_instance_type_names(), n=3)
         hint = f"; closest: {', '.join(close)}" if close else ""
         yield ManifestError(
-            "spec.resources.instanceType", f"{instance} is not a SageMaker training instance type Spotline knows{hint}"
+            "spec.resources.instanceType", f"{instance} is not a SageMaker training instance type{hint}"
         )
 
     inputs = _get(spec, "inputs")

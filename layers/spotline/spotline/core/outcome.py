@@ -51,8 +51,9 @@ class Figures:
     training_seconds: int = 0
     billable_seconds: int = 0
     queue_wait_seconds: int | None = None
-    cost_usd: float = 0.0
-    on_demand_cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None: the instance type has no price in Spotline's table (unknown, not zero)."""
+    on_demand_cost_usd: float | None = 0.0
     spot_savings_percent: float = 0.0
     on_demand_fallback: bool = False
     deadline: str | None = None
