@@ -61,9 +61,9 @@ def _run_of(job: ServiceJobView, upload: Upload, start: datetime) -> dict[str, A
         "status": "SUCCEEDED" if job.status == "SUCCEEDED" else "FAILED",
         "deadline": spec.deadline,
         "deadlineMet": ended["deadlineMet"],
-        "costUsd": cost_usd(spec.instance_type, spec.instance_count, job.billable_seconds),
+        "costUsd": cost_usd(spec.instance_type, spec.instance_count, job.billable_seconds, region=REGION),
         "onDemandCostUsd": cost_usd(
-            spec.instance_type, spec.instance_count, (spec.expected_duration_seconds or 0) + 60
+            spec.instance_type, spec.instance_count, (spec.expected_duration_seconds or 0) + 60, region=REGION
         ),
         "instanceCount": spec.instance_count,
         "uploadedAt": to_rfc3339(start + timedelta(seconds=upload.moment)),

@@ -20,6 +20,7 @@ from spotline.core.model import to_rfc3339
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of
 from spotline_dev.local_aws import LocalStack
+from spotline_dev.local_resources import REGION
 from spotline_dev.scenario import Scenario
 from spotline_dev.standin import ServiceJobView, SpotWeather
 from spotline_dev.template import PROJECT_ROOT, powertools_environment
@@ -154,7 +155,7 @@ def summarize(
     upload = 60.0
     deadline = figures.get("deadline") or job.get("deadline")
     # Without a report (stopped, or failed before RecordOutcome): what was billed so far.
-    billed = cost_usd(instance, count, sum(j.billable_seconds for j in jobs)) if job else 0.0
+    billed = cost_usd(instance, count, sum(j.billable_seconds for j in jobs), region=REGION) if job else 0.0
     return {
         "name": execution["name"],
         "manifest": str(manifest.relative_to(PROJECT_ROOT)) if manifest.is_relative_to(PROJECT_ROOT) else str(manifest),
@@ -171,7 +172,7 @@ def summarize(
         "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
         "instanceType": instance or None,
         "costUsd": figures.get("cost_usd", billed),
-        "onDemandCostUsd": cost_usd(instance, count, duration + upload) if job else 0.0,
+        "onDemandCostUsd": cost_usd(instance, count, duration + upload, region=REGION) if job else 0.0,
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),
         "maxStateBytes": max_state_bytes(history),

@@ -108,7 +108,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     status = str(described["status"])
     job = job_summary_of(document.get("manifest"))
     attempts = attempt_records(document)
-    counted = figures(job, attempts)
+    counted = figures(job, attempts, region=str(described["executionArn"]).split(":")[3])
     outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
     training = as_dict(document.get("training"))
     started = parse_time(document.get("receivedAt")) or parse_time(described.get("startDate"))

@@ -16,6 +16,7 @@ from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import decide
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
+REGION = "us-east-1"  # the price table's
 # Every family the seeds and the SageMaker guidance name (issue 17): each is in the table, every
 # size priced but in the families no dated source prices (see the table's README section).
 REQUIRED_FAMILIES = [
@@ -152,7 +153,7 @@ def test_the_accelerators_are_the_ones_aws_names() -> None:
 def test_a_type_without_a_price_is_valid_and_its_cost_is_unknown() -> None:
     assert catalog.instance_type(UNPRICED) == catalog.InstanceType(UNPRICED)
     assert validate_bytes(_manifest(UNPRICED), now=NOW).valid
-    assert cost_usd(UNPRICED, 2, 3600) is None and format_usd(None) == "unknown"
+    assert cost_usd(UNPRICED, 2, 3600, region=REGION) is None and format_usd(None) == "unknown"
     spec = validate_bytes(_manifest(UNPRICED), now=NOW).spec
     assert spec is not None
     status = {"state": "completed", "trainingSeconds": 7200, "billableSeconds": 2200, "interruptions": 1}
@@ -163,7 +164,7 @@ def test_a_type_without_a_price_is_valid_and_its_cost_is_unknown() -> None:
         "training": {"attempt": 1},
         "status": status,
     }
-    outcome = decide(state, NOW)
+    outcome = decide(state, NOW, region=REGION)
     counted = outcome.figures
     assert outcome.succeeded and counted.cost_usd is None and counted.on_demand_cost_usd is None
     assert counted.spot_savings_percent == round(100 * (1 - 2200 / 7200), 2)  # SageMaker's own billed time
@@ -172,4 +173,10 @@ def test_a_type_without_a_price_is_valid_and_its_cost_is_unknown() -> None:
 def test_a_priced_type_costs_its_hourly_rate() -> None:
     g6 = catalog.instance_type("ml.g6.2xlarge")
     assert g6 is not None and g6.usd_per_hour is not None
-    assert cost_usd("ml.g6.2xlarge", 2, 1800) == round(g6.usd_per_hour * 2 * 0.5, 4)
+    assert cost_usd("ml.g6.2xlarge", 2, 1800, region=REGION) == round(g6.usd_per_hour * 2 * 0.5, 4)
+
+
+def test_a_stack_in_a_region_the_table_does_not_price_has_unknown_costs() -> None:
+    """The table's prices are us-east-1's: elsewhere they would be made-up figures."""
+    assert cost_usd("ml.g5.2xlarge", 1, 3600, region="eu-west-1") is None
+    assert cost_usd("ml.g5.2xlarge", 1, 3600, region=catalog.price_region()) is not None

@@ -11,6 +11,7 @@ from spotline.core.outcome import RESOURCE_VALIDATION_FAILED, SUCCEEDED, TRAININ
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
+REGION = "us-east-1"  # the price table's
 
 
 def _state(**parts: Any) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def test_success_sums_figures_over_attempts_and_prices_them() -> None:
         training={"attempt": 2, "previousAttempts": [earlier]},
         status=_status("completed", trainingSeconds=7200, billableSeconds=2160, interruptions=1),
     )
-    outcome = decide(state, NOW)
+    outcome = decide(state, NOW, region=REGION)
     assert outcome.name == SUCCEEDED and outcome.succeeded
     figures = outcome.figures
     assert (figures.attempts, figures.interruptions, figures.training_seconds, figures.billable_seconds) == (
@@ -61,14 +62,16 @@ def test_training_failure_names_the_job_and_reason_class() -> None:
             "failed", reasonClass="algorithm", reason="AlgorithmError: NaN", trainingJobName="ranker-v2-1-a1-spot"
         ),
     )
-    outcome = decide(state, NOW)
+    outcome = decide(state, NOW, region=REGION)
     assert outcome.name == TRAINING_FAILED
     assert outcome.cause == "ranker-v2-1-a1-spot failed (algorithm): AlgorithmError: NaN"
     assert "logs" in outcome.next_step
 
 
 def test_resource_problems_and_unexpected_errors() -> None:
-    invalid = decide(_state(resources={"valid": False, "summary": "1 error(s): spec.image: not found"}), NOW)
+    invalid = decide(
+        _state(resources={"valid": False, "summary": "1 error(s): spec.image: not found"}), NOW, region=REGION
+    )
     assert (invalid.name, invalid.cause) == (RESOURCE_VALIDATION_FAILED, "1 error(s): spec.image: not found")
-    crashed = decide(_state(failure={"Error": "States.Timeout", "Cause": "took too long"}), NOW)
+    crashed = decide(_state(failure={"Error": "States.Timeout", "Cause": "took too long"}), NOW, region=REGION)
     assert (crashed.name, crashed.cause) == (UNEXPECTED_ERROR, "States.Timeout: took too long")

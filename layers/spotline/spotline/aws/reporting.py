@@ -90,7 +90,7 @@ def try_publish_alert(topic_arn: str, **message: Any) -> bool:
 def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> dict[str, Any]:
-    outcome = decide(state, now)
+    outcome = decide(state, now, region=region)
     summary = job_summary_of(state.get("manifest"))
     team = summary.team if summary else state.get("team", "unknown")
     job = summary.name if summary else state.get("key", "unknown")

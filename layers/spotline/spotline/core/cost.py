@@ -1,20 +1,21 @@
 """What a training run cost and what it would have cost on-demand (pure). A type without a
-price in the table has no cost: None, shown as unknown, never a made-up figure."""
+price in the table, or a stack in a region the table does not price, has no cost: None, shown
+as unknown, never a made-up figure."""
 
 from __future__ import annotations
 
-from spotline.core.catalog import known_facts
+from spotline.core.catalog import known_facts, price_region
 
 
-def hourly_price(instance: str, count: int) -> float | None:
-    known = known_facts(instance)
+def hourly_price(instance: str, count: int, *, region: str) -> float | None:
+    known = known_facts(instance) if region == price_region() else None
     return known.usd_per_hour * count if known and known.usd_per_hour is not None else None
 
 
-def cost_usd(instance: str, count: int, billable_seconds: float) -> float | None:
-    """SageMaker bills BillableTimeInSeconds at the on-demand rate; managed spot already
-    shows its discount as a shorter billable time."""
-    price = hourly_price(instance, count)
+def cost_usd(instance: str, count: int, billable_seconds: float, *, region: str) -> float | None:
+    """SageMaker bills BillableTimeInSeconds at the on-demand rate of the stack's region; managed
+    spot already shows its discount as a shorter billable time."""
+    price = hourly_price(instance, count, region=region)
     return round(price * billable_seconds / 3600, 4) if price is not None else None
 
 

@@ -78,7 +78,9 @@ def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
     return attempt_history(state.get("training"), state.get("status"))
 
 
-def figures(job: JobSummary | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None) -> Figures:
+def figures(
+    job: JobSummary | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None, *, region: str
+) -> Figures:
     statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
     training = sum(int(s.get("trainingSeconds", 0)) for s in statuses)
     billable = sum(int(s.get("billableSeconds", 0)) for s in statuses)
@@ -91,8 +93,8 @@ def figures(job: JobSummary | None, attempts: list[dict[str, Any]], finished_at:
         training_seconds=training,
         billable_seconds=billable,
         queue_wait_seconds=queue_wait,
-        cost_usd=cost_usd(instance, count, billable),
-        on_demand_cost_usd=cost_usd(instance, count, training),
+        cost_usd=cost_usd(instance, count, billable, region=region),
+        on_demand_cost_usd=cost_usd(instance, count, training, region=region),
         spot_savings_percent=spot_savings_percent(training, billable),
         on_demand_fallback=bool(job and job.uses_spot and any(a.get("capacity") == "on-demand" for a in attempts)),
         deadline=job.deadline if job else None,
@@ -131,13 +133,14 @@ def cleanup_report(state: dict[str, Any]) -> str:
     return f"Spotline stopped this run's training job: {jobs}."
 
 
-def decide(state: dict[str, Any], now: datetime) -> Outcome:
+def decide(state: dict[str, Any], now: datetime, *, region: str) -> Outcome:
+    """The outcome and its figures; `region` is the stack's (its prices: spotline.core.catalog)."""
     job = job_summary_of(state.get("manifest"))
     status = state.get("status") or {}
     ended = status.get("endedAt")
     completed = status.get("state") == "completed"
     finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
-    numbers = figures(job, attempt_records(state), finished_at)
+    numbers = figures(job, attempt_records(state), finished_at, region=region)
     if state.get("dependencyTimeout"):
         dependencies = state.get("dependencies") or {}
         missing = ", ".join(dependencies.get("missing") or ()) or "the datasets"
