@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from importlib import resources
+from pathlib import Path
 
 import botocore.loaders
 import pytest
@@ -15,6 +16,7 @@ from spotline.core.cost import cost_usd, format_usd
 from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import decide
 
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REGION = "us-east-1"  # the price table's
 # Every family the seeds and the SageMaker guidance name (issue 17): each is in the table, every
@@ -52,21 +54,8 @@ def _table() -> dict[str, object]:
 
 
 def _manifest(instance_type: str) -> bytes:
-    return json.dumps(
-        {
-            "apiVersion": "spotline/v1",
-            "kind": "TrainingJob",
-            "metadata": {"team": "search-ranking", "name": "ranker-v2"},
-            "spec": {
-                "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11.28",
-                "roleArn": "arn:aws:iam::123456789012:role/spotline/ranker-training",
-                "resources": {"instanceType": instance_type},
-                "inputs": [{"name": "train", "s3Uri": "s3://search-ranking-data/train/"}],
-                "output": {"s3Uri": "s3://search-ranking-models/ranker-v2/"},
-                "checkpoint": {"s3Uri": "s3://search-ranking-checkpoints/ranker-v2/"},
-            },
-        }
-    ).encode()
+    """The README's example manifest on another instance type."""
+    return EXAMPLE.read_bytes().replace(b"instanceType: ml.g5.2xlarge", f"instanceType: {instance_type}".encode())
 
 
 def test_the_valid_types_are_botocores_training_instance_types() -> None:
