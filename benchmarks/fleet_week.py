@@ -24,13 +24,18 @@ def _wait(seconds: float) -> str:
     return format_duration(seconds) if seconds else "0s"
 
 
+def _usd(amount: float | None) -> str:
+    """`$1,573.07`; unknown when a run's instance type has no price."""
+    return f"${amount:,.2f}" if amount is not None else "unknown"
+
+
 def rows(fleet: dict[str, Any]) -> list[tuple[str, str]]:
     with_deadline = fleet["deadlinesMet"] + fleet["deadlinesMissed"]
     waits = fleet["queueWaitSeconds"]
     out = [
         ("jobs (succeeded / failed)", f"{fleet['jobs']} ({fleet['succeeded']} / {fleet['failed']})"),
         ("deadlines met", f"{fleet['deadlinesMet']} of {with_deadline}"),
-        ("cost", f"${fleet['costUsd']:,.2f} (all on-demand ${fleet['onDemandCostUsd']:,.2f})"),
+        ("cost", f"{_usd(fleet['costUsd'])} (all on-demand {_usd(fleet['onDemandCostUsd'])})"),
         (
             "capacity used",
             f"{(fleet['capacityUtilization'] or 0) * 100:.0f}% of {fleet['capacityInstances']} instances",

@@ -104,8 +104,12 @@ def demo() -> None:
         with stack.clock.participating(ON_CALL):
             hotfix = run("submit", HOTFIX, *on).splitlines()[1].split()[1]
             stack.deliver_events()
-            while not any(job.status == "RUNNING" for job in stack.standin.jobs):
+            for _ in range(24 * 60):  # a virtual day at most: the scenario starts it within minutes
+                if any(job.status == "RUNNING" for job in stack.standin.jobs):
+                    break
                 pause(60)
+            else:
+                raise RuntimeError("the hotfix's training job never started")
             pause(3600)  # an hour into its training, someone looks, and cancels it
             run("runs", *on, "--state", "running")
             run("status", hotfix, *on)

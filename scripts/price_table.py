@@ -28,9 +28,10 @@ def main() -> int:
     if args.unpriced:
         print("\n".join(name for name in valid if name not in priced))
         return 0
+    hardware = {name for name in tabled if (known := catalog.known_facts(name)) and known.memory_gib is not None}
     print(
         f"{len(valid)} training instance types in botocore's SageMaker model; {len(priced & set(valid))} priced, "
-        f"{len(tabled & set(valid))} with facts"
+        f"{len(hardware & set(valid))} with hardware facts"
     )
     print(f"price region {catalog.price_region()}")
     for family, names in sorted(by_family.items()):

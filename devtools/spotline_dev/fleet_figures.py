@@ -144,8 +144,8 @@ def fleet_figures(
         "failed": sum(1 for run in runs if run["status"] != "SUCCEEDED"),
         "deadlinesMet": sum(1 for run in runs if run["deadlineMet"] is True),
         "deadlinesMissed": len(missed),
-        "costUsd": _total(run["costUsd"] for run in runs),
-        "onDemandCostUsd": _total(run["onDemandCostUsd"] for run in runs),
+        "costUsd": total_cost(run["costUsd"] for run in runs),
+        "onDemandCostUsd": total_cost(run["onDemandCostUsd"] for run in runs),
         "capacityInstances": capacity_instances,
         "capacityUtilization": (
             round(sum(instance_seconds.values()) / (capacity_instances * span), 4) if capacity_instances else None
@@ -168,7 +168,7 @@ def fleet_figures(
     }
 
 
-def _total(costs: Iterable[float | None]) -> float | None:
+def total_cost(costs: Iterable[float | None]) -> float | None:
     """The sum, or None (unknown) when one run's type has no price: a part is not the whole."""
     known = list(costs)
     return None if any(cost is None for cost in known) else round(sum(float(c) for c in known if c is not None), 2)

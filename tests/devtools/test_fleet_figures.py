@@ -10,7 +10,9 @@ from spotline_dev.fleet_figures import (
     capacity_by_team,
     plot_fleet,
     queue_wait_seconds,
+    render_fleet,
     starved_seconds,
+    total_cost,
 )
 from spotline_dev.standin import ServiceJobView
 from spotline_dev.standin.training_jobs import TrainingJobView
@@ -117,3 +119,23 @@ def test_the_fleet_picture_stacks_each_teams_instances(tmp_path: Path) -> None:
     }
     path = plot_fleet(runs, jobs, tmp_path / "fleet.png", capacity_instances=4, start=START, end=END, title="t")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_fleet_with_an_unpriced_run_has_an_unknown_cost_not_a_partial_one() -> None:
+    fleet = {
+        "jobs": 2,
+        "succeeded": 2,
+        "failed": 0,
+        "deadlinesMet": 0,
+        "deadlinesMissed": 0,
+        "costUsd": None,
+        "onDemandCostUsd": None,
+        "capacityInstances": 0,
+        "capacityUtilization": None,
+        "queueWaitSeconds": {"p50": 0, "p95": 0, "max": 0},
+        "preemptions": 0,
+        "teams": {},
+    }
+    (line,) = [line for line in render_fleet(fleet) if "all on-demand" in line]
+    assert line.startswith("  cost unknown vs unknown all on-demand (saving unknown)")
+    assert total_cost([1.5, None]) is None and total_cost([1.5, 2.25]) == 3.75

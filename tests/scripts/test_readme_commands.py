@@ -57,7 +57,12 @@ def test_the_operating_a_stack_block_is_what_its_commands_print() -> None:
     """scripts/operate_demo.py runs the commands against a local stack, the on-call side taking
     part in the virtual clock: the block must come out exactly, run after run."""
     done = subprocess.run(
-        [sys.executable, "scripts/operate_demo.py", "--check"], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "scripts/operate_demo.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -67,3 +72,6 @@ def test_a_benchmarks_figures_are_compared_all_but_its_timings() -> None:
     example = COMMANDS.Example(1, ".venv/bin/python benchmarks/lifecycle_72h.py", shown)  # type: ignore[attr-defined]
     assert COMMANDS.shows(example, shown.replace("17.9", "24.6"))  # type: ignore[attr-defined]
     assert not COMMANDS.shows(example, shown.replace("1361", "1362"))  # type: ignore[attr-defined]
+    figures = '{"cost_usd": 12.5, "importMillisecondsMedianOf5": {"intake": 268.5}}'
+    masked = COMMANDS.without_timings(figures)  # type: ignore[attr-defined]
+    assert masked == '{"cost_usd": 12.5, "importMillisecondsMedianOf5": {"intake": #}}'

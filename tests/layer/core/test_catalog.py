@@ -4,7 +4,7 @@ that model, names a dated source for every figure, and a type it does not price 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from importlib import resources
 from pathlib import Path
 
@@ -97,7 +97,8 @@ def test_every_figure_of_the_table_names_a_dated_source() -> None:
     sources = table["sources"]
     assert isinstance(sources, dict) and table["region"] == "us-east-1"
     for key, source in sources.items():
-        assert source["title"] and source["url"].startswith("https://") and source["date"][:4].isdigit(), key
+        assert source["title"] and source["url"].startswith("https://"), key
+        assert date.fromisoformat(source["date"]), key  # an ISO date (raises on anything else)
     for name, entry in table["instances"].items():  # type: ignore[attr-defined]
         if entry.get("usdPerHour") is not None:
             assert entry["usdPerHour"] > 0 and entry["priceSource"] in sources, name
@@ -116,6 +117,7 @@ def test_every_figure_of_the_table_names_a_dated_source() -> None:
 @pytest.mark.parametrize("family", REQUIRED_FAMILIES)
 def test_each_family_the_guidance_names_has_its_facts_and_prices(family: str) -> None:
     sizes = [n for n in catalog.training_instance_type_names() if catalog.family_of(n) == family]
+    assert sizes, f"botocore's model has no {family} type any more"
     for name in sizes:
         known = catalog.instance_type(name)
         assert known is not None and known.memory_gib is not None and known.hardware_source is not None, name
@@ -157,6 +159,11 @@ def test_a_type_without_a_price_is_valid_and_its_cost_is_unknown() -> None:
     counted = outcome.figures
     assert outcome.succeeded and counted.cost_usd is None and counted.on_demand_cost_usd is None
     assert counted.spot_savings_percent == round(100 * (1 - 2200 / 7200), 2)  # SageMaker's own billed time
+
+
+def test_nothing_billed_costs_nothing_priced_or_not() -> None:
+    """A run that never trained (an invalid manifest) cost $0.00, not an unknown amount."""
+    assert cost_usd("", 0, 0, region=REGION) == 0.0 and cost_usd(UNPRICED, 1, 0, region=REGION) == 0.0
 
 
 def test_a_priced_type_costs_its_hourly_rate() -> None:

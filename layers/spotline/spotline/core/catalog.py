@@ -28,7 +28,7 @@ class Source:
 class InstanceType:
     name: str
     usd_per_hour: float | None = None
-    """On-demand training price per instance-hour in `PRICE_REGION`; None: not in the table."""
+    """On-demand training price per instance-hour in `price_region()`; None: not in the table."""
     accelerator: str | None = None
     """`NVIDIA L4`, `AWS Trainium2`...; None for a CPU-only type, or one without hardware facts."""
     accelerators: int | None = None
@@ -50,6 +50,11 @@ def training_instance_type_names() -> tuple[str, ...]:
 
     model = botocore.loaders.create_loader().load_service_model("sagemaker", "service-2")
     return tuple(sorted(model["shapes"]["TrainingInstanceType"]["enum"]))
+
+
+@cache
+def _training_instance_types() -> frozenset[str]:
+    return frozenset(training_instance_type_names())
 
 
 @cache
@@ -100,7 +105,7 @@ def known_facts(name: str) -> InstanceType | None:
 def instance_type(name: str) -> InstanceType | None:
     """`name` when SageMaker accepts it for training (with the facts the table has, perhaps
     none); None when it is no training instance type."""
-    if name not in training_instance_type_names():
+    if name not in _training_instance_types():
         return None
     return _facts().get(name) or InstanceType(name)
 

@@ -15,6 +15,8 @@ def hourly_price(instance: str, count: int, *, region: str) -> float | None:
 def cost_usd(instance: str, count: int, billable_seconds: float, *, region: str) -> float | None:
     """SageMaker bills BillableTimeInSeconds at the on-demand rate of the stack's region; managed
     spot already shows its discount as a shorter billable time."""
+    if count <= 0 or billable_seconds <= 0:
+        return 0.0  # nothing billed costs nothing, priced or not (a run that never trained)
     price = hourly_price(instance, count, region=region)
     return round(price * billable_seconds / 3600, 4) if price is not None else None
 

@@ -70,7 +70,8 @@ DEFAULT_SETTINGS = TrainingSettings()
 # Instance families with local NVMe instance storage. SageMaker trains on that storage instead of
 # an EBS volume, encrypts it with the instance's hardware module, and rejects a VolumeKmsKeyId
 # for these types (CreateTrainingJob, ResourceConfig.VolumeKmsKeyId; the list is the EC2 user
-# guide's "Instance store volumes"): the key is left out for them rather than failing the job.
+# guide's "Instance store volumes"; g7e and the p6 families from the hardware source of the price
+# table, instances.vantage.sh 2026-01-21): the key is left out for them rather than failing the job.
 INSTANCE_STORAGE_FAMILIES = frozenset(
     [
         "c5d",
@@ -81,12 +82,16 @@ INSTANCE_STORAGE_FAMILIES = frozenset(
         "g5",
         "g6",
         "g6e",
+        "g7e",
         "p3dn",
         "p4d",
         "p4de",
         "p5",
         "p5e",
         "p5en",
+        "p6-b200",
+        "p6-b300",
+        "p6e-gb200",
         "trn1",
         "trn1n",
         "trn2",
