@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from spotline.core.catalog import family_of, training_instance_type_names
 from spotline.core.model import InputChannel, JobSpec, MetricDefinition
 from spotline.core.training_request import (
     DEFAULT_SETTINGS,
+    INSTANCE_STORAGE_FAMILIES,
     Attempt,
     TrainingSettings,
     TrainingSettingsInvalid,
@@ -89,6 +91,16 @@ def test_volume_key_left_out_where_sagemaker_refuses_it_local_nvme_storage() -> 
     assert has_instance_storage("ml.g4dn.xlarge")
     assert not has_instance_storage("ml.m5.xlarge")
     assert not has_instance_storage("ml.p3.16xlarge")
+
+
+def test_every_accelerated_training_family_is_classified_on_purpose() -> None:
+    """Each GPU or Trainium family botocore's model lists either has local NVMe storage (no volume
+    key) or is listed here as EBS-only: a new family must be looked up, not defaulted."""
+    ebs_only = {"p2", "p3", "g7"}  # p2, p3: "EBS Only"; g7: storage not in the table's hardware source
+    families = {family_of(name) for name in training_instance_type_names()}
+    accelerated = {f for f in families if f.startswith(("g", "p", "trn"))}
+    assert accelerated - ebs_only - INSTANCE_STORAGE_FAMILIES == set()
+    assert has_instance_storage("ml.p6-b200.48xlarge") and has_instance_storage("ml.g7e.2xlarge")
 
 
 def test_output_key() -> None:
