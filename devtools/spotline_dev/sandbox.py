@@ -154,11 +154,11 @@ def _cost_line(run: dict[str, Any]) -> str:
     job (a failed run's low bill saved nothing: the work is not done)."""
     if run["costUsd"] is None or run["onDemandCostUsd"] is None:
         return f"cost {format_usd(None)} (no price for {run['instanceType']} in Spotline's table)"
-    cost = f"cost ${run['costUsd']:.2f}"
+    cost = f"cost {format_usd(run['costUsd'])}"
     if run["status"] != "SUCCEEDED" or not run["onDemandCostUsd"]:
         return f"{cost} (no saving: the job did not finish)"
     saved = (1 - run["costUsd"] / run["onDemandCostUsd"]) * 100
-    return f"{cost} vs ${run['onDemandCostUsd']:.2f} all on-demand ({saved:.0f}% saved)"
+    return f"{cost} vs {format_usd(run['onDemandCostUsd'])} all on-demand ({saved:.0f}% saved)"
 
 
 def _hours(seconds: float) -> str:

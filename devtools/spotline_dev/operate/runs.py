@@ -17,7 +17,7 @@ from spotline.core.model import to_rfc3339
 from spotline.core.naming import slug
 from spotline.core.outcome import attempt_records, figures
 from spotline.core.service_jobs import execution_name_of
-from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time
+from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
 
 INTAKE_PATIENCE_SECONDS = 300.0  # how long a follower waits for Intake to start an uploaded manifest's run
@@ -108,7 +108,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     status = str(described["status"])
     job = job_summary_of(document.get("manifest"))
     attempts = attempt_records(document)
-    counted = figures(job, attempts, region=str(described["executionArn"]).split(":")[3])
+    counted = figures(job, attempts, region=region_of(str(described["executionArn"])))
     outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
     training = as_dict(document.get("training"))
     started = parse_time(document.get("receivedAt")) or parse_time(described.get("startDate"))

@@ -53,11 +53,6 @@ def training_instance_type_names() -> tuple[str, ...]:
 
 
 @cache
-def _training_instance_types() -> frozenset[str]:
-    return frozenset(training_instance_type_names())
-
-
-@cache
 def _table() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(resources.files("spotline.core").joinpath(TABLE).read_text())
     return loaded
@@ -105,7 +100,7 @@ def known_facts(name: str) -> InstanceType | None:
 def instance_type(name: str) -> InstanceType | None:
     """`name` when SageMaker accepts it for training (with the facts the table has, perhaps
     none); None when it is no training instance type."""
-    if name not in _training_instance_types():
+    if name not in training_instance_type_names():
         return None
     return _facts().get(name) or InstanceType(name)
 
