@@ -255,6 +255,7 @@ def _summarize_run(
         "deliveryErrors": [],
         "history": history,
         "jobIds": [job.job_id for job in jobs],
+        "ledger": stack.standin.ledger().get(names[0]),
     }
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from spotline.core.cost import cost_usd
 from spotline.core.model import to_rfc3339
 from spotline.core.training_request import Attempt, service_job_request
 from spotline_dev.fleet import Upload, fleet_stack, quota_instances, uploads_of
@@ -18,6 +17,7 @@ from spotline_dev.local_resources import ACCOUNT, REGION
 from spotline_dev.sandbox_runs import ENDED, powertools_environment_for, training_end
 from spotline_dev.scenario import Scenario
 from spotline_dev.standin import ServiceJobView
+from spotline_dev.standin.ledger import RunLedger
 
 STEP_SECONDS = 600.0  # how far the clock moves at a time once every job is submitted
 HORIZON_SECONDS = 60 * 86400.0
@@ -41,9 +41,10 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
             stack.clock.advance(STEP_SECONDS)
             waited += STEP_SECONDS
         jobs, end = stack.standin.jobs, stack.clock.now()
+        ledgers = stack.standin.ledger(by_service_job=True)  # one service job per upload
         capacity = stack.queue_capacities["TrainingJobQueue"]
         quotas = quota_instances(stack)
-    runs = [_run_of(job, submitted[job.job_id], scenario.start) for job in jobs]
+    runs = [_run_of(job, submitted[job.job_id], scenario.start, ledgers.get(job.job_name)) for job in jobs]
     return {
         "executions": runs,
         "jobs": jobs,
@@ -52,7 +53,8 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def _run_of(job: ServiceJobView, upload: Upload, start: datetime) -> dict[str, Any]:
+def _run_of(job: ServiceJobView, upload: Upload, start: datetime, ledger: RunLedger | None) -> dict[str, Any]:
+    """One plain-Batch job with its figures from the stand-in's ledger (what it billed)."""
     spec = upload.spec
     ended = training_end(list((job,)), spec.deadline)
     return {
@@ -61,10 +63,9 @@ def _run_of(job: ServiceJobView, upload: Upload, start: datetime) -> dict[str, A
         "status": "SUCCEEDED" if job.status == "SUCCEEDED" else "FAILED",
         "deadline": spec.deadline,
         "deadlineMet": ended["deadlineMet"],
-        "costUsd": cost_usd(spec.instance_type, spec.instance_count, job.billable_seconds, region=REGION),
-        "onDemandCostUsd": cost_usd(
-            spec.instance_type, spec.instance_count, (spec.expected_duration_seconds or 0) + 60, region=REGION
-        ),
+        "costUsd": ledger.cost_usd(REGION) if ledger else 0.0,
+        "onDemandCostUsd": ledger.on_demand_cost_usd(REGION) if ledger else None,
+        "onDemandSeconds": ledger.on_demand_seconds if ledger else None,
         "instanceCount": spec.instance_count,
         "uploadedAt": to_rfc3339(start + timedelta(seconds=upload.moment)),
         "jobIds": [job.job_id],

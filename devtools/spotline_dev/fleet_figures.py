@@ -145,7 +145,8 @@ def fleet_figures(
         "deadlinesMet": sum(1 for run in runs if run["deadlineMet"] is True),
         "deadlinesMissed": len(missed),
         "costUsd": total_cost(run["costUsd"] for run in runs),
-        "onDemandCostUsd": total_cost(run["onDemandCostUsd"] for run in runs),
+        # The work the fleet finished, on-demand from the start (a run that did not finish has none).
+        "onDemandCostUsd": total_cost(run["onDemandCostUsd"] for run in runs if run.get("onDemandSeconds") is not None),
         "capacityInstances": capacity_instances,
         "capacityUtilization": (
             round(sum(instance_seconds.values()) / (capacity_instances * span), 4) if capacity_instances else None
@@ -175,8 +176,14 @@ def total_cost(costs: Iterable[float | None]) -> float | None:
 
 
 def _missed(run: dict[str, Any]) -> bool:
-    """A deadline missed: finished after it, or never finished (a run without one misses none)."""
-    return bool(run.get("deadline")) and run.get("deadlineMet") is not True
+    """A deadline missed: finished after it, or not finished when the deadline came. A run that
+    ended unfinished (stopped, failed) before its deadline has missed nothing yet."""
+    if not run.get("deadline") or run.get("deadlineMet") is True:
+        return False
+    if run.get("deadlineMet") is False:
+        return True
+    ended = run.get("executionEndedAt") or run.get("virtualEnd")
+    return not ended or datetime.fromisoformat(str(ended)) >= datetime.fromisoformat(str(run["deadline"]))
 
 
 def render_fleet(fleet: dict[str, Any]) -> list[str]:

@@ -127,7 +127,9 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             reports=reports,
             duration=duration,
         )
+        ledgers = list(stack.standin.ledger().values())  # this stack ran this one manifest
         run |= {
+            "ledger": ledgers[0] if ledgers else None,
             "executionEndedAt": rfc3339_or_none(ended_at),
             "virtualEnd": rfc3339_or_none(stack.clock.now()),
             "faults": [
@@ -152,13 +154,12 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
 def _cost_line(run: dict[str, Any]) -> str:
     """What it cost, against the whole job on-demand; a saving only for a run that finished the
     job (a failed run's low bill saved nothing: the work is not done)."""
-    if run["costUsd"] is None or run["onDemandCostUsd"] is None:
+    if run["costUsd"] is None:
         return f"cost {format_usd(None)} (no price for {run['instanceType']} in Spotline's table)"
     cost = f"cost {format_usd(run['costUsd'])}"
-    if run["status"] != "SUCCEEDED" or not run["onDemandCostUsd"]:
+    if run["savingsPercent"] is None or run["onDemandCostUsd"] is None:
         return f"{cost} (no saving: the job did not finish)"
-    saved = (1 - run["costUsd"] / run["onDemandCostUsd"]) * 100
-    return f"{cost} vs {format_usd(run['onDemandCostUsd'])} all on-demand ({saved:.0f}% saved)"
+    return f"{cost} vs {format_usd(run['onDemandCostUsd'])} all on-demand ({run['savingsPercent']:.0f}% saved)"
 
 
 def _hours(seconds: float) -> str:
@@ -185,7 +186,7 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         if run["trainingSeconds"]:
             out.append(
                 f"          trained {_hours(run['trainingSeconds'])}, billed {_hours(run['billableSeconds'])}, "
-                f"lost work {_hours(run['lostWorkSeconds'])}; {_cost_line(run)}"
+                f"lost work {_hours(run['lostWorkSeconds'] or 0)}; {_cost_line(run)}"
             )
         out.append(
             f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events, "
@@ -256,6 +257,9 @@ def public_summary(
         "instanceType",
         "costUsd",
         "onDemandCostUsd",
+        "onDemandSeconds",
+        "savingsPercent",
+        "billingSettled",
         "stateTransitions",
         "historyEvents",
         "maxStateBytes",

@@ -11,12 +11,16 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from spotline.core.cost import cost_usd
+from spotline.aws import clock
+from spotline.aws.billing import bill_for_state
+from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
+from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of
 from spotline_dev.local_aws import LocalStack
@@ -149,13 +153,9 @@ def summarize(
     duration: float,
 ) -> dict[str, Any]:
     report = reports.get("outcome") or {}
-    figures = report.get("figures") or {}
     job = _job_from_history(history)
-    instance, count = (job["instanceType"], job["instanceCount"]) if job else ("", 0)
-    upload = 60.0
+    figures = report.get("figures") or run_figures(history, execution)
     deadline = figures.get("deadline") or job.get("deadline")
-    # Without a report (stopped, or failed before RecordOutcome): what was billed so far.
-    billed = cost_usd(instance, count, sum(j.billable_seconds for j in jobs), region=REGION) if job else 0.0
     return {
         "name": execution["name"],
         "manifest": str(manifest.relative_to(PROJECT_ROOT)) if manifest.is_relative_to(PROJECT_ROOT) else str(manifest),
@@ -163,16 +163,19 @@ def summarize(
         "error": execution.get("error"),
         "cause": execution.get("cause"),
         "attempts": figures.get("attempts", len(jobs)),
-        "spotInterruptions": sum(job.interruptions for job in jobs),
+        "spotInterruptions": figures.get("interruptions", 0),
         "onDemandFallback": bool(figures.get("on_demand_fallback", False)),
         "deadline": deadline,
         **training_end(jobs, deadline),
-        "trainingSeconds": int(sum(job.training_seconds for job in jobs)),
-        "billableSeconds": int(sum(job.billable_seconds for job in jobs)),
-        "lostWorkSeconds": int(sum(job.lost_work_seconds for job in jobs)),
-        "instanceType": instance or None,
-        "costUsd": figures.get("cost_usd", billed),
-        "onDemandCostUsd": cost_usd(instance, count, duration + upload, region=REGION) if job else 0.0,
+        "trainingSeconds": figures.get("training_seconds", 0),
+        "billableSeconds": figures.get("billable_seconds", 0),
+        "lostWorkSeconds": figures.get("lost_work_seconds"),
+        "instanceType": job.get("instanceType"),
+        "costUsd": figures.get("cost_usd", 0.0),
+        "onDemandCostUsd": figures.get("on_demand_cost_usd"),
+        "onDemandSeconds": figures.get("on_demand_seconds"),
+        "savingsPercent": figures.get("savings_percent"),
+        "billingSettled": figures.get("billing_settled", False),
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),
         "maxStateBytes": max_state_bytes(history),
@@ -180,6 +183,35 @@ def summarize(
         "start": scenario.start,
         "story": explain(history, execution),
     }
+
+
+def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dict[str, Any]:
+    """The figures of a run that wrote no outcome report (stopped, or failed before RecordOutcome),
+    as `spotline status` reads them: its newest state and its training jobs' bills, read now."""
+    state = _latest_state(history)
+    if not state:
+        return {}
+    bill = bill_for_state(state, clock.now()) if state.get("training") else None
+    counted = figures(
+        job_summary_of(state.get("manifest")),
+        attempt_records(state),
+        region=REGION,
+        bill=bill,
+        switched=switched_to_on_demand(state),
+    )
+    return asdict(counted)
+
+
+def _latest_state(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The newest state document with the job in it (`$.manifest`), from the end of the history."""
+    for event in reversed(history):
+        for details, field in (("stateExitedEventDetails", "output"), ("stateEnteredEventDetails", "input")):
+            text = (event.get(details) or {}).get(field)
+            if text:
+                document = json.loads(text)
+                if isinstance(document, dict) and "manifest" in document:
+                    return document
+    return {}
 
 
 def _job_from_history(history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ledger_checks import assert_reconciled
 
 from conftest import EXAMPLE_MANIFEST
 from spotline_dev import local_aws
@@ -187,3 +188,5 @@ def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share
     assert max(_busy_at_every_change(summary)) <= 4  # capacity is never exceeded
     assert {team: f["starvedSeconds"] for team, f in fleet["teams"].items()} == {"bulk": 0, "urgent": 0}
     assert summary["leftRunning"] == []
+    for run in summary["executions"]:  # preempted attempts are billed, and their lost work counted
+        assert_reconciled(run)

@@ -54,7 +54,14 @@ def test_check_training_status_failing_after_submission_stops_the_job_then_fails
 
     assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
     states = entered_states(history)
-    assert states[-4:] == ["StopTrainingJobAfterError", "RecordOutcome", "WhatWasTheOutcome?", "UnexpectedError"]
+    assert states[-6:] == [
+        "StopTrainingJobAfterError",
+        "DidTheCleanUpStopAJob?",
+        "WaitForStoppedJobsToEnd",  # a stopped job is billed once SageMaker has stopped it
+        "RecordOutcome",
+        "WhatWasTheOutcome?",
+        "UnexpectedError",
+    ]
     assert task_failures(history) == ["Runtime.ExitError"] * 3  # one try and two retries of CheckTrainingStatus
     assert execution["cause"].startswith("Runtime.ExitError: ")
     (job,) = stack.standin.jobs
@@ -206,8 +213,9 @@ def test_a_stop_spot_job_that_keeps_failing_stops_every_job_of_the_run(spot_gap_
     execution, history = run_upload(stack, _short_runtime())
 
     assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
-    assert entered_states(history)[-5:-3] == ["StopSpotJob", "StopTrainingJobAfterError"]
-    assert "SubmitTrainingJob" not in entered_states(history)[-5:]  # no on-demand attempt beside the spot job
+    states = entered_states(history)
+    assert states[states.index("StopSpotJob") + 1] == "StopTrainingJobAfterError"
+    assert "SubmitTrainingJob" not in states[states.index("StopSpotJob") :]  # no on-demand attempt beside the spot job
     assert live_jobs(stack) == []
 
 

@@ -126,7 +126,7 @@ def test_upload_to_completed_training_with_metrics_and_report(
         "JobsSucceeded",
         "TrainingSeconds",
         "BillableSeconds",
-        "SpotSavingsPercent",
+        "SavingsPercent",
         "EstimatedCostUSD",
         "QueueWaitSeconds",
         "SpotInterruptions",

@@ -134,7 +134,7 @@ def test_dashboard_shows_what_on_call_asked_for() -> None:
         "DeadlinesMissed",
         "SpotInterruptions",
         "OnDemandFallbacks",
-        "SpotSavingsPercent",
+        "SavingsPercent",
         "EstimatedCostUSD",
         "QueueWaitSeconds",
         "ManifestsRejected",
@@ -193,14 +193,14 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
     statements = _with_action("s3:ListBucket") + [
         s for s in _with_action("s3:GetObject") if any("progress.json" in str(r) for r in _resources(s))
     ]
-    assert len(statements) == 2
+    assert len(statements) == 3  # the listing, and progress.json for CheckTrainingStatus and RecordOutcome
     for statement in statements:
         assert statement["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
         for resource in _resources(statement):
             assert resource["Fn::Sub"].startswith("arn:${AWS::Partition}:s3:::${TrainingDataBucketPattern}"), resource
-    (progress,) = (s for s in statements if "s3:GetObject" in _actions(s))
-    keys = {r["Fn::Sub"].split("${TrainingDataBucketPattern}/", 1)[1] for r in _resources(progress)}
-    assert keys == {"progress.json", "*/progress.json"}
+    for progress in (s for s in statements if "s3:GetObject" in _actions(s)):
+        keys = {r["Fn::Sub"].split("${TrainingDataBucketPattern}/", 1)[1] for r in _resources(progress)}
+        assert keys == {"progress.json", "*/progress.json"}
 
 
 def test_only_spotlines_service_jobs_can_be_terminated() -> None:

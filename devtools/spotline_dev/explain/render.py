@@ -65,11 +65,16 @@ def render_text(story: Story) -> str:
     out.append(f"  Deadline            {story.deadline_note}")
     figures = story.figures
     if figures.get("training_seconds"):
+        saved = figures.get("savings_percent")
+        against = (
+            f"{format_usd(figures.get('on_demand_cost_usd'))} all on-demand ({saved:.0f}% saved)"
+            if saved is not None
+            else "no saving: the job did not finish"
+        )
         out.append(
             f"  Cost                {format_usd(figures.get('cost_usd', 0))}: "
             f"{format_duration(figures['training_seconds'])} of training billed as "
-            f"{format_duration(figures.get('billable_seconds', 0))} "
-            f"({figures.get('spot_savings_percent', 0):.0f}% saved by spot)"
+            f"{format_duration(figures.get('billable_seconds', 0))}; {against}"
         )
     if story.other:
         out += ["", "Other results"]

@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from spotline.aws.billing import bill_for_state
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import slug
-from spotline.core.outcome import attempt_records, figures
+from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
 from spotline.core.service_jobs import execution_name_of
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
@@ -108,8 +109,18 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     status = str(described["status"])
     job = job_summary_of(document.get("manifest"))
     attempts = attempt_records(document)
-    counted = figures(job, attempts, region=region_of(str(described["executionArn"])))
     outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
+    # An ended run that recorded no outcome (stopped, or failed before RecordOutcome): its bills,
+    # read now; a run under way: its cost so far, from each attempt's last check.
+    ended_unrecorded = status != "RUNNING" and not outcome.get("figures") and document.get("training")
+    counted = figures(
+        job,
+        attempts,
+        region=region_of(str(described["executionArn"])),
+        bill=bill_for_state(document, now) if ended_unrecorded else None,
+        switched=switched_to_on_demand(document),
+    )
+    recorded = as_dict(outcome.get("figures"))
     training = as_dict(document.get("training"))
     started = parse_time(document.get("receivedAt")) or parse_time(described.get("startDate"))
     ended = parse_time(described.get("stopDate"))
@@ -134,8 +145,8 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         started_at=to_rfc3339(started) if started else None,
         ended_at=to_rfc3339(ended) if ended else None,
         elapsed_seconds=max(0, elapsed),
-        cost_usd=as_dict(outcome.get("figures")).get("cost_usd", counted.cost_usd),
-        interruptions=counted.interruptions,
+        cost_usd=recorded.get("cost_usd", counted.cost_usd),
+        interruptions=int(recorded.get("interruptions", counted.interruptions)),
         progress=float(progress) if isinstance(progress, int | float) else None,
         slack_seconds=as_dict(check.get("decision")).get("slackSeconds"),
         explanation=outcome.get("cause") or check.get("explanation"),

@@ -19,6 +19,7 @@ from spotline_dev.standin.batch_shares import QuotaShares
 from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt
 from spotline_dev.standin.http_answers import ApiError, answer, json_body
+from spotline_dev.standin.ledger import RunLedger, runs_of
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
 from spotline_dev.standin.training_jobs import CheckpointStore, SageMakerTrainingJobs
@@ -189,6 +190,15 @@ class BatchSageMakerStandIn:
         with self._lock:
             now = self._advance()
             return [self._service_jobs.view(job, now) for job in self._service_jobs.jobs.values()]
+
+    def ledger(self, *, by_service_job: bool = False) -> dict[str, RunLedger]:
+        """What the stand-in billed, per run (`spotline_dev.standin.ledger`) or per service job,
+        as of clock()."""
+        with self._lock:
+            now = self._advance()
+            return runs_of(
+                self._trainings.ledger(now), self.weather.on_demand_start_delay, by_service_job=by_service_job
+            )
 
     # --- EventBridge events (see state_events) ----------------------------------------------
 

@@ -17,6 +17,7 @@ from botocore.validate import ParamValidator
 from spotline.core.manifest import MAX_KEEP_ALIVE_SECONDS  # SageMaker's limit, the one manifests check
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, rfc3339
 from spotline_dev.standin.http_answers import ApiError, shape
+from spotline_dev.standin.ledger import EXECUTION_TAG, LedgerEntry, billed_seconds, lost_work
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.training_timeline import BILLED, Plan, cut, plan_training
 
@@ -301,12 +302,12 @@ class SageMakerTrainingJobs:
         if downloads:
             described["TrainingStartTime"] = downloads[0]
         if plan.end <= now + EPS:
-            training = round(plan.seconds_in(BILLED, plan.end))
+            training, billable = billed_seconds(
+                plan, spot=job.spot, spot_price_ratio=self.weather.spot_price_ratio, until=plan.end
+            )
             described["TrainingEndTime"] = plan.end
             described["TrainingTimeInSeconds"] = training
-            described["BillableTimeInSeconds"] = (
-                round(training * self.weather.spot_price_ratio) if job.spot else training
-            )
+            described["BillableTimeInSeconds"] = billable
             if plan.failure_reason:
                 described["FailureReason"] = plan.failure_reason
             if plan.status == "Completed":
@@ -331,6 +332,41 @@ class SageMakerTrainingJobs:
             )
         self.stop(job, "user")
         return {}
+
+    # --- the ledger -------------------------------------------------------------------------
+
+    def ledger(self, now: float) -> list[LedgerEntry]:
+        """Every training job as billed by `now`, in the order they were created."""
+        entries = []
+        for job in sorted(self.jobs.values(), key=lambda j: j.created):
+            ended = job.plan.end <= now + EPS
+            training, billable = billed_seconds(
+                job.plan, spot=job.spot, spot_price_ratio=self.weather.spot_price_ratio, until=now
+            )
+            tags = dict(job.service_job.request.get("tags") or {})
+            resources = job.request.get("ResourceConfig") or {}
+            entries.append(
+                LedgerEntry(
+                    execution=str(tags.get(EXECUTION_TAG) or job.service_job.name),
+                    service_job=job.service_job.name,
+                    training_job=job.name,
+                    capacity="spot" if job.spot else "on-demand",
+                    instance_type=str(resources.get("InstanceType") or ""),
+                    instance_count=int(resources.get("InstanceCount") or 1),
+                    ended=ended,
+                    completed=ended and job.plan.status == "Completed",
+                    billed_seconds=billable if ended else 0,
+                    training_seconds=training,
+                    lost_work_seconds=lost_work(
+                        job.plan, duration=job.behaviour.duration, total_steps=job.behaviour.total_steps
+                    )
+                    if ended
+                    else sum(lost for t, lost in job.plan.interruptions if t <= now + EPS),
+                    work_seconds=job.behaviour.duration,
+                    upload_seconds=job.behaviour.upload_seconds,
+                )
+            )
+        return entries
 
     # --- views ------------------------------------------------------------------------------
 

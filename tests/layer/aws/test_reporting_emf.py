@@ -120,7 +120,7 @@ def test_outcome_metrics_are_valid_emf(
         queue_wait_seconds=95,
         cost_usd=1.3635,
         on_demand_cost_usd=4.545,
-        spot_savings_percent=70.0,
+        savings_percent=70.0,
     )
     outcome = Outcome("TrainingSucceeded" if succeeded else "TrainingFailed", succeeded, "", "", figures)
 
@@ -137,7 +137,7 @@ def test_outcome_metrics_are_valid_emf(
     assert sorted(directive["Dimensions"][0]) == ["service", "team"]
     assert document["team"] == "search-ranking"
     assert document["JobsSucceeded" if succeeded else "JobsFailed"] == [1.0]
-    assert document["SpotSavingsPercent"] == [70.0]
+    assert document["SavingsPercent"] == [70.0]
 
 
 def test_a_cost_that_is_unknown_publishes_no_cost_metric(

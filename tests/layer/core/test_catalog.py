@@ -12,6 +12,7 @@ import botocore.loaders
 import pytest
 
 from spotline.core import catalog
+from spotline.core.billing import JobBill, RunBill
 from spotline.core.cost import cost_usd, format_usd
 from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import decide
@@ -155,10 +156,11 @@ def test_a_type_without_a_price_is_valid_and_its_cost_is_unknown() -> None:
         "training": {"attempt": 1},
         "status": status,
     }
-    outcome = decide(state, NOW, region=REGION)
+    job = JobBill("j", True, True, 7320, 2200, 7200, 7200, 60, 60)
+    outcome = decide(state, NOW, region=REGION, bill=RunBill((job,), checkpointed=True, kept_work_seconds=7200))
     counted = outcome.figures
     assert outcome.succeeded and counted.cost_usd is None and counted.on_demand_cost_usd is None
-    assert counted.spot_savings_percent == round(100 * (1 - 2200 / 7200), 2)  # SageMaker's own billed time
+    assert counted.savings_percent == round(100 * (1 - 2200 / 7320), 2)  # billed time against the job on-demand
 
 
 def test_nothing_billed_costs_nothing_priced_or_not() -> None:

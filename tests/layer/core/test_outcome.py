@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from spotline.core.billing import JobBill, RunBill
 from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import RESOURCE_VALIDATION_FAILED, SUCCEEDED, TRAINING_FAILED, UNEXPECTED_ERROR, decide
 
@@ -50,9 +51,59 @@ def test_success_sums_figures_over_attempts_and_prices_them() -> None:
         3240,
     )
     assert figures.queue_wait_seconds == 120
-    assert figures.spot_savings_percent == 70.0
     assert figures.cost_usd == round(1.515 * 3240 / 3600, 4)
-    assert figures.on_demand_cost_usd == round(1.515 * 3, 4)
+    # Without the bills (the jobs read after they ended) there is no baseline and no saving yet.
+    assert (figures.on_demand_cost_usd, figures.savings_percent, figures.billing_settled) == (None, None, False)
+
+
+def _bill(*jobs: dict[str, Any], kept: float) -> RunBill:
+    base = {"name": "j", "ended": True, "completed": False, "last_stretch_seconds": 0, "upload_seconds": 60}
+    return RunBill(tuple(JobBill(**(base | job)) for job in jobs), checkpointed=True, kept_work_seconds=kept)
+
+
+def test_the_figures_of_a_run_come_from_its_bills_when_they_are_read() -> None:
+    state = _state(
+        training={"attempt": 2, "capacity": "on-demand", "previousAttempts": [{"attempt": 1, "capacity": "spot"}]},
+        status=_status("completed", trainingSeconds=7260, billableSeconds=7260),
+    )
+    spot = {"training_seconds": 5460, "billable_seconds": 1638, "in_training_seconds": 5400, "download_seconds": 60}
+    on_demand = {
+        "completed": True,
+        "training_seconds": 3720,
+        "billable_seconds": 3720,
+        "in_training_seconds": 3600,
+        "download_seconds": 60,
+        "interruptions": 0,
+    }
+    figures = decide(state, NOW, region=REGION, bill=_bill(spot, on_demand, kept=7200)).figures
+
+    assert figures.billable_seconds == 1638 + 3720  # the stopped spot attempt is billed too
+    assert figures.cost_usd == round(1.515 * 5358 / 3600, 4)
+    assert figures.on_demand_seconds == 7200 + 60 + 60
+    assert figures.on_demand_cost_usd == round(1.515 * 7320 / 3600, 4)
+    assert figures.savings_percent == round(100 * (1 - 5358 / 7320), 2)
+    assert (figures.lost_work_seconds, figures.on_demand_fallback, figures.billing_settled) == (1800, True, True)
+
+
+def test_a_run_stopped_after_its_spot_job_was_stopped_for_on_demand_counts_as_a_fallback() -> None:
+    state = _state(
+        training={"attempt": 1, "capacity": "spot"},
+        status=_status("training"),
+        fallback={"jobId": "j-1", "terminated": True},
+    )
+    assert decide(state, NOW, region=REGION).figures.on_demand_fallback is True
+
+
+def test_a_run_that_finished_late_still_reports_its_saving() -> None:
+    state = _state(
+        training={"attempt": 1, "capacity": "spot"},
+        status=_status("completed", endedAt="2026-12-03T00:00:00+00:00"),
+    )
+    job = {"completed": True, "training_seconds": 7320, "billable_seconds": 2196, "in_training_seconds": 7200}
+    outcome = decide(state, NOW, region=REGION, bill=_bill(job | {"download_seconds": 60}, kept=7200))
+
+    assert outcome.name == "DeadlineMissed"
+    assert outcome.figures.savings_percent == 70.0
 
 
 def test_training_failure_names_the_job_and_reason_class() -> None:

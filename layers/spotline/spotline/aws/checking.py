@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from spotline.aws.clients import client, error_code
+from spotline.aws.billing import describe_training_job
+from spotline.aws.clients import client
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.spec_store import spec_of
@@ -28,17 +29,6 @@ from spotline.core.status import TrainingStatus, earlier_training_job_names, nor
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
 """Image download and start-up after instances are acquired (on top of the measured queue wait)."""
-
-
-def describe_training_job(name: str | None) -> dict[str, Any] | None:
-    if not name:
-        return None
-    try:
-        return client("sagemaker").describe_training_job(TrainingJobName=name)  # type: ignore[no-any-return]
-    except Exception as exc:
-        if error_code(exc) in ("ValidationException", "ResourceNotFound"):
-            return None  # Batch knows the ARN a moment before SageMaker shows the job
-        raise
 
 
 def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None, current_capacity: str) -> float:
@@ -204,6 +194,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         may_switch=capacity == "spot" and spec.strategy == "spot-first" and not out_of_reach(clock),
     )
     return {
+        "jobId": training["jobId"],
         "state": status.state,
         "finished": status.finished,
         "reasonClass": status.reason_class,

@@ -8,10 +8,12 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from spotline.aws.billing import bill_for_state
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, logger, metrics
 from spotline.aws.reports import write_report
 from spotline.core import links
+from spotline.core.billing import RunBill
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
@@ -26,7 +28,10 @@ def publish_metrics(team: str, outcome: Outcome) -> None:
         metrics.add_metric(name="SpotInterruptions", unit=MetricUnit.Count, value=numbers.interruptions)
         metrics.add_metric(name="TrainingSeconds", unit=MetricUnit.Seconds, value=numbers.training_seconds)
         metrics.add_metric(name="BillableSeconds", unit=MetricUnit.Seconds, value=numbers.billable_seconds)
-        metrics.add_metric(name="SpotSavingsPercent", unit=MetricUnit.Percent, value=numbers.spot_savings_percent)
+        if numbers.savings_percent is not None:  # a run that did not finish saved nothing
+            metrics.add_metric(name="SavingsPercent", unit=MetricUnit.Percent, value=numbers.savings_percent)
+        if numbers.lost_work_seconds is not None:
+            metrics.add_metric(name="LostWorkSeconds", unit=MetricUnit.Seconds, value=numbers.lost_work_seconds)
         if numbers.cost_usd is not None:  # no price for the type: no figure rather than a made-up one
             metrics.add_metric(name="EstimatedCostUSD", unit=MetricUnit.NoUnit, value=numbers.cost_usd)
     if numbers.on_demand_fallback:
@@ -87,10 +92,27 @@ def try_publish_alert(topic_arn: str, **message: Any) -> bool:
     return True
 
 
+def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
+    """The run's bills, read again now (the state machine waits for jobs its clean-up stopped to
+    end first). A job that has still not ended leaves `billing_settled` false in the figures.
+    None when the bills cannot be read at all: the figures are then the last status checks'."""
+    try:
+        bill = bill_for_state(state, now)
+    except Exception:
+        logger.exception("The run's bills could not be read: its figures are the last status checks'")
+        metrics.add_metric(name="BillsNotRead", unit=MetricUnit.Count, value=1)
+        return None
+    if not bill.settled:
+        unsettled = [job.name for job in bill.jobs if not job.ended]
+        logger.warning("Training jobs not ended yet: their bills are not final", extra={"trainingJobs": unsettled})
+    return bill
+
+
 def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> dict[str, Any]:
-    outcome = decide(state, now, region=region)
+    bill = settled_bill(state, now)
+    outcome = decide(state, now, region=region, bill=bill)
     summary = job_summary_of(state.get("manifest"))
     team = summary.team if summary else state.get("team", "unknown")
     job = summary.name if summary else state.get("key", "unknown")
@@ -112,6 +134,7 @@ def record_outcome(
         "manifest": {"bucket": state["bucket"], "key": state["key"], "versionId": state.get("versionId")},
         "figures": outcome.to_dict()["figures"],
         "attempts": attempt_records(state),
+        "bills": [job.to_dict() for job in bill.jobs] if bill else None,
         "resourceProblems": resource_problems(state),
         "cleanup": state.get("cleanup") or state.get("cleanupFailure"),
         "links": links_,

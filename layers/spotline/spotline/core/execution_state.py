@@ -153,7 +153,7 @@ def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None
     """One attempt as `$.training.previousAttempts[]` and the outcome report keep it: which job
     it was and how its last status check saw it (`finalStatus`, None if it was never checked)."""
     final: dict[str, Any] | None = None
-    if status:
+    if status and _belongs_to(status, training):
         final = {k: status.get(k) for k in FINAL_STATUS_FIELDS}
         final["reason"] = clip(str(status.get("reason") or ""), MAX_REASON)
     return {
@@ -164,6 +164,15 @@ def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None
         "submittedAt": training.get("submittedAt"),
         "finalStatus": final,
     }
+
+
+def _belongs_to(status: Mapping[str, Any], training: Mapping[str, Any]) -> bool:
+    """Whether the status check looked at this attempt: right after a resubmission the state
+    still holds the previous attempt's last check, which must not count twice."""
+    if status.get("jobId") is not None:
+        return bool(status.get("jobId") == training.get("jobId"))
+    checked, submitted = status.get("checkedAt"), training.get("submittedAt")  # before checks named their job
+    return not (checked and submitted) or str(checked) >= str(submitted)
 
 
 def attempt_history(training: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> list[dict[str, Any]]:

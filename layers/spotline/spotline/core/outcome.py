@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from spotline.core.cost import cost_usd, spot_savings_percent
+from spotline.core.billing import RunBill
+from spotline.core.cost import cost_usd
 from spotline.core.durations import format_duration
 from spotline.core.errors import ManifestError, summarize
 from spotline.core.execution_state import JobSummary, attempt_history, job_summary_of
@@ -53,12 +54,20 @@ class Figures:
     queue_wait_seconds: int | None = None
     cost_usd: float | None = 0.0
     """None: the instance type has no price in Spotline's table (unknown, not zero)."""
-    on_demand_cost_usd: float | None = 0.0
-    spot_savings_percent: float = 0.0
+    on_demand_cost_usd: float | None = None
+    """The whole job on-demand from the start (`on_demand_seconds`); None for a run that did not
+    finish, or a type without a price."""
+    savings_percent: float | None = None
+    """1 - billed / on-demand baseline: the one saving Spotline reports; None if not finished."""
     on_demand_fallback: bool = False
     deadline: str | None = None
     finished_at: str | None = None
     deadline_met: bool | None = None
+    lost_work_seconds: int | None = None
+    """Training done and not kept (None while the bills are not read: a live run)."""
+    on_demand_seconds: int | None = None
+    billing_settled: bool = False
+    """Every training job had ended when its bill was read: the figures are SageMaker's final ones."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,28 +88,53 @@ def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def figures(
-    job: JobSummary | None, attempts: list[dict[str, Any]], finished_at: datetime | None = None, *, region: str
+    job: JobSummary | None,
+    attempts: list[dict[str, Any]],
+    finished_at: datetime | None = None,
+    *,
+    region: str,
+    bill: RunBill | None = None,
+    switched: bool = False,
 ) -> Figures:
+    """The run's figures: from its bills (`bill`, the training jobs read after they ended), else,
+    for a run still under way, from the last status check of each attempt (the cost so far).
+    `switched`: the run stopped its spot job for on-demand (StopSpotJob), whether or not the
+    on-demand attempt was submitted before the run ended."""
     statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
-    training = sum(int(s.get("trainingSeconds", 0)) for s in statuses)
-    billable = sum(int(s.get("billableSeconds", 0)) for s in statuses)
-    queue_wait = statuses[0].get("queueWaitSeconds") if statuses else None
     instance, count = (job.instance_type, job.instance_count) if job else ("", 0)
     deadline = job.deadline_at if job else None
+    if bill is not None:
+        training, billable, interruptions = bill.training_seconds, bill.billable_seconds, bill.interruptions
+        baseline = bill.on_demand_seconds
+    else:
+        training = sum(int(s.get("trainingSeconds") or 0) for s in statuses)
+        billable = sum(int(s.get("billableSeconds") or 0) for s in statuses)
+        interruptions = sum(int(s.get("interruptions") or 0) for s in statuses)
+        baseline = None
     return Figures(
         attempts=len(attempts),
-        interruptions=sum(int(s.get("interruptions", 0)) for s in statuses),
+        interruptions=interruptions,
         training_seconds=training,
         billable_seconds=billable,
-        queue_wait_seconds=queue_wait,
+        queue_wait_seconds=statuses[0].get("queueWaitSeconds") if statuses else None,
         cost_usd=cost_usd(instance, count, billable, region=region),
-        on_demand_cost_usd=cost_usd(instance, count, training, region=region),
-        spot_savings_percent=spot_savings_percent(training, billable),
-        on_demand_fallback=bool(job and job.uses_spot and any(a.get("capacity") == "on-demand" for a in attempts)),
+        on_demand_cost_usd=cost_usd(instance, count, baseline, region=region) if baseline else None,
+        savings_percent=bill.savings_percent if bill is not None else None,
+        on_demand_fallback=bool(
+            job and job.uses_spot and (switched or any(a.get("capacity") == "on-demand" for a in attempts))
+        ),
         deadline=job.deadline if job else None,
         finished_at=to_rfc3339(finished_at) if finished_at else None,
         deadline_met=finished_at <= deadline if deadline and finished_at else None,
+        lost_work_seconds=bill.lost_work_seconds if bill is not None else None,
+        on_demand_seconds=baseline,
+        billing_settled=bill.settled if bill is not None else False,
     )
+
+
+def switched_to_on_demand(state: dict[str, Any]) -> bool:
+    """StopSpotJob stopped the spot job for an on-demand attempt (`$.fallback`)."""
+    return bool(state.get("fallback"))
 
 
 def resource_problems(state: dict[str, Any]) -> list[dict[str, Any]]:
@@ -133,14 +167,17 @@ def cleanup_report(state: dict[str, Any]) -> str:
     return f"Spotline stopped this run's training job: {jobs}."
 
 
-def decide(state: dict[str, Any], now: datetime, *, region: str) -> Outcome:
-    """The outcome and its figures; `region` is the stack's (its prices: spotline.core.catalog)."""
+def decide(state: dict[str, Any], now: datetime, *, region: str, bill: RunBill | None = None) -> Outcome:
+    """The outcome and its figures; `region` is the stack's (its prices: spotline.core.catalog),
+    `bill` the run's training jobs read after they ended (`spotline.aws.billing`)."""
     job = job_summary_of(state.get("manifest"))
     status = state.get("status") or {}
     ended = status.get("endedAt")
     completed = status.get("state") == "completed"
     finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
-    numbers = figures(job, attempt_records(state), finished_at, region=region)
+    numbers = figures(
+        job, attempt_records(state), finished_at, region=region, bill=bill, switched=switched_to_on_demand(state)
+    )
     if state.get("dependencyTimeout"):
         dependencies = state.get("dependencies") or {}
         missing = ", ".join(dependencies.get("missing") or ()) or "the datasets"

@@ -1,0 +1,87 @@
+"""Reading a run's bills from AWS: every Batch attempt's SageMaker training jobs, described again
+(`spotline.core.billing` says why: SageMaker sets the billed figures only once a job has ended)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from spotline.aws.clients import client, error_code
+from spotline.aws.progress import read_progress
+from spotline.aws.spec_store import SpecUnavailable, spec_of
+from spotline.core.billing import JobBill, RunBill, bill_of
+from spotline.core.execution_state import attempt_history
+from spotline.core.status import earlier_training_job_names, training_job_name_of
+
+
+def describe_training_job(name: str | None) -> dict[str, Any] | None:
+    if not name:
+        return None
+    try:
+        return client("sagemaker").describe_training_job(TrainingJobName=name)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if error_code(exc) in ("ValidationException", "ResourceNotFound"):
+            return None  # Batch knows the ARN a moment before SageMaker shows the job
+        raise
+
+
+def job_bills(attempts: Iterable[Mapping[str, Any]], now: datetime) -> list[JobBill]:
+    """The bill of every SageMaker job of every attempt (each Batch service job, each of its
+    retries), oldest first. An attempt Batch never started has none."""
+    batch = client("batch")
+    bills = []
+    for attempt in attempts:
+        job_id = attempt.get("jobId")
+        if not job_id:
+            continue
+        try:
+            batch_job = batch.describe_service_job(jobId=job_id)
+        except Exception as exc:
+            if error_code(exc) in ("ClientException", "ResourceNotFoundException"):
+                continue  # Batch keeps ended jobs for days; past that there is nothing to read
+            raise
+        names = [*earlier_training_job_names(batch_job), training_job_name_of(batch_job)]
+        for name in names:
+            described = describe_training_job(name)
+            if described:
+                bills.append(bill_of(described, now))
+    return bills
+
+
+def run_bill_of(
+    attempts: Iterable[Mapping[str, Any]],
+    *,
+    checkpoint_s3_uri: str | None,
+    last_progress: Mapping[str, Any] | None,
+    now: datetime,
+) -> RunBill:
+    """The run's bills and the work its checkpoints hold now (progress.json read again: a stop
+    saves one more checkpoint after the last status check; the last check's figure otherwise)."""
+    kept: Any = None
+    progress = read_progress(checkpoint_s3_uri) if checkpoint_s3_uri else None
+    if progress is not None:
+        kept = progress.get("trainingSeconds")
+    elif last_progress:
+        kept = last_progress.get("trainingSeconds")
+    return RunBill(
+        tuple(job_bills(attempts, now)),
+        checkpointed=checkpoint_s3_uri is not None or bool(last_progress and last_progress.get("step") is not None),
+        kept_work_seconds=float(kept) if isinstance(kept, int | float) else None,
+    )
+
+
+def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
+    """`run_bill_of` for an execution state: its attempts, its spec's checkpoint location (when
+    the spec can still be read) and its last check's progress."""
+    try:
+        valid = (state.get("manifest") or {}).get("valid")
+        checkpoint = spec_of(dict(state)).checkpoint_s3_uri if valid else None
+    except SpecUnavailable:
+        checkpoint = None  # the last check's progress says what the checkpoints held
+    return run_bill_of(
+        attempt_history(state.get("training"), state.get("status")),
+        checkpoint_s3_uri=checkpoint,
+        last_progress=(state.get("status") or {}).get("progress"),
+        now=now,
+    )

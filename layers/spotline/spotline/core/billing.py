@@ -1,0 +1,155 @@
+"""What a run was billed, read from its SageMaker training jobs once they have ended (pure).
+
+SageMaker fills `TrainingTimeInSeconds` and `BillableTimeInSeconds` only when a job has ended
+(DescribeTrainingJob: "You are billed for the time interval between the value of
+TrainingStartTime and this time"; BillableTimeInSeconds: "The billable time in seconds", set at
+the end). A spot job that Spotline stops for its on-demand attempt is billed too: its figures
+are read after it has ended, never from the last status check before the stop. Every figure
+Spotline reports (cost, billed time, lost work, the on-demand baseline, the saving) comes from
+these bills, so the report, the metrics, `runs`, `status`, `explain` and the sandbox say one
+thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+ENDED = frozenset({"Completed", "Failed", "Stopped"})
+BILLED = frozenset({"Downloading", "Training", "Uploading"})
+"""SageMaker bills from TrainingStartTime (instances acquired): the download, the training and
+the upload; waiting for instances (Starting) and a spot restart (Interrupted) are not billed."""
+RESTARTS = frozenset({"Interrupted", "Restarting"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobBill:
+    """One SageMaker training job's bill and how its billed time was spent."""
+
+    name: str
+    ended: bool
+    completed: bool
+    training_seconds: int
+    """TrainingTimeInSeconds once ended; the billed statuses so far before."""
+    billable_seconds: int
+    """BillableTimeInSeconds; 0 until the job has ended (SageMaker sets it then)."""
+    in_training_seconds: int
+    """Time in the Training status: the work the job did, kept or lost."""
+    last_stretch_seconds: int
+    """Training since the job's last spot restart: all a job without checkpoints keeps."""
+    download_seconds: int
+    """Its first start's billed download (Downloading), before any training."""
+    upload_seconds: int
+    interruptions: int = 0
+    """Spot interruptions inside the job (Training -> Interrupted -> Starting)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobBill:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+def bill_of(training_job: Mapping[str, Any], now: datetime) -> JobBill:
+    """The bill of one DescribeTrainingJob answer as of `now`."""
+    ended = training_job.get("TrainingJobStatus") in ENDED
+    spent = _seconds_by_status(training_job.get("SecondaryStatusTransitions") or [], now)
+    so_far = sum(seconds for status, seconds in spent if status in BILLED)
+    training = training_job.get("TrainingTimeInSeconds")
+    billable = training_job.get("BillableTimeInSeconds")
+    last_stretch = 0.0
+    for status, seconds in spent:
+        if status in RESTARTS:
+            last_stretch = 0.0
+        elif status == "Training":
+            last_stretch += seconds
+    downloads = [seconds for status, seconds in spent if status == "Downloading"]
+    return JobBill(
+        name=str(training_job.get("TrainingJobName") or ""),
+        ended=ended,
+        completed=training_job.get("TrainingJobStatus") == "Completed",
+        training_seconds=int(training) if ended and training is not None else round(so_far),
+        billable_seconds=int(billable) if ended and billable is not None else 0,
+        in_training_seconds=round(sum(seconds for status, seconds in spent if status == "Training")),
+        last_stretch_seconds=round(last_stretch),
+        download_seconds=round(downloads[0]) if downloads else 0,
+        upload_seconds=round(sum(seconds for status, seconds in spent if status == "Uploading")),
+        interruptions=sum(1 for status, _ in spent if status == "Interrupted"),
+    )
+
+
+def _seconds_by_status(transitions: list[dict[str, Any]], now: datetime) -> list[tuple[str, float]]:
+    """(SecondaryStatus, seconds spent in it) for each transition, in order."""
+    spent = []
+    for transition in transitions:
+        start = transition.get("StartTime")
+        if not isinstance(start, datetime):
+            continue
+        end = transition.get("EndTime")
+        spent.append((str(transition.get("Status")), max(0.0, ((end or now) - start).total_seconds())))
+    return spent
+
+
+@dataclass(frozen=True, slots=True)
+class RunBill:
+    """Every training job of a run, oldest first, with the work its checkpoints kept."""
+
+    jobs: tuple[JobBill, ...]
+    checkpointed: bool
+    kept_work_seconds: float | None = None
+    """progress.json's `trainingSeconds` at the end (the work the checkpoints hold), if any."""
+
+    @property
+    def settled(self) -> bool:
+        """Every job has ended, so every billed figure is SageMaker's final one."""
+        return all(job.ended for job in self.jobs)
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.jobs) and self.jobs[-1].completed
+
+    @property
+    def training_seconds(self) -> int:
+        return sum(job.training_seconds for job in self.jobs)
+
+    @property
+    def billable_seconds(self) -> int:
+        return sum(job.billable_seconds for job in self.jobs)
+
+    @property
+    def interruptions(self) -> int:
+        return sum(job.interruptions for job in self.jobs)
+
+    @property
+    def work_kept_seconds(self) -> int:
+        """The work the run holds at its end: what its checkpoints measured, or, without
+        checkpoints, the completing job's training since its last restart (else nothing)."""
+        if self.checkpointed:
+            return round(self.kept_work_seconds or 0.0)
+        return self.jobs[-1].last_stretch_seconds if self.completed else 0
+
+    @property
+    def lost_work_seconds(self) -> int:
+        """Training done and not kept: back to the last checkpoint at each interruption,
+        preemption or stop, and all of it for a job without checkpoints that did not finish."""
+        return max(0, sum(job.in_training_seconds for job in self.jobs) - self.work_kept_seconds)
+
+    @property
+    def on_demand_seconds(self) -> int | None:
+        """What the whole job would have billed on-demand from the start: its work, one start's
+        download and the final upload. None for a run that did not finish (no job to compare)."""
+        if not self.completed:
+            return None
+        return self.work_kept_seconds + self.jobs[0].download_seconds + self.jobs[-1].upload_seconds
+
+    @property
+    def savings_percent(self) -> float | None:
+        """The one saving Spotline reports: billed time against the on-demand baseline (the
+        same instance type, so the same ratio as the costs). None for a run that did not finish."""
+        baseline = self.on_demand_seconds
+        if not baseline:
+            return None
+        return round(100 * (1 - self.billable_seconds / baseline), 2)

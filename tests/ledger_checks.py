@@ -1,0 +1,33 @@
+"""Reconciling what Spotline reports of a sandbox run with the stand-in's own ledger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spotline_dev.local_resources import REGION
+
+
+def assert_reconciled(run: dict[str, Any]) -> None:
+    """The run's reported cost, billed and training time, lost work and on-demand baseline are the
+    ledger's, to the cent and the second (lost work and the baseline within one second: the
+    checkpoint helper records its work to a tenth of a second)."""
+    ledger = run["ledger"]
+    name = run["name"]
+    if ledger is None:  # nothing was ever submitted
+        assert (run["billableSeconds"], run["costUsd"]) == (0, 0.0), name
+        return
+    assert run["billingSettled"] is True, name
+    assert run["billableSeconds"] == ledger.billed_seconds, name
+    assert run["trainingSeconds"] == ledger.training_seconds, name
+    expected_cost = ledger.cost_usd(REGION)
+    assert (run["costUsd"] is None) == (expected_cost is None), name
+    if expected_cost is not None:
+        assert round(run["costUsd"], 2) == round(expected_cost, 2), (name, run["costUsd"], expected_cost)
+    assert abs(run["lostWorkSeconds"] - ledger.lost_work_seconds) <= 1, (name, run["lostWorkSeconds"], ledger)
+    if ledger.on_demand_seconds is None:
+        assert run["onDemandSeconds"] is None and run["savingsPercent"] is None, name
+    else:
+        assert abs(run["onDemandSeconds"] - ledger.on_demand_seconds) <= 1, (name, run["onDemandSeconds"])
+        expected = ledger.on_demand_cost_usd(REGION)
+        if expected is not None:
+            assert abs(run["onDemandCostUsd"] - expected) <= 0.01, (name, run["onDemandCostUsd"], expected)
