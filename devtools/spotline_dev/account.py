@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from spotline.aws.clients import split_s3_uri
 from spotline.aws.resources import TEAM_TAG
 from spotline.core.images import DLC_REGISTRY_ACCOUNTS, parse_image
 from spotline.core.model import JobSpec
+from spotline_dev.scenario import ScenarioError
 
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -20,6 +22,65 @@ SAGEMAKER_TRUST = {
 }
 INPUT_OBJECTS = ("part-00000.parquet", "part-00001.parquet", "_SUCCESS")
 SOURCE_ARCHIVE = b"local source archive"  # what spec.code.s3Uri names; the stand-in runs no code
+
+
+DEFAULT_ACCOUNT, DEFAULT_REGION, DEFAULT_ROLE_PATH = "123456789012", "us-east-1", "spotline"
+
+
+@dataclass(frozen=True)
+class PlayedAccount:
+    """The AWS account a local stack plays: its id, its region and the IAM path of the SageMaker
+    roles it may pass (the stack's TrainingRolePath), and where they come from."""
+
+    id: str
+    region: str
+    role_path: str
+    source: str  # "the manifest", "the manifests", "the scenario", "the sandbox's default"
+
+    def describe(self) -> str:
+        return f"account {self.id} in {self.region}, SageMaker roles under role/{self.role_path}/ ({self.source})"
+
+
+def role_path_of(role_arn: str) -> str | None:
+    """`arn:aws:iam::111122223333:role/ml/training/x` -> `ml/training`; None for a role at the root."""
+    path, _, _ = role_arn.split(":role/", 1)[1].rpartition("/")
+    return path or None
+
+
+def account_of_spec(spec: JobSpec) -> PlayedAccount:
+    """What one manifest names: the role's account and path, the image's region (an ECR image is
+    in the job's region: SageMaker pulls it from there)."""
+    image = parse_image(spec.image)
+    return PlayedAccount(
+        id=spec.role_arn.split(":")[4],
+        region=image.region if image else DEFAULT_REGION,
+        role_path=role_path_of(spec.role_arn) or DEFAULT_ROLE_PATH,
+        source="the manifest",
+    )
+
+
+def played_account(specs: Sequence[JobSpec], scenario: Mapping[str, str] | None) -> PlayedAccount:
+    """The account one stack plays: the scenario's `account:` where it says it, else what its
+    manifests name. Manifests sharing one stack (a fleet) must name one account and region: an
+    error says which differ."""
+    named = {(a.id, a.region, a.role_path) for a in map(account_of_spec, specs)}
+    scenario = scenario or {}
+    if scenario.get("id") and scenario.get("region") and scenario.get("rolePath"):
+        return PlayedAccount(scenario["id"], scenario["region"], scenario["rolePath"], "the scenario")
+    ids, regions, paths = ({n[i] for n in named} for i in range(3))
+    for field, values in (("id", ids), ("region", regions), ("rolePath", paths)):
+        if len(values) > 1 and field not in scenario:
+            raise ScenarioError(
+                f"account.{field}: the manifests of this stack name {', '.join(sorted(values))}; one stack plays "
+                f"one account: set account.{field} in the scenario, or run them as separate scenarios"
+            )
+    source = "the scenario" if scenario else ("the manifest" if len(specs) == 1 else "the manifests")
+    return PlayedAccount(
+        id=scenario.get("id") or next(iter(ids), DEFAULT_ACCOUNT),
+        region=scenario.get("region") or next(iter(regions), DEFAULT_REGION),
+        role_path=scenario.get("rolePath") or next(iter(paths), DEFAULT_ROLE_PATH),
+        source=source if specs or scenario else "the sandbox's default",
+    )
 
 
 def team_allowance(spec: JobSpec) -> dict[str, Any]:

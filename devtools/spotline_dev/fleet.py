@@ -24,7 +24,7 @@ import yaml
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.service_jobs import job_name_prefix
-from spotline_dev.account import prepare_account, team_allowance
+from spotline_dev.account import played_account, prepare_account, team_allowance
 from spotline_dev.local_aws import LocalStack, start_local_stack
 from spotline_dev.local_executions import ExecutionRecord
 from spotline_dev.sandbox_runs import (
@@ -133,6 +133,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
     """One local stack for every upload of the scenario: its queue capacity, spot weather and team
     policy, each team's account prepared."""
     environment = {"TEAM_POLICY": json.dumps(team_policy_for(scenario, uploads)), **({} if verbose else QUIET)}
+    played = played_account([u.spec for u in uploads], scenario.account)
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
@@ -141,6 +142,9 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
                 weather=weather_of(scenario),
                 behaviour=training_behaviour(scenario, uploads),
                 capacity_instances=scenario.capacity_instances,
+                account=played.id,
+                region=played.region,
+                parameters={"TrainingRolePath": played.role_path},
             )
         )
         if not verbose:
@@ -166,9 +170,10 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         virtual_end = stack.clock.now()
         quotas = quota_instances(stack)
     left = [left_running(_run_of(job, runs), job) for job in jobs if job.status not in ENDED]
+    account = played_account([u.spec for u in uploads], scenario.account).describe()
     return {
         "scenario": scenario.name,
-        "executions": runs,
+        "executions": [run | {"account": account} for run in runs],
         "leftRunning": left,
         "jobs": jobs,
         "virtualEnd": virtual_end,
@@ -241,7 +246,6 @@ def _summarize_run(
         history=history,
         jobs=jobs,
         reports={"outcome": _report_of(stack, upload.key, arn, execution["executionArn"])},
-        duration=scenario.duration or upload.spec.expected_duration_seconds or 3600.0,
     )
     return run | {
         "team": upload.spec.team,

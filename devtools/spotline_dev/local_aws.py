@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +38,7 @@ from moto.stepfunctions.parser.asl.utils import json_path as moto_json_path
 from spotline.aws import clients as spotline_aws
 from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.local_cloudformation import install_stack_description
+from spotline_dev.local_custom_resources import with_parameters
 from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions
 from spotline_dev.local_faults import Fault, Faults
@@ -126,6 +127,8 @@ class LocalStack:
     executions: Executions | None = None  # set by start_local_stack
     outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
     queue_capacities: dict[str, int | None] = field(default_factory=dict)  # job queue -> instances (None: no limit)
+    account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
+    region: str = REGION
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def kill_after_call(self, operation: str, times: int = 1) -> None:
@@ -167,7 +170,7 @@ class LocalStack:
     def client(self, service: str) -> Any:
         """A boto3 client of the local stack (one per service: creating one takes milliseconds)."""
         if service not in self._clients:
-            self._clients[service] = self.session.client(service, region_name=REGION)  # type: ignore[call-overload]
+            self._clients[service] = self.session.client(service, region_name=self.region)  # type: ignore[call-overload]
         return self._clients[service]
 
     @property
@@ -199,7 +202,7 @@ class LocalStack:
                 if not messages:
                     break
                 for message in messages:
-                    event = _as_eventbridge_delivers(json.loads(message["Body"]), self.clock.now())
+                    event = _as_eventbridge_delivers(json.loads(message["Body"]), self.clock.now(), self.account)
                     try:
                         results.append(self.invoke(function, event))
                     except RuntimeError as error:
@@ -247,13 +250,14 @@ class LocalStack:
 class S3CheckpointStore:
     """progress.json under a checkpoint prefix, in the local stack's S3 (as training code writes it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, region: str) -> None:
         self._s3: Any = None
+        self.region = region
 
     @property
     def s3(self) -> Any:
         if self._s3 is None:
-            self._s3 = boto3.client("s3", region_name=REGION)
+            self._s3 = boto3.client("s3", region_name=self.region)
         return self._s3
 
     def _location(self, s3_uri: str) -> tuple[str, str]:
@@ -273,14 +277,14 @@ class S3CheckpointStore:
         self.s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(progress).encode())
 
 
-def _as_eventbridge_delivers(event: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _as_eventbridge_delivers(event: dict[str, Any], now: datetime, account: str) -> dict[str, Any]:
     """moto's S3 -> EventBridge event differs from AWS's in three ways: `time` is the wall-clock
     time (the local stack lives on the virtual clock, where the upload just happened), the
     ETag key is `eTag` instead of `etag`, and moto's rule targets receive the event without its
     `account` (the rule pattern did match on it)."""
     event = json.loads(json.dumps(event))
     event["time"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    event.setdefault("account", ACCOUNT)
+    event.setdefault("account", account)
     obj = event.get("detail", {}).get("object")
     if isinstance(obj, dict) and "eTag" in obj:
         obj["etag"] = obj.pop("eTag")
@@ -364,11 +368,16 @@ def start_local_stack(
     weather: SpotWeather | None = None,
     behaviour: Behaviour = two_hour_training,
     capacity_instances: int | None = None,
+    account: str = ACCOUNT,
+    region: str = REGION,
+    parameters: Mapping[str, str] | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
     yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY);
-    `capacity_instances` the training queue's capacity (the template's TrainingCapacityInstances)."""
-    template = load_template()
+    `capacity_instances` the training queue's capacity (the template's TrainingCapacityInstances);
+    `account` and `region` the AWS account and region it plays; `parameters` the stack's
+    parameter values where they differ from the template's defaults (e.g. TrainingRolePath)."""
+    template = with_parameters(load_template(), parameters or {})
     clock = VirtualClock(start or datetime.now(UTC))
     with ExitStack() as exits:
         exits.enter_context(
@@ -378,9 +387,9 @@ def start_local_stack(
                     "AWS_ACCESS_KEY_ID": "testing",
                     "AWS_SECRET_ACCESS_KEY": "testing",
                     "AWS_SESSION_TOKEN": "testing",
-                    "AWS_DEFAULT_REGION": REGION,
-                    "AWS_REGION": REGION,
-                    "MOTO_ACCOUNT_ID": ACCOUNT,
+                    "AWS_DEFAULT_REGION": region,
+                    "AWS_REGION": region,
+                    "MOTO_ACCOUNT_ID": account,
                 },
             )
         )
@@ -401,10 +410,18 @@ def start_local_stack(
             mock.patch.object(spotline_aws, "boto3", SimpleNamespace(client=session.client, resource=session.resource))
         )
         standin = BatchSageMakerStandIn(
-            clock.now, weather or SpotWeather(), behaviour, S3CheckpointStore(), account=ACCOUNT, region=REGION
+            clock.now, weather or SpotWeather(), behaviour, S3CheckpointStore(region), account=account, region=region
         )
         standin.install(session)
-        stack = LocalStack(template=template, clock=clock, physical=physical, standin=standin, session=session)
+        stack = LocalStack(
+            template=template,
+            clock=clock,
+            physical=physical,
+            standin=standin,
+            session=session,
+            account=account,
+            region=region,
+        )
         lambdas = _InProcessLambdas(stack)
         install_time_hooks(exits, clock)
         exits.callback(clock.close)
@@ -421,6 +438,6 @@ def start_local_stack(
         spotline_aws.reset_clients()
         create_resources(stack, lambdas.handlers, exits, environment or {}, capacity_instances=capacity_instances)
         install_service_events(stack)
-        install_stack_description(stack, STACK, region=REGION, account=ACCOUNT, created=clock.now())
+        install_stack_description(stack, STACK, region=region, account=account, created=clock.now())
         exits.callback(lambdas.settle, STOP_TASKS_SECONDS)  # first on the way out: moto still answers
         yield stack

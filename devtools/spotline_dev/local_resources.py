@@ -71,7 +71,12 @@ def create_resources(
     resolver = Resolver(
         template,
         lookup,
-        {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK, "AWS::Partition": "aws"},
+        {
+            "AWS::Region": stack.region,
+            "AWS::AccountId": stack.account,
+            "AWS::StackName": STACK,
+            "AWS::Partition": "aws",
+        },
     )
 
     for logical in resources_of_type(template, "AWS::S3::Bucket"):
@@ -96,7 +101,9 @@ def create_resources(
 
     for kind in ("AWS::Batch::ServiceEnvironment", "AWS::Batch::SchedulingPolicy"):
         for logical in resources_of_type(template, kind):
-            physical[logical] = f"arn:aws:batch:{REGION}:{ACCOUNT}:{kind.rsplit(':', 1)[-1].lower()}/{STACK}-{logical}"
+            physical[logical] = (
+                f"arn:aws:batch:{stack.region}:{stack.account}:{kind.rsplit(':', 1)[-1].lower()}/{STACK}-{logical}"
+            )
     for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
         policy = queue["Properties"].get("SchedulingPolicyArn")
         capacity = stack.queue_capacities[logical] = capacity_instances or queue_capacity(template, queue, resolver)
@@ -145,10 +152,12 @@ def create_resources(
     machines = resources_of_type(template, "AWS::Serverless::StateMachine")
     for logical in functions:
         physical[logical] = f"{STACK}-{logical}"
-        arns[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{physical[logical]}"
+        arns[(logical, "Arn")] = f"arn:aws:lambda:{stack.region}:{stack.account}:function:{physical[logical]}"
     for logical, machine in machines.items():
         name = resolver.resolve(machine["Properties"].get("Name")) or f"{STACK}-{logical}"
-        physical[logical] = arns[(logical, "Arn")] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
+        physical[logical] = arns[(logical, "Arn")] = (
+            f"arn:aws:states:{stack.region}:{stack.account}:stateMachine:{name}"
+        )
         arns[(logical, "Name")] = name
 
     # One process, one environment: the union of every function's variables (they must agree).
@@ -184,7 +193,7 @@ def create_resources(
         handlers,
         arns,
         stack_name=STACK,
-        stack_id=f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{STACK}/local",
+        stack_id=f"arn:aws:cloudformation:{stack.region}:{stack.account}:stack/{STACK}/local",
     )
 
     sfn = stack.client("stepfunctions")
@@ -214,7 +223,7 @@ def create_resources(
             events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "tap", "Arn": tap_arn}])
             stack.rule_taps[tap] = (logical, rule)
             stack.rule_sources[rule] = tuple(pattern.get("source", ()))
-            arns[(rule, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}"
+            arns[(rule, "Arn")] = f"arn:aws:events:{stack.region}:{stack.account}:rule/{rule}"
 
     for key, output in template.get("Outputs", {}).items():
         stack.outputs[key] = (str(resolver.resolve(output["Value"])), str(output.get("Description", "")))

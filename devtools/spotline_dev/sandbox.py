@@ -24,7 +24,7 @@ from typing import Any
 from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
-from spotline_dev.account import prepare_account, team_allowance
+from spotline_dev.account import played_account, prepare_account, team_allowance
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.timeline import offset
@@ -93,9 +93,18 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
 
     key = f"manifests/{team}/{manifest.name}"
     environment = {"TEAM_POLICY": json.dumps(policy), **({} if verbose else QUIET)}
+    played = played_account([spec] if spec else [], scenario.account)
     with ExitStack() as scope:
         stack = scope.enter_context(
-            start_local_stack(scenario.start, environment=environment, weather=weather, behaviour=behaviour)
+            start_local_stack(
+                scenario.start,
+                environment=environment,
+                weather=weather,
+                behaviour=behaviour,
+                account=played.id,
+                region=played.region,
+                parameters={"TrainingRolePath": played.role_path},
+            )
         )
         if not verbose:
             # The handlers are loaded (their loggers hold the real stdout); what they print from now
@@ -125,10 +134,10 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             history=history,
             jobs=jobs,
             reports=reports,
-            duration=duration,
         )
         ledgers = list(stack.standin.ledger().values())  # this stack ran this one manifest
         run |= {
+            "account": played.describe(),
             "ledger": ledgers[0] if ledgers else None,
             "executionEndedAt": rfc3339_or_none(ended_at),
             "virtualEnd": rfc3339_or_none(stack.clock.now()),
@@ -170,10 +179,16 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     out = [
         f"Scenario {summary['scenario']}: {len(summary['executions'])} execution(s), replayed in {wall_seconds:.1f}s"
     ]
+    played = {run.get("account") for run in summary["executions"]}
+    one_account = len(played) == 1
+    if one_account:
+        out.append(f"Plays {next(iter(played))}")
     if summary.get("sharedQueue"):
         out += ["", *_fleet_runs(summary), "", *render_fleet(summary["fleet"])]
     for run in [] if summary.get("sharedQueue") else summary["executions"]:
-        out += ["", f"== {run['name']}  ({run['manifest']})", *("  " + line for line in run["timeline"])]
+        out += ["", f"== {run['name']}  ({run['manifest']})"]
+        out += [] if one_account else [f"  plays {run['account']}"]
+        out += ["  " + line for line in run["timeline"]]
         result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
         if run["deadlineMet"] is not None:
             deadline = "met" if run["deadlineMet"] else "MISSED"
@@ -266,6 +281,7 @@ def public_summary(
     )
     return {
         "scenario": summary["scenario"],
+        "account": sorted({run["account"] for run in summary["executions"] if run.get("account")}),
         "executions": [
             {k: run[k] for k in fields} | ({"explain": run["story"].to_dict()} if with_story else {})
             for run in summary["executions"]

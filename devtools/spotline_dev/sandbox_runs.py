@@ -22,9 +22,8 @@ from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
 from spotline_dev.explain import explain, timeline
-from spotline_dev.explain.history import job_of
+from spotline_dev.explain.history import job_of, region_of
 from spotline_dev.local_aws import LocalStack
-from spotline_dev.local_resources import REGION
 from spotline_dev.scenario import Scenario
 from spotline_dev.standin import ServiceJobView, SpotWeather
 from spotline_dev.template import PROJECT_ROOT, powertools_environment
@@ -150,7 +149,6 @@ def summarize(
     history: list[dict[str, Any]],
     jobs: list[ServiceJobView],
     reports: dict[str, dict[str, Any] | None],
-    duration: float,
 ) -> dict[str, Any]:
     report = reports.get("outcome") or {}
     job = _job_from_history(history)
@@ -195,7 +193,7 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
     counted = figures(
         job_summary_of(state.get("manifest")),
         attempt_records(state),
-        region=REGION,
+        region=region_of(str(execution["executionArn"])),
         bill=bill,
         switched=switched_to_on_demand(state),
     )

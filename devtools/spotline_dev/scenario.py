@@ -71,6 +71,7 @@ class Scenario:
     faults: list[FaultSpec] = field(default_factory=list)
     submissions: list[Submission] = field(default_factory=list)
     capacity_instances: int | None = None  # queue.capacityInstances; None: the template's default
+    account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
 
     @property
     def shares_a_queue(self) -> bool:
@@ -150,6 +151,7 @@ def load_scenario(path: Path | None) -> Scenario:
         faults=_faults(raw["faults"]) if "faults" in raw else [],
         submissions=submissions,
         capacity_instances=_queue(raw["queue"]) if "queue" in raw else None,
+        account={str(k): str(v) for k, v in raw["account"].items()} if raw.get("account") else None,
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from spotline_dev.fleet_figures import (
     SCHEDULING_GRACE_SECONDS,
     capacity_by_team,
+    fleet_figures,
     plot_fleet,
     queue_wait_seconds,
     render_fleet,
@@ -139,3 +140,30 @@ def test_a_fleet_with_an_unpriced_run_has_an_unknown_cost_not_a_partial_one() ->
     (line,) = [line for line in render_fleet(fleet) if "all on-demand" in line]
     assert line.startswith("  cost unknown vs unknown all on-demand (saving unknown)")
     assert total_cost([1.5, None]) is None and total_cost([1.5, 2.25]) == 3.75
+
+
+def test_a_run_stopped_before_its_deadline_missed_nothing_and_an_unfinished_one_has_no_baseline() -> None:
+    base = {"team": "t", "instanceCount": 1, "jobIds": [], "costUsd": 1.0}
+    stopped_early = base | {
+        "status": "ABORTED",
+        "deadline": "2026-12-02T06:00:00+00:00",
+        "deadlineMet": None,
+        "executionEndedAt": "2026-12-01T03:00:00Z",
+        "onDemandCostUsd": None,
+        "onDemandSeconds": None,
+    }
+    stopped_late = stopped_early | {"executionEndedAt": "2026-12-02T07:00:00Z"}
+    finished = base | {
+        "status": "SUCCEEDED",
+        "deadline": None,
+        "deadlineMet": None,
+        "onDemandCostUsd": 3.0,
+        "onDemandSeconds": 7200,
+    }
+    fleet = fleet_figures(
+        [stopped_early, stopped_late, finished], [], capacity_instances=8, start=_at(0), end=_at(48), quotas={}
+    )
+
+    assert fleet["deadlinesMissed"] == 1  # only the run still unfinished when its deadline came
+    assert fleet["onDemandCostUsd"] == 3.0  # the work finished, on-demand; not unknown for the stopped runs
+    assert fleet["costUsd"] == 3.0

@@ -110,7 +110,10 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
     assert summary["scenario"] == "interruptions-and-a-capacity-gap"
     runs = summary["executions"]
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
-    assert set(summary) == {"scenario", "executions", "leftRunning", "fleet", "wallSeconds"}
+    assert set(summary) == {"scenario", "account", "executions", "leftRunning", "fleet", "wallSeconds"}
+    assert summary["account"] == [
+        "account 123456789012 in us-east-1, SageMaker roles under role/spotline/ (the manifest)"
+    ]
     assert set(runs[0]) == {
         "name",
         "team",

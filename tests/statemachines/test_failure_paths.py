@@ -54,15 +54,12 @@ def test_check_training_status_failing_after_submission_stops_the_job_then_fails
 
     assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
     states = entered_states(history)
-    assert states[-6:] == [
-        "StopTrainingJobAfterError",
-        "DidTheCleanUpStopAJob?",
-        "WaitForStoppedJobsToEnd",  # a stopped job is billed once SageMaker has stopped it
-        "RecordOutcome",
-        "WhatWasTheOutcome?",
-        "UnexpectedError",
-    ]
-    assert task_failures(history) == ["Runtime.ExitError"] * 3  # one try and two retries of CheckTrainingStatus
+    assert states[-4:] == ["StopTrainingJobAfterError", "RecordOutcome", "WhatWasTheOutcome?", "UnexpectedError"]
+    failures = task_failures(history)
+    # One try and two retries of CheckTrainingStatus; then RecordOutcome waits (BillingNotSettled)
+    # for the job the clean-up stopped to end, so that its bill is final.
+    assert [f for f in failures if f != "BillingNotSettled"] == ["Runtime.ExitError"] * 3
+    assert 1 <= failures.count("BillingNotSettled") <= 4
     assert execution["cause"].startswith("Runtime.ExitError: ")
     (job,) = stack.standin.jobs
     assert (
@@ -83,7 +80,8 @@ def test_a_throttled_check_past_the_retries_stops_the_job_too(long_training: Loc
     execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
 
     assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError")
-    assert task_failures(history) == ["Lambda.TooManyRequestsException"] * 7
+    failures = [f for f in task_failures(history) if f != "BillingNotSettled"]  # waiting for the stopped job's bill
+    assert failures == ["Lambda.TooManyRequestsException"] * 7
     assert "StopTrainingJobAfterError" in entered_states(history)
     assert live_jobs(stack) == []
 

@@ -26,6 +26,10 @@ def describe_training_job(name: str | None) -> dict[str, Any] | None:
         raise
 
 
+class BillingNotSettled(Exception):
+    """A training job of the run has not ended yet (it is stopping): SageMaker has not billed it."""
+
+
 def job_bills(attempts: Iterable[Mapping[str, Any]], now: datetime) -> list[JobBill]:
     """The bill of every SageMaker job of every attempt (each Batch service job, each of its
     retries), oldest first. An attempt Batch never started has none."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from spotline.aws.billing import bill_for_state
+from spotline.aws.billing import BillingNotSettled, bill_for_state
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, logger, metrics
 from spotline.aws.reports import write_report
@@ -93,8 +93,9 @@ def try_publish_alert(topic_arn: str, **message: Any) -> bool:
 
 
 def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
-    """The run's bills, read again now (the state machine waits for jobs its clean-up stopped to
-    end first). A job that has still not ended leaves `billing_settled` false in the figures.
+    """The run's bills, read again now. While a job is still stopping (SageMaker has not billed
+    it), BillingNotSettled asks Step Functions to try again; once its tries are spent
+    (`$.billingNotSettled`), the run is recorded with `billing_settled` false in its figures.
     None when the bills cannot be read at all: the figures are then the last status checks'."""
     try:
         bill = bill_for_state(state, now)
@@ -103,7 +104,9 @@ def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
         metrics.add_metric(name="BillsNotRead", unit=MetricUnit.Count, value=1)
         return None
     if not bill.settled:
-        unsettled = [job.name for job in bill.jobs if not job.ended]
+        unsettled = ", ".join(job.name for job in bill.jobs if not job.ended)
+        if not state.get("billingNotSettled"):
+            raise BillingNotSettled(f"training job(s) {unsettled} have not ended yet: SageMaker has not billed them")
         logger.warning("Training jobs not ended yet: their bills are not final", extra={"trainingJobs": unsettled})
     return bill
 
