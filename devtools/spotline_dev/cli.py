@@ -34,7 +34,7 @@ from spotline_dev.exit_codes import (
     EXIT_USAGE,
 )
 from spotline_dev.manifest_checks import manifest_problems, manifest_warnings
-from spotline_dev.operate.parser import add_operate_commands, add_output_option, examples, timestamp
+from spotline_dev.operate.parser import STACK_ENV, add_operate_commands, add_output_option, examples, timestamp
 from spotline_dev.sdk.command import add_from_trainer_command
 
 EXIT_CODES = f"""exit codes:
@@ -104,7 +104,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"{report['file']}: {error['path']}: {error['message']}")
             for warning in report["warnings"]:
                 print(f"{report['file']}: warning: {warning['path']}: {warning['message']}")
-    return EXIT_OK if all(r["valid"] for r in reports) else EXIT_INVALID
+    warned = args.strict and any(r["warnings"] for r in reports)
+    return EXIT_OK if all(r["valid"] for r in reports) and not warned else EXIT_INVALID
 
 
 def _stack_settings(args: argparse.Namespace) -> TrainingSettings:
@@ -155,7 +156,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         )
     if args.payload:
         print(json.dumps(json.loads(request[PAYLOAD]), indent=2))
-    elif args.exact:
+    elif args.exact or args.output == "json":
         print(json.dumps(request, indent=2))
     else:
         print(readable_request(request))
@@ -191,7 +192,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         )
     except sandbox.ScenarioError as exc:
         print(f"spotline sandbox: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_INVALID  # a refused file, as for a manifest
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -202,6 +203,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from spotline_dev.operate.deployment import OperateError, aws_failure, use_session  # noqa: PLC0415
 
     target, via_machine, via_stack = args.execution, args.state_machine, args.stack
+    if not (target.startswith("arn:") or via_machine or via_stack):
+        via_stack = os.environ.get(STACK_ENV) or None  # as every stack command: --stack defaults to it
     usage = "spotline explain: usage error:"
     if target.startswith("arn:"):
         if via_machine or via_stack:
@@ -212,8 +215,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     elif not (via_machine or via_stack):
         print(
-            f"{usage} {target!r} is an execution name: add --state-machine ARN or --stack NAME "
-            "(or give the execution ARN)",
+            f"{usage} {target!r} is an execution name: add --state-machine ARN or --stack NAME, set "
+            f"${STACK_ENV} (or give the execution ARN)",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -282,8 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="manifests; - reads one from standard input")
-    _output_options(validate)
+    add_output_option(validate)
     validate.add_argument("--team", help="also require metadata.team to be this team (as the S3 folder does)")
+    validate.add_argument(
+        "--strict", action="store_true", help="exit 1 on warnings too (a deadline out of reach, no room for spot)"
+    )
     validate.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
     validate.add_argument(
         "--team-policy",
@@ -307,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(the CreateTrainingJob request, a JSON string in the request) shown parsed in a section of its own.",
     )
     render.add_argument("file", metavar="FILE", help="the manifest; - reads standard input")
+    add_output_option(render)  # json: the request exactly as sent (as --exact)
     shown = render.add_mutually_exclusive_group()
     shown.add_argument(
         "--exact",
@@ -351,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sandbox.add_argument("--scenario", type=Path, help="scenario YAML (default: examples/scenarios/default.yaml)")
-    _output_options(sandbox)
+    add_output_option(sandbox)
     sandbox.add_argument("--verbose", action="store_true", help="show the handlers' logs and metrics")
     sandbox.add_argument("--explain", action="store_true", help="also print the explain story of each execution")
     sandbox.add_argument(
@@ -377,10 +384,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     where = explain.add_mutually_exclusive_group()
     where.add_argument("--state-machine", metavar="ARN", help="the state machine the execution NAME belongs to")
-    where.add_argument("--stack", metavar="NAME", help="a Spotline stack: its TrainingLifecycleArn output")
+    where.add_argument(
+        "--stack", metavar="NAME", help=f"a Spotline stack: its TrainingLifecycleArn output (default: ${STACK_ENV})"
+    )
     explain.add_argument("--region", help="region of --stack (default: the AWS configuration's)")
     explain.add_argument("--profile", help="the AWS CLI profile to use (default: the AWS configuration's)")
-    _output_options(explain)
+    add_output_option(explain)
     explain.add_argument(
         "--plot",
         type=Path,
@@ -463,15 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: CPUs, at most 4)")
     simulate.add_argument("--no-plot", action="store_true", help="skip the PNG")
-    _output_options(simulate)  # json: one document on stdout, the header on stderr; the files still written
+    add_output_option(simulate)  # json: one document on stdout, the header on stderr; the files still written
     simulate.set_defaults(run=cmd_simulate)
     add_operate_commands(commands)
     return parser
-
-
-def _output_options(parser: argparse.ArgumentParser) -> None:
-    add_output_option(parser)
-    parser.add_argument("--json", dest="output", action="store_const", const="json", help="the same as --output json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from devtools.simulate.fixture_traces import fixture_logs
 from spotline_dev.cli import EXIT_BROKEN_PIPE, EXIT_CODES, build_parser, main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
-PRINTS_DATA = ("validate", "sandbox", "explain", "simulate", "submit", "runs", "status", "logs", "cancel")
+PRINTS_DATA = ("validate", "render", "sandbox", "explain", "simulate", "submit", "runs", "status", "logs", "cancel")
 DEPLOYED = ("submit", "runs", "status", "logs", "cancel")
 
 
@@ -98,6 +98,8 @@ def test_every_command_that_prints_data_takes_output_json_and_every_command_show
     for name in PRINTS_DATA:
         (output,) = [a for a in commands[name]._actions if a.dest == "output" and a.option_strings == ["--output"]]
         assert output.choices == ("table", "json"), name
+        (short,) = [a for a in commands[name]._actions if a.option_strings == ["--json"]]
+        assert (short.dest, short.const) == ("output", "json"), name  # `spotline runs --json` as anywhere else
     for name in DEPLOYED:
         options = {o for a in commands[name]._actions for o in a.option_strings}
         assert {"--stack", "--region", "--profile"} <= options, name
@@ -130,3 +132,40 @@ def test_deployed_commands_need_a_stack_and_a_known_profile(
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     assert main(["runs", "--stack", "spotline", "--profile", "no-such-profile"]) == EXIT_USAGE
     assert "no-such-profile" in capsys.readouterr().err
+
+
+def test_validate_strict_fails_on_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A deadline that leaves no room for spot is a warning: exit 0, or 1 with --strict (for CI)."""
+    late = "2026-11-29T16:30:00Z"  # 8h30m after NOW for 8h of work: no room for spot
+    text = EXAMPLE_MANIFEST.read_text().replace('deadline: "2026-12-02T06:00:00Z"', f'deadline: "{late}"')
+    path = tmp_path / "tight.yaml"
+    path.write_text(text)
+    assert main(["validate", str(path), "--now", NOW.isoformat()]) == EXIT_OK
+    assert "warning:" in capsys.readouterr().out
+    assert main(["validate", str(path), "--now", NOW.isoformat(), "--strict"]) == EXIT_INVALID
+    assert main(["validate", str(EXAMPLE_MANIFEST), "--now", NOW.isoformat(), "--strict"]) == EXIT_OK
+
+
+def test_render_output_json_is_the_request_as_sent(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", str(EXAMPLE_MANIFEST), "--now", NOW.isoformat(), "--output", "json"]) == EXIT_OK
+    request = json.loads(capsys.readouterr().out)  # one JSON document
+    assert request["serviceJobType"] == "SAGEMAKER_TRAINING"
+    assert isinstance(request["serviceRequestPayload"], str)
+
+
+def test_explain_takes_its_stack_from_spotline_stack(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SPOTLINE_STACK", raising=False)
+    assert main(["explain", "some-run"]) == EXIT_USAGE
+    assert "set $SPOTLINE_STACK" in capsys.readouterr().err
+    looked_up: list[str] = []
+
+    def state_machine_of_stack(stack: str, region: str | None) -> str:
+        looked_up.append(stack)
+        raise ValueError("stop here")
+
+    monkeypatch.setenv("SPOTLINE_STACK", "from-the-environment")
+    monkeypatch.setattr("spotline_dev.explain.state_machine_of_stack", state_machine_of_stack)
+    main(["explain", "some-run", "--region", "us-east-1"])
+    assert looked_up == ["from-the-environment"]

@@ -225,7 +225,7 @@ def test_bad_scenarios_name_the_field(tmp_path: Path) -> None:
     bad.write_text("trainig: {duration: 2h}\n")
     with pytest.raises(ScenarioError, match="unknown field"):
         load_scenario(bad)
-    assert cli_main(["sandbox", "--scenario", str(bad)]) == 2
+    assert cli_main(["sandbox", "--scenario", str(bad)]) == 1  # a refused file, as the exit codes say
 
 
 def test_json_with_explain_adds_each_story_under_explain(capsys: pytest.CaptureFixture[str]) -> None:

@@ -258,7 +258,7 @@ def test_bad_fault_and_stop_fields_are_named(tmp_path: Path, text: str, message:
 def test_a_bad_scenario_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("faults: [{function: CheckTrainingStatus, count: -1}]\n")
-    assert cli_main(["sandbox", "--scenario", str(bad)]) == 2
+    assert cli_main(["sandbox", "--scenario", str(bad)]) == 1  # a refused file
     assert "faults[0].count" in capsys.readouterr().err
 
 

@@ -81,9 +81,11 @@ def add_stack_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_output_option(parser: argparse.ArgumentParser) -> None:
+    """`--output table|json` and `--json`, the same on every command that prints data."""
     parser.add_argument(
         "--output", choices=OUTPUTS, default="table", help="table for people (default), json for scripts"
     )
+    parser.add_argument("--json", dest="output", action="store_const", const="json", help="the same as --output json")
 
 
 def _command(

@@ -56,7 +56,11 @@ def add_from_trainer_command(commands: Any) -> None:
     parser.add_argument("--checkpoint-interval", type=int, metavar="MINUTES", help="checkpoint.intervalMinutes")
     parser.add_argument("--now", type=timestamp, help="judge the deadline as of this RFC 3339 time (default: now)")
     parser.add_argument(
-        "-o", "--output-file", type=Path, metavar="FILE", help="write the manifest here (default: stdout)"
+        # No -o: elsewhere (the aws CLI, every other spotline command) --output names a format, not a file.
+        "--output-file",
+        type=Path,
+        metavar="FILE",
+        help="write the manifest here (default: stdout)",
     )
     parser.set_defaults(run=cmd_from_trainer)
 

@@ -156,7 +156,7 @@ def test_the_command_writes_a_valid_manifest_and_refuses_naming_what_it_cannot_c
     environment = offline_environment(tmp_path)
     spotline = [sys.executable, "-m", "spotline_dev.cli", "from-trainer"]
     done = subprocess.run(
-        [*spotline, str(trainer), *args, "-o", str(output)],
+        [*spotline, str(trainer), *args, "--output-file", str(output)],
         capture_output=True,
         text=True,
         env=environment,

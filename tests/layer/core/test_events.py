@@ -83,7 +83,10 @@ def test_the_schema_files_are_draft_2020_12(kind: str) -> None:
         ({"location": 1.5}, ("detail.location", "must be an S3 URI: s3://<bucket>/<prefix> (got 1.5)")),
         (
             {"location": "https://example.com/x"},
-            ("detail.location", "must be an S3 URI: s3://<bucket>/<prefix> (got 'https://example.com/x')"),
+            (
+                "detail.location",
+                "must be an S3 URI: s3://<bucket>/<prefix> (got 'https://example.com/x'; it must begin with s3://)",
+            ),
         ),
         (
             {"dataset": "no spaces"},

@@ -18,6 +18,7 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 
 from spotline.core.errors import DOCUMENT, ManifestError
+from spotline.core.s3_names import s3_uri_problem
 
 MAX_PATH_PART = 100
 """Keys longer than this are cut in paths (`spec.environment.AAAA...`)."""
@@ -151,7 +152,8 @@ def schema_error(error: ValidationError, root: str = DOCUMENT) -> ManifestError:
             _join(path, key, root), f"unknown field{suggestion}; allowed here: {', '.join(allowed)}{more}"
         )
     if custom:
-        return ManifestError(path, f"{custom} (got {show(instance)})")
+        reason = _explained(subschema, instance)
+        return ManifestError(path, f"{custom} (got {show(instance)}{'; ' + reason if reason else ''})")
     messages = {
         "type": lambda: f"must be {_type_words(expected)}, got {show(instance)}",
         "enum": lambda: f"must be one of {', '.join(map(str, expected))}, got {show(instance)}",
@@ -162,6 +164,13 @@ def schema_error(error: ValidationError, root: str = DOCUMENT) -> ManifestError:
     }
     make = messages.get(kind)
     return ManifestError(path, make() if make else clip(error.message, 200))
+
+
+def _explained(subschema: dict[str, Any], instance: Any) -> str | None:
+    """What exactly is wrong, for the shapes whose schema names an explainer (`x-explain`)."""
+    if subschema.get("x-explain") == "s3Uri" and isinstance(instance, str):
+        return s3_uri_problem(instance)
+    return None
 
 
 def _type_words(value: Any) -> str:
