@@ -394,8 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot",
         type=Path,
         metavar="FILE.png",
-        help="also draw the run: capacity over time, checkpointed progress against the deadline and the even "
-        "schedule, each decision marked",
+        help="also draw the run: capacity over time, checkpointed progress against the deadline and the "
+        "policy's switch line, each decision marked",
     )
     explain.set_defaults(run=cmd_explain)
 

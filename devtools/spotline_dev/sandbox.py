@@ -66,6 +66,7 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
                 "capacityInstances": next((run["capacityInstances"] for run, _ in runs), None),
                 "sharedQueue": False,
             }
+    summary["capacityGaps"] = weather_of(scenario).capacity_gaps  # for the pictures: when spot had none
     summary["fleet"] = fleet_figures(
         summary["executions"],
         summary["jobs"],
@@ -175,6 +176,12 @@ def _hours(seconds: float) -> str:
     return format_duration(seconds)
 
 
+SLACK_LEGEND = (
+    "slack = time to spare before on-demand from now would just meet the deadline (deadline - now - work left "
+    "- restart - margin); it grows when a checkpoint shows more work done, and at 0 the job moves to on-demand"
+)
+
+
 def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     out = [
         f"Scenario {summary['scenario']}: {len(summary['executions'])} execution(s), replayed in {wall_seconds:.1f}s"
@@ -183,6 +190,8 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     one_account = len(played) == 1
     if one_account:
         out.append(f"Plays {next(iter(played))}")
+    if any("slack" in line for run in summary["executions"] for line in run.get("timeline") or ()):
+        out.append(SLACK_LEGEND)
     if summary.get("sharedQueue"):
         out += ["", *_fleet_runs(summary), "", *render_fleet(summary["fleet"])]
     for run in [] if summary.get("sharedQueue") else summary["executions"]:
@@ -326,7 +335,13 @@ def draw(summary: dict[str, Any], directory: Path) -> list[Path]:
         ]
     directory.mkdir(parents=True, exist_ok=True)
     return [
-        plot_run(run["history"], directory / f"{run['name']}.png", title=run["name"]) for run in summary["executions"]
+        plot_run(
+            run["history"],
+            directory / f"{run['name']}.png",
+            title=run["name"],
+            capacity_gaps=summary.get("capacityGaps", ()),
+        )
+        for run in summary["executions"]
     ]
 
 

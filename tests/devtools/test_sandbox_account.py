@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_MANIFEST
-from spotline_dev.sandbox import ScenarioError, load_scenario, render_text, run_scenario
+from spotline_dev.sandbox import SLACK_LEGEND, ScenarioError, load_scenario, render_text, run_scenario
 
 OTHER_ACCOUNT = "210987654321"
 
@@ -47,7 +47,10 @@ def test_a_manifest_naming_any_account_runs_as_that_account(tmp_path: Path) -> N
     )
     history_arns = [e for e in run["history"] if e["type"] == "ExecutionStarted"]
     assert history_arns and f":{OTHER_ACCOUNT}:" in str(history_arns[0])
-    assert f"Plays account {OTHER_ACCOUNT} in us-east-1" in render_text(summary, 1.0)
+    text = render_text(summary, 1.0)
+    assert f"Plays account {OTHER_ACCOUNT} in us-east-1" in text
+    # The slack the checks print is defined once, where it first appears.
+    assert text.index(SLACK_LEGEND) < text.index(", slack ") and text.count(SLACK_LEGEND) == 1
 
 
 def test_when_the_scenario_pins_another_account_the_refusal_says_what_the_sandbox_plays(tmp_path: Path) -> None:

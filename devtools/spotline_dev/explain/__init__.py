@@ -14,7 +14,7 @@ with the key the state added or changed, never a crash.
 - `story`: the `Story` and building it from the facts, with the next step to take;
 - `render`: the story as text;
 - `plot`: the run as a picture (`--plot`): capacity over time, checkpointed progress against the
-  deadline and the even schedule, each decision marked (matplotlib, loaded only when drawing).
+  deadline and the policy's switch line, each decision marked (matplotlib, loaded only when drawing).
 """
 
 from spotline_dev.explain.history import (

@@ -1,5 +1,6 @@
 """A picture of one run: where it ran (spot, waiting for capacity, interrupted, on-demand), how
-far its checkpoints got against the even schedule to the deadline, and each decision Spotline took.
+far its checkpoints got against the policy's switch line (the moment each check would move the job
+to on-demand if no more work were saved), the deadline, and each decision Spotline took.
 
 `run_picture(history)` is pure: it reads what the states stored under their own keys
 ($.training, $.status, $.fallback, $.manifest, $.outcome) on the handlers' clock (the virtual one
@@ -10,7 +11,7 @@ with matplotlib, imported only when drawing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -77,13 +78,9 @@ class RunPicture:
     progress: tuple[ProgressPoint, ...] = ()
     decisions: tuple[Decision, ...] = ()
     attempts: tuple[tuple[int, str], ...] = ()  # (number, capacity), in order
-
-    @property
-    def schedule(self) -> tuple[ProgressPoint, ProgressPoint] | None:
-        """The even schedule: 0 % at the start, 100 % at the deadline (None without either)."""
-        if self.start is None or self.deadline is None or self.deadline <= self.start:
-            return None
-        return ProgressPoint(self.start, 0.0), ProgressPoint(self.deadline, 1.0)
+    switch_line: tuple[ProgressPoint, ...] = ()
+    """The policy's own line: at each spot check, the moment it would switch to on-demand if no
+    more work were checkpointed (the check's time plus its slack), at the progress it measured."""
 
 
 # --- extraction -------------------------------------------------------------------------------
@@ -105,6 +102,7 @@ class _Reading:
     marks: list[tuple[datetime, Kind | None, int]] = field(default_factory=list)
     progress: list[ProgressPoint] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    switch_line: list[ProgressPoint] = field(default_factory=list)
     attempts: dict[int, str] = field(default_factory=dict)
     checks: set[tuple[int, datetime]] = field(default_factory=set)
     stops: set[datetime] = field(default_factory=set)
@@ -172,6 +170,11 @@ def _check(reading: _Reading, status: dict[str, Any], training: dict[str, Any]) 
     fraction = as_dict(status.get("progress")).get("fraction")
     if isinstance(fraction, int | float) and not isinstance(fraction, bool):
         reading.progress.append(ProgressPoint(at, min(max(float(fraction), 0.0), 1.0)))
+        slack = as_dict(status.get("decision")).get("slackSeconds")
+        if capacity == "spot" and isinstance(slack, int) and not isinstance(slack, bool):
+            reading.switch_line.append(
+                ProgressPoint(at + timedelta(seconds=slack), min(max(float(fraction), 0.0), 1.0))
+            )
     action = status.get("action")
     if action == "switch-to-on-demand":
         reason = _first_words(status.get("explanation"))
@@ -289,6 +292,7 @@ def _picture(reading: _Reading) -> RunPicture:
         progress=tuple(sorted(reading.progress, key=lambda point: point.at)),
         decisions=tuple(sorted(decisions, key=lambda decision: decision.at)),
         attempts=tuple(sorted(reading.attempts.items())),
+        switch_line=tuple(sorted(reading.switch_line, key=lambda point: point.at)),
     )
 
 
@@ -384,9 +388,12 @@ def _progress(axis: Axes, top: Axes, picture: RunPicture, start: datetime) -> No
         xs = [0.0, *(_hours(p.at, start) for p in picture.progress)]
         ys = [0.0, *(100 * p.fraction for p in picture.progress)]
         axis.step(xs, ys, where="post", color="#222222", lw=1.8, label="checkpointed progress")
-    schedule = picture.schedule
-    if schedule is not None:
-        axis.plot([0.0, _hours(schedule[1].at, start)], [0, 100], "--", color="#888888", lw=1.2, label="even schedule")
+    if picture.switch_line:
+        xs = [_hours(p.at, start) for p in picture.switch_line]
+        ys = [100 * p.fraction for p in picture.switch_line]
+        axis.plot(
+            xs, ys, "--", color="#1f5fbf", lw=1.2, label="switch line: on-demand from here just meets the deadline"
+        )
     if picture.deadline is not None:
         x = _hours(picture.deadline, start)
         for lane in (axis, top):
@@ -405,7 +412,7 @@ def _progress(axis: Axes, top: Axes, picture: RunPicture, start: datetime) -> No
     axis.set_ylabel("progress (%)")
     axis.set_yticks([0, 25, 50, 75, 100])
     axis.grid(True, axis="y", alpha=0.3)
-    if picture.progress or schedule is not None:
+    if picture.progress or picture.switch_line:
         axis.legend(loc="lower right", fontsize=8, frameon=True, framealpha=0.9)
 
 
@@ -449,8 +456,30 @@ def _decisions(figure: Figure, axes: tuple[Axes, Axes], picture: RunPicture, sta
     bottom.set_ylim(-2, (100 + 2 * share) / (1 - share) if share else 104)
 
 
-def plot_run(history: Iterable[HistoryEvent], path: Path, *, title: str | None = None) -> Path:
-    """The run drawn as a PNG at `path`: capacity lanes above, progress and decisions below."""
+def _gaps(axes: tuple[Axes, Axes], gaps: Sequence[tuple[datetime, datetime]], start: datetime) -> None:
+    """Shade when the weather had no spot capacity (known in the sandbox only: its scenario)."""
+    for index, (begin, end) in enumerate(gaps):
+        for axis in axes:
+            axis.axvspan(
+                _hours(begin, start),
+                _hours(end, start),
+                facecolor="none",
+                edgecolor="#9a9a9a",
+                hatch="///",
+                lw=0,
+                label="no spot capacity (scenario)" if index == 0 and axis is axes[1] else None,
+            )
+
+
+def plot_run(
+    history: Iterable[HistoryEvent],
+    path: Path,
+    *,
+    title: str | None = None,
+    capacity_gaps: Sequence[tuple[datetime, datetime]] = (),
+) -> Path:
+    """The run drawn as a PNG at `path`: capacity lanes above, progress and decisions below;
+    `capacity_gaps`, when known (the sandbox's scenario), shaded across both."""
     import matplotlib  # noqa: PLC0415 (only when drawing: importing this module stays cheap)
 
     matplotlib.use("Agg")
@@ -466,6 +495,7 @@ def plot_run(history: Iterable[HistoryEvent], path: Path, *, title: str | None =
         2, 1, figsize=(11, 6), sharex=True, gridspec_kw={"height_ratios": [0.9 + 0.45 * min(lanes, 4), 4.2]}
     )
     _lanes(top, picture, start, span)
+    _gaps((top, bottom), capacity_gaps, start)
     _progress(bottom, top, picture, start)
     bottom.set_xlim(-0.01 * span, span * 1.03)
     step = next((h for h in HOUR_STEPS if span / h <= 16), HOUR_STEPS[-1] * (1 + int(span // (16 * HOUR_STEPS[-1]))))

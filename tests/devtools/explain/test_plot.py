@@ -115,12 +115,17 @@ def test_checkpointed_progress_never_goes_back_and_ends_at_100_percent(
         assert [p.at for p in points] == sorted(p.at for p in points)
 
 
-def test_even_schedule_runs_from_the_start_to_the_deadline(default_runs: dict[str, list[dict[str, Any]]]) -> None:
+def test_the_switch_line_is_where_the_policy_would_move_to_on_demand(
+    default_runs: dict[str, list[dict[str, Any]]],
+) -> None:
     picture = run_picture(default_runs["urgent-retrain"])
+    (switch,) = [d for d in picture.decisions if d.kind == "switch"]
 
-    assert picture.schedule is not None
-    begin, end = picture.schedule
-    assert (begin.at, begin.fraction, end.at, end.fraction) == (T0, 0.0, picture.deadline, 1.0)
+    assert picture.switch_line  # one point per spot check: its time plus its slack, at its progress
+    assert all(point.at <= picture.deadline for point in picture.switch_line)  # type: ignore[operator]
+    # The switch happened where the clock met the line: the last spot check's point is its own moment.
+    assert picture.switch_line[-1].at == switch.at
+    assert all(point.at >= T0 for point in picture.switch_line)
 
 
 def test_plot_writes_a_png_of_a_sensible_size(default_runs: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
@@ -162,7 +167,7 @@ def test_damaged_or_empty_history_gives_an_empty_picture(tmp_path: Path) -> None
     ]
     for history in (damaged, []):
         picture = run_picture(history)
-        assert (picture.segments, picture.progress, picture.decisions, picture.schedule) == ((), (), (), None)
+        assert (picture.segments, picture.progress, picture.decisions, picture.switch_line) == ((), (), (), ())
         assert picture.status == "RUNNING"
         assert _png_size(plot_run(history, tmp_path / f"empty-{len(history)}.png"))[0] > 0
 
