@@ -54,8 +54,10 @@ def waiting_intervals(job: ServiceJobView, end: datetime) -> list[tuple[datetime
     for attempt in sorted(job.attempts, key=lambda a: a.created_at):
         spans.append((ready, attempt.created_at))
         ready = attempt.ended_at or end
-    if job.status not in ("SUCCEEDED", "FAILED") and (not job.attempts or job.attempts[-1].ended_at):
-        spans.append((ready, end))
+    if not job.attempts or job.attempts[-1].ended_at:  # waiting again, or never started: until it ended
+        until = job.ended_at if job.status in ("SUCCEEDED", "FAILED") else end
+        if until is not None:
+            spans.append((ready, until))
     return [(a, b) for a, b in spans if b > a]
 
 
@@ -162,7 +164,8 @@ def fleet_figures(
                 "instanceSeconds": round(instance_seconds[team]),
                 "queueWaitP95Seconds": round(percentile(waits[team], 95)),
                 "deadlinesMissed": sum(1 for run in missed if run["team"] == team),
-                **({"starvedSeconds": round(starved.get(team, 0.0))} if quotas is not None else {}),
+                # Only a team with a quota share can be starved of it: null for one without.
+                **({"starvedSeconds": round(starved[team]) if team in starved else None} if quotas is not None else {}),
             }
             for team in teams
         },
@@ -208,7 +211,7 @@ def render_fleet(fleet: dict[str, Any]) -> list[str]:
         f" {'starved':>8}",
     ]
     for team, figures in fleet["teams"].items():
-        starved = _short(figures["starvedSeconds"]) if "starvedSeconds" in figures else "-"
+        starved = _short(figures["starvedSeconds"]) if figures.get("starvedSeconds") is not None else "-"
         out.append(
             f"  {team:<24} {figures['jobs']:>5} {figures['instanceSeconds'] / 3600:>15.1f} "
             f"{_short(figures['queueWaitP95Seconds']):>15} {figures['deadlinesMissed']:>17} {starved:>8}"

@@ -63,7 +63,8 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
                 "leftRunning": [job for run, _ in runs for job in run["leftRunning"]],
                 "jobs": [job for run, jobs in runs for job in jobs],
                 "virtualEnd": max((run["virtualEndAt"] for run, _ in runs), default=scenario.start),
-                "capacityInstances": next((run["capacityInstances"] for run, _ in runs), None),
+                # Each manifest ran in a stack of its own: no capacity they shared, no utilization.
+                "capacityInstances": None,
                 "sharedQueue": False,
             }
     summary["capacityGaps"] = weather_of(scenario).capacity_gaps  # for the pictures: when spot had none

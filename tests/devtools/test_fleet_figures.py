@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -167,3 +168,22 @@ def test_a_run_stopped_before_its_deadline_missed_nothing_and_an_unfinished_one_
     assert fleet["deadlinesMissed"] == 1  # only the run still unfinished when its deadline came
     assert fleet["onDemandCostUsd"] == 3.0  # the work finished, on-demand; not unknown for the stopped runs
     assert fleet["costUsd"] == 3.0
+
+
+def test_a_job_terminated_while_queued_waited_until_it_was_terminated() -> None:
+    queued = replace(_job("cancelled", "t", 0.0), status="FAILED", ended_at=_at(0.4))
+    assert queue_wait_seconds(queued, _at(5)) == 0.4 * 3600  # 24 minutes, not 0, and not until the end
+    finished = replace(_job("done", "t", 0.0, (0.5, 2.0)), ended_at=_at(2.0))
+    assert queue_wait_seconds(finished, _at(5)) == 0.5 * 3600
+
+
+def test_starvation_is_reported_only_for_a_team_with_a_quota_share() -> None:
+    run = {"team": "no-share", "status": "SUCCEEDED", "deadline": None, "deadlineMet": None, "costUsd": 0.0}
+    run |= {"onDemandCostUsd": None, "onDemandSeconds": None, "instanceCount": 1, "jobIds": ["j"]}
+    fleet = fleet_figures(
+        [run], [_job("j", "", 0.0, (3.0, 4.0))], capacity_instances=4, start=_at(0), end=_at(5), quotas={}
+    )
+
+    assert fleet["teams"]["no-share"]["starvedSeconds"] is None  # no quota declared: nothing to be starved of
+    (line,) = [line for line in render_fleet(fleet) if line.strip().startswith("no-share")]
+    assert line.rstrip().endswith("-")

@@ -111,6 +111,8 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
     runs = summary["executions"]
     assert [r["status"] for r in runs] == ["SUCCEEDED", "SUCCEEDED"]
     assert set(summary) == {"scenario", "account", "executions", "leftRunning", "fleet", "wallSeconds"}
+    # Each manifest ran in a stack of its own: there is no capacity they shared to be used 149 % of.
+    assert (summary["fleet"]["capacityInstances"], summary["fleet"]["capacityUtilization"]) == (None, None)
     assert summary["account"] == [
         "account 123456789012 in us-east-1, SageMaker roles under role/spotline/ (the manifest)"
     ]

@@ -465,6 +465,7 @@ class ServiceJobs:
             attempts,
             job.quota_share.name if job.quota_share else None,
             len(stopped_preemptions(job, now)),
+            dt(job.final_at) if job.final_at_or_before(now) else None,
         )
 
 

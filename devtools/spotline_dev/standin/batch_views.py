@@ -26,6 +26,7 @@ class ServiceJobView:
     attempts: tuple[TrainingJobView, ...]
     quota_share: str | None = None
     preemptions: int = 0  # attempts preempted (and stopped) so far
+    ended_at: datetime | None = None  # when Batch ended the job (DescribeServiceJob stoppedAt)
 
     @property
     def latest(self) -> TrainingJobView | None:
