@@ -211,7 +211,8 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         if run["trainingSeconds"]:
             out.append(
                 f"          trained {_hours(run['trainingSeconds'])}, billed {_hours(run['billableSeconds'])}, "
-                f"lost work {_hours(run['lostWorkSeconds'] or 0)}; {_cost_line(run)}"
+                f"lost work {_hours(run['lostWorkSeconds']) if run['lostWorkSeconds'] is not None else 'unknown'}; "
+                f"{_cost_line(run)}"
             )
         out.append(
             f"          {run['stateTransitions']} state transitions, {run['historyEvents']} history events, "

@@ -121,6 +121,14 @@ def test_without_checkpoints_only_the_completing_stretch_is_kept() -> None:
     assert finished.on_demand_seconds == 7200 + 60
 
 
+def test_work_the_checkpoints_do_not_measure_gives_no_baseline_rather_than_a_wrong_one() -> None:
+    done = _job(completed=True, billable_seconds=2196, in_training_seconds=7200, last_stretch_seconds=7200)
+    bill = RunBill((done,), checkpointed=True, kept_work_seconds=None)  # an older helper: no trainingSeconds
+
+    assert (bill.lost_work_seconds, bill.on_demand_seconds, bill.savings_percent) == (None, None, None)
+    assert bill.billable_seconds == 2196  # the bill itself is SageMaker's, measured or not
+
+
 def test_a_run_that_did_not_finish_has_no_baseline_and_no_saving() -> None:
     bill = RunBill((_job(billable_seconds=600, in_training_seconds=900),), checkpointed=True, kept_work_seconds=600)
 

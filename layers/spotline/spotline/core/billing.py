@@ -124,26 +124,30 @@ class RunBill:
         return sum(job.interruptions for job in self.jobs)
 
     @property
-    def work_kept_seconds(self) -> int:
+    def work_kept_seconds(self) -> int | None:
         """The work the run holds at its end: what its checkpoints measured, or, without
-        checkpoints, the completing job's training since its last restart (else nothing)."""
+        checkpoints, the completing job's training since its last restart (else nothing). None
+        when checkpoints hold work they do not measure (a helper without `trainingSeconds`)."""
         if self.checkpointed:
-            return round(self.kept_work_seconds or 0.0)
+            return round(self.kept_work_seconds) if self.kept_work_seconds is not None else None
         return self.jobs[-1].last_stretch_seconds if self.completed else 0
 
     @property
-    def lost_work_seconds(self) -> int:
+    def lost_work_seconds(self) -> int | None:
         """Training done and not kept: back to the last checkpoint at each interruption,
         preemption or stop, and all of it for a job without checkpoints that did not finish."""
-        return max(0, sum(job.in_training_seconds for job in self.jobs) - self.work_kept_seconds)
+        kept = self.work_kept_seconds
+        return None if kept is None else max(0, sum(job.in_training_seconds for job in self.jobs) - kept)
 
     @property
     def on_demand_seconds(self) -> int | None:
         """What the whole job would have billed on-demand from the start: its work, one start's
-        download and the final upload. None for a run that did not finish (no job to compare)."""
-        if not self.completed:
+        download and the final upload. None for a run that did not finish (no job to compare),
+        or whose work was not measured."""
+        kept = self.work_kept_seconds
+        if not self.completed or kept is None:
             return None
-        return self.work_kept_seconds + self.jobs[0].download_seconds + self.jobs[-1].upload_seconds
+        return kept + self.jobs[0].download_seconds + self.jobs[-1].upload_seconds
 
     @property
     def savings_percent(self) -> float | None:
