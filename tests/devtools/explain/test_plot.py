@@ -304,3 +304,25 @@ def test_importing_the_module_does_not_import_matplotlib() -> None:
     code = "import sys, spotline_dev.explain.plot; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_scenarios_capacity_gaps_are_hatched_across_both_panels(
+    default_runs: dict[str, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.axes
+
+    shaded: list[tuple[float, float, str | None]] = []
+    original = matplotlib.axes.Axes.axvspan
+
+    def axvspan(self: Any, xmin: float, xmax: float, **kwargs: Any) -> Any:
+        shaded.append((xmin, xmax, kwargs.get("hatch")))
+        return original(self, xmin, xmax, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "axvspan", axvspan)
+    gap = (T0 + timedelta(hours=6), T0 + timedelta(hours=12))  # the default scenario's
+    plot_run(default_runs["urgent-retrain"], tmp_path / "gap.png", capacity_gaps=[gap])
+
+    assert shaded == [(6.0, 12.0, "///")] * 2  # the capacity lanes and the progress panel
+    shaded.clear()
+    plot_run(default_runs["urgent-retrain"], tmp_path / "no-gap.png")  # a deployed stack: gaps unknown
+    assert shaded == []
