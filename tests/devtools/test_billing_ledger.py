@@ -1,6 +1,7 @@
 """Every figure the sandbox reports of a run is the stand-in's ledger: for each example scenario
 and for random ones (interruptions, capacity gaps, status-check faults, stops by on-call,
-failures, fallbacks to on-demand)."""
+failures, fallbacks to on-demand under deadline pressure). Preemptions: the fleet test of
+test_sandbox_fleet.py makes the same check."""
 
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ def random_scenario(seed: int) -> Scenario:
         on_demand_start_delay=draw.choice([180.0, 480.0]),
         duration=duration,
     )
+    if draw.random() < 0.25:  # deadline pressure: the hotfix's 8 hours meet a long gap, on-demand takes over
+        begins = draw.uniform(1, 4) * HOUR
+        return replace(
+            scenario,
+            manifests=[SAMPLE_MANIFESTS / "urgent-retrain.yaml"],
+            duration=8 * HOUR,
+            capacity_gaps=[(round(begins), round(begins + 8 * HOUR))],
+        )
     roll = draw.random()
     if roll < 0.15:
         scenario = replace(scenario, fail_after=round(draw.uniform(0.2, 0.8) * duration))

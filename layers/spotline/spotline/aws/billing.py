@@ -62,12 +62,11 @@ def run_bill_of(
 ) -> RunBill:
     """The run's bills and the work its checkpoints hold now (progress.json read again: a stop
     saves one more checkpoint after the last status check; the last check's figure otherwise)."""
-    kept: Any = None
     progress = read_progress(checkpoint_s3_uri) if checkpoint_s3_uri else None
-    if progress is not None:
-        kept = progress.get("trainingSeconds")
-    elif last_progress:
-        kept = last_progress.get("trainingSeconds")
+    if progress is None and last_progress and last_progress.get("step") is not None:
+        progress = dict(last_progress)  # the spec is unreadable: the last check's reading
+    # No progress.json: nothing was saved yet (0). One without trainingSeconds: work not measured.
+    kept: Any = 0.0 if progress is None else progress.get("trainingSeconds")
     return RunBill(
         tuple(job_bills(attempts, now)),
         checkpointed=checkpoint_s3_uri is not None or bool(last_progress and last_progress.get("step") is not None),
