@@ -343,8 +343,9 @@ class ServiceJobs:
         if attempts:
             times["scheduledAt"] = ms(attempts[0].created)
         starts = [s.start for a in attempts for s in a.plan.segments if s.status == "Downloading" and s.start <= now]
-        if starts:
-            times["startedAt"] = ms(min(starts))
+        # DescribeServiceJob API reference: "startedAt ... Required: Yes" for every status; it does
+        # not say what it holds before a start: 0 here (nothing started), which Spotline never reads.
+        times["startedAt"] = ms(min(starts)) if starts else 0
         if job.final_at_or_before(now):
             times["stoppedAt"] = ms(job.final_at)
         return times

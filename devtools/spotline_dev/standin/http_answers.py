@@ -40,6 +40,52 @@ def shape(service: str, operation: str, which: str) -> Any:
     return model.input_shape if which == "input" else model.output_shape
 
 
+def shape_problems(value: Any, shape: Any, path: str = "") -> list[str]:
+    """Where an answer breaks botocore's output shape: a key the shape does not have, a wire type
+    botocore does not expect, an enum value it does not list, a required member missing. botocore's
+    parser silently drops unknown keys and never checks required members, so a lenient answer would
+    pass every test unseen; the stand-in checks each of its answers with this."""
+    if shape is None:  # an operation without output (StopTrainingJob): an empty body
+        return [] if value == {} else [f"{path}: the operation has no output"]
+    kind = shape.type_name
+    if kind == "structure":
+        if not isinstance(value, dict):
+            return [f"{path}: not a structure"]
+        problems = [f"{path}.{k}: required by {shape.name}" for k in shape.required_members if k not in value]
+        for key, item in value.items():
+            if key not in shape.members:
+                problems.append(f"{path}.{key}: not a member of {shape.name}")
+            else:
+                problems += shape_problems(item, shape.members[key], f"{path}.{key}")
+        return problems
+    if kind == "list":
+        if not isinstance(value, list):
+            return [f"{path}: not a list"]
+        return [p for i, item in enumerate(value) for p in shape_problems(item, shape.member, f"{path}[{i}]")]
+    if kind == "map":
+        if not isinstance(value, dict):
+            return [f"{path}: not a map"]
+        return [p for key, item in value.items() for p in shape_problems(item, shape.value, f"{path}[{key}]")]
+    wire_types: dict[str, tuple[type, ...]] = {
+        "integer": (int,),
+        "long": (int,),
+        "timestamp": (int, float),
+        "boolean": (bool,),
+        "double": (int, float),
+        "float": (int, float),
+    }
+    expected = wire_types.get(kind, (str,))
+    if not isinstance(value, expected) or (isinstance(value, bool) and kind != "boolean"):
+        return [f"{path}: {type(value).__name__} where {kind} is expected"]
+    if kind == "string" and "enum" in shape.metadata and value not in shape.metadata["enum"]:
+        return [f"{path}: {value!r} is not one of {shape.name}"]
+    return []
+
+
+class StandInAnswerInvalid(AssertionError):
+    """An answer of the stand-in that botocore's output shape refuses: a bug in the stand-in."""
+
+
 def json_body(request: AWSPreparedRequest) -> dict[str, Any]:
     body = request.body
     if body is None or body in (b"", ""):

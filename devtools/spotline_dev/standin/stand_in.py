@@ -18,7 +18,7 @@ from spotline_dev.standin.batch_queues import JobQueues
 from spotline_dev.standin.batch_shares import QuotaShares
 from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt
-from spotline_dev.standin.http_answers import ApiError, answer, json_body
+from spotline_dev.standin.http_answers import ApiError, StandInAnswerInvalid, answer, json_body, shape, shape_problems
 from spotline_dev.standin.ledger import RunLedger, runs_of
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
@@ -275,7 +275,11 @@ class BatchSageMakerStandIn:
         if self._throttles.get(operation, 0) > 0:
             self._throttles[operation] -= 1
             raise ApiError("ThrottlingException", "Rate exceeded")
-        return self._operations[operation](body)
+        result = self._operations[operation](body)
+        problems = shape_problems(result, shape(_service_of(operation), operation, "output"), operation)
+        if problems:
+            raise StandInAnswerInvalid("; ".join(problems[:5]))
+        return result
 
     # --- simulation -------------------------------------------------------------------------
 
@@ -304,6 +308,12 @@ class BatchSageMakerStandIn:
     @staticmethod
     def _bind(method: Callable[[Any], None], arg: Any) -> Callable[[], None]:
         return lambda: method(arg)
+
+
+def _service_of(operation: str) -> str:
+    if operation in _SAGEMAKER_OPERATIONS:
+        return "sagemaker"
+    return "logs" if operation in _LOGS_OPERATIONS else "batch"
 
 
 def _target(request: AWSPreparedRequest) -> str:

@@ -285,6 +285,7 @@ class SageMakerTrainingJobs:
         stopping = dict(request.get("StoppingCondition") or {})
         stopping.setdefault("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S)
         transitions = _transitions(plan, now)
+        output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
         described.update(
             TrainingJobName=job.name,
             TrainingJobArn=job.arn,
@@ -297,6 +298,9 @@ class SageMakerTrainingJobs:
             CreationTime=job.created,
             LastModifiedTime=max([job.created, *(t["StartTime"] for t in transitions)]),
             SecondaryStatusTransitions=transitions,
+            # Required in the DescribeTrainingJob output shape (API reference: "ModelArtifacts ...
+            # Required: Yes"), whatever the status: where the model is (or will be) written.
+            ModelArtifacts={"S3ModelArtifacts": f"{output}/{job.name}/output/model.tar.gz"},
         )
         downloads = [s.start for s in plan.segments if s.status == "Downloading" and s.start <= now + EPS]
         if downloads:
@@ -310,9 +314,7 @@ class SageMakerTrainingJobs:
             described["BillableTimeInSeconds"] = billable
             if plan.failure_reason:
                 described["FailureReason"] = plan.failure_reason
-            if plan.status == "Completed":
-                output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
-                described["ModelArtifacts"] = {"S3ModelArtifacts": f"{output}/{job.name}/output/model.tar.gz"}
+
         return described
 
     def add_tags(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import botocore.session
 
 from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, ServiceJobView
+from spotline_dev.standin.http_answers import shape_problems
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 REGION = "us-east-1"
@@ -155,34 +156,10 @@ SHAPE_CHECKED = {
 
 
 def assert_matches_shape(value: Any, shape: Any, path: str = "") -> None:
-    """Every key the stand-in sends exists in botocore's output shape, with the wire type
-    botocore expects (botocore's parser silently drops unknown keys, so check the raw body)."""
-    kind = shape.type_name
-    if kind == "structure":
-        assert isinstance(value, dict), path
-        for key, item in value.items():
-            assert key in shape.members, f"{path}.{key} is not in {shape.name}"
-            assert_matches_shape(item, shape.members[key], f"{path}.{key}")
-    elif kind == "list":
-        assert isinstance(value, list), path
-        for index, item in enumerate(value):
-            assert_matches_shape(item, shape.member, f"{path}[{index}]")
-    elif kind == "map":
-        assert isinstance(value, dict), path
-        for item in value.values():
-            assert_matches_shape(item, shape.value, path)
-    elif kind in ("integer", "long"):
-        assert isinstance(value, int) and not isinstance(value, bool), path
-    elif kind == "timestamp":
-        assert isinstance(value, int | float) and not isinstance(value, bool), path
-    elif kind == "boolean":
-        assert isinstance(value, bool), path
-    elif kind in ("double", "float"):
-        assert isinstance(value, int | float), path
-    else:
-        assert isinstance(value, str), path
-        if "enum" in shape.metadata:
-            assert value in shape.metadata["enum"], f"{path}={value}"
+    """The stand-in's own check (every answer it gives passes it): members, wire types, enums and
+    required members of botocore's output shape."""
+    problems = shape_problems(value, shape, path)
+    assert not problems, problems
 
 
 def check_shapes(rig: Rig) -> None:

@@ -101,7 +101,7 @@ def test_each_detail_describes_the_job_as_of_its_own_moment(make_rig: RigFactory
     runnable, scheduled, starting, running, succeeded = details(events, "aws.batch")
     assert (runnable["status"], runnable["attempts"], "latestAttempt" in runnable) == ("RUNNABLE", [], False)
     assert "scheduledAt" not in runnable and "stoppedAt" not in runnable
-    assert scheduled["scheduledAt"] == ms(30) and "startedAt" not in scheduled
+    assert scheduled["scheduledAt"] == ms(30) and scheduled["startedAt"] == 0  # required, not started yet
     assert starting["startedAt"] == ms(270) and "stoppedAt" not in starting["attempts"][0]
     assert running["status"] == "RUNNING" and not running["isTerminated"]
     assert (succeeded["stoppedAt"], succeeded["attempts"][0]["stoppedAt"]) == (ms(3990), ms(3990))
