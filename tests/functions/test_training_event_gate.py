@@ -15,6 +15,7 @@ from spotline.aws.clients import reset_clients
 from spotline_dev.local_aws import LocalStack
 
 SAGEMAKER = sample_event("sagemaker_training_job_state_change.json")
+SAGEMAKER_TAGS_LIST = sample_event("sagemaker_training_job_state_change_tags_list.json")
 BATCH = sample_event("batch_service_job_state_change.json")
 
 
@@ -85,6 +86,42 @@ def test_the_rules_match_only_the_changes_worth_acting_on(stack: LocalStack) -> 
     assert matches(interrupted, spot_gone)
     untagged = SAGEMAKER | {"detail": SAGEMAKER["detail"] | {"Tags": {}}}
     assert not matches(training, untagged)
+
+
+def test_the_sagemaker_rules_match_either_shape_of_the_tags_and_the_gate_reads_both(stack: LocalStack) -> None:
+    """AWS's samples disagree whether detail.Tags is a map or a [{Key, Value}] list; a list's keys
+    cannot be matched by name, so the rules also take jobs Batch named (AWSBatch...), and the gate
+    drops those that are not Spotline's."""
+    events = stack.client("events")
+
+    def matches(rule: str, event: dict[str, Any]) -> bool:
+        return bool(EventPattern.load(events.describe_rule(Name=rule)["EventPattern"]).matches_event(event))
+
+    listed = SAGEMAKER_TAGS_LIST
+    assert isinstance(listed["detail"]["Tags"], list) and isinstance(SAGEMAKER["detail"]["Tags"], dict)
+    assert not SAGEMAKER["detail"]["TrainingJobName"].startswith("AWSBatch")  # matched by its tags alone
+    training, interrupted = (
+        "TrainingEventGateFunctionTrainingJobEnded",
+        "TrainingEventGateFunctionTrainingJobInterrupted",
+    )
+    assert matches(training, listed) and matches(training, SAGEMAKER)
+    spot_gone = listed | {
+        "detail": listed["detail"] | {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Interrupted"}
+    }
+    assert matches(interrupted, spot_gone) and not matches(training, spot_gone)
+    someone_elses = listed | {"detail": listed["detail"] | {"TrainingJobName": "nightly-etl-7", "Tags": []}}
+    assert not matches(training, someone_elses)
+
+    assert _gate(stack, listed) == {"woken": None, "change": _summary(listed)}
+    (item,) = stack.client("dynamodb").scan(TableName=stack.physical["TrainingWatchesTable"])["Items"]
+    assert item["pk"]["S"] == "search-ranking-ranker-v2-2a265c01"  # from the list's spotline:execution
+    batch_named_untagged = copy.deepcopy(listed)
+    batch_named_untagged["detail"]["Tags"] = [{"Key": "team", "Value": "someone-else"}]
+    assert matches(training, batch_named_untagged)
+    assert _gate(stack, batch_named_untagged) == {
+        "woken": None,
+        "ignored": f"{_summary(batch_named_untagged)}: not a Spotline job",
+    }
 
 
 def test_a_change_between_the_check_and_the_registration_releases_at_once(stack: LocalStack) -> None:
