@@ -14,7 +14,9 @@ from spotline.aws.clients import split_s3_uri
 from spotline.aws.resources import TEAM_TAG
 from spotline.core.images import DLC_REGISTRY_ACCOUNTS, parse_image
 from spotline.core.model import JobSpec
+from spotline.core.quota_shares import MAX_CAPACITY_LIMITS, parse_capacity
 from spotline_dev.scenario import ScenarioError
+from spotline_dev.template import load_template
 
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -169,3 +171,24 @@ def _ensure_image(ecr: Any, image: str) -> None:
     )
     with contextlib.suppress(ecr.exceptions.ImageAlreadyExistsException):  # two manifests, one image
         ecr.put_image(repositoryName=repository, imageManifest=manifest, **({"imageTag": tag} if tag else {}))
+
+
+def played_capacity(specs: Sequence[JobSpec], scenario: Mapping[str, int] | None) -> dict[str, int]:
+    """The service environment the sandbox plays (TrainingCapacity): the scenario's `queue:
+    capacity`, or the template's default with each manifest's instance type added (as the
+    platform team would configure it for them), since quota management runs a job only on a type
+    with a capacity limit."""
+    if scenario is not None:
+        return dict(scenario)
+    capacity = parse_capacity(str(load_template()["Parameters"]["TrainingCapacity"]["Default"]))
+    for spec in specs:
+        if spec.instance_type not in capacity:
+            capacity[spec.instance_type] = max(
+                spec.instance_count, *(s.instance_count for s in specs if s.instance_type == spec.instance_type)
+            )
+    if len(capacity) > MAX_CAPACITY_LIMITS:
+        raise ScenarioError(
+            f"the manifests use {len(capacity)} instance types with the template's default, and a service "
+            f"environment here takes {MAX_CAPACITY_LIMITS}: give the scenario queue: capacity: {{TYPE: N}}"
+        )
+    return capacity

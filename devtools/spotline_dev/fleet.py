@@ -24,7 +24,7 @@ import yaml
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.service_jobs import job_name_prefix
-from spotline_dev.account import played_account, prepare_account, team_allowance
+from spotline_dev.account import played_account, played_capacity, prepare_account, team_allowance
 from spotline_dev.local_aws import LocalStack, start_local_stack
 from spotline_dev.local_executions import ExecutionRecord
 from spotline_dev.sandbox_runs import (
@@ -141,7 +141,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
                 environment=environment,
                 weather=weather_of(scenario),
                 behaviour=training_behaviour(scenario, uploads),
-                capacity_instances=scenario.capacity_instances,
+                capacity=played_capacity([u.spec for u in uploads], scenario.capacity),
                 account=played.id,
                 region=played.region,
                 parameters={"TrainingRolePath": played.role_path},
@@ -168,7 +168,7 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         runs = [_summarize_run(stack, scenario, upload, arn, delivery_errors) for upload, arn in started]
         jobs = stack.standin.jobs
         virtual_end = stack.clock.now()
-        quotas = quota_instances(stack)
+        quotas = quota_capacity(stack)
     left = [left_running(_run_of(job, runs), job) for job in jobs if job.status not in ENDED]
     account = played_account([u.spec for u in uploads], scenario.account).describe()
     return {
@@ -177,19 +177,19 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         "leftRunning": left,
         "jobs": jobs,
         "virtualEnd": virtual_end,
-        "capacityInstances": stack.queue_capacities["TrainingJobQueue"],
+        "capacity": stack.queue_capacities["TrainingJobQueue"],
         "sharedQueue": True,
         "quotas": quotas,
     }
 
 
-def quota_instances(stack: LocalStack) -> dict[str, int]:
-    """Each quota share of the training queue (one per team, named after it) and its capacity in
-    instances, as Batch has it (ListQuotaShares)."""
+def quota_capacity(stack: LocalStack) -> dict[str, dict[str, int]]:
+    """Each quota share of the training queue (one per team, named after it) and its capacity
+    limits per instance type, as Batch has it (ListQuotaShares)."""
     batch = stack.client("batch")  # not spotline.aws: its logger would be made before the handlers' settings
     page = batch.list_quota_shares(jobQueue=stack.physical["TrainingJobQueue"], maxResults=100)  # 20 at most
     return {
-        share["quotaShareName"]: sum(limit["maxCapacity"] for limit in share["capacityLimits"])
+        share["quotaShareName"]: {limit["capacityUnit"]: limit["maxCapacity"] for limit in share["capacityLimits"]}
         for share in page.get("quotaShares", [])
         if share.get("state") == "ENABLED"
     }

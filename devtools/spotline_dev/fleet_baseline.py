@@ -11,7 +11,7 @@ from typing import Any
 
 from spotline.core.model import to_rfc3339
 from spotline.core.training_request import Attempt, service_job_request
-from spotline_dev.fleet import Upload, fleet_stack, quota_instances, uploads_of
+from spotline_dev.fleet import Upload, fleet_stack, quota_capacity, uploads_of
 from spotline_dev.fleet_figures import fleet_figures
 from spotline_dev.local_resources import ACCOUNT, REGION
 from spotline_dev.sandbox_runs import ENDED, powertools_environment_for, training_end
@@ -43,12 +43,12 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
         jobs, end = stack.standin.jobs, stack.clock.now()
         ledgers = stack.standin.ledger(by_service_job=True)  # one service job per upload
         capacity = stack.queue_capacities["TrainingJobQueue"]
-        quotas = quota_instances(stack)
+        quotas = quota_capacity(stack)
     runs = [_run_of(job, submitted[job.job_id], scenario.start, ledgers.get(job.job_name)) for job in jobs]
     return {
         "executions": runs,
         "jobs": jobs,
-        "fleet": fleet_figures(runs, jobs, capacity_instances=capacity, start=scenario.start, end=end, quotas=quotas),
+        "fleet": fleet_figures(runs, jobs, capacity=capacity, start=scenario.start, end=end, quotas=quotas),
         "leftRunning": [job.job_id for job in jobs if job.status not in ENDED],
     }
 
@@ -66,6 +66,7 @@ def _run_of(job: ServiceJobView, upload: Upload, start: datetime, ledger: RunLed
         "costUsd": ledger.cost_usd(REGION) if ledger else 0.0,
         "onDemandCostUsd": ledger.on_demand_cost_usd(REGION) if ledger else None,
         "onDemandSeconds": ledger.on_demand_seconds if ledger else None,
+        "instanceType": spec.instance_type,
         "instanceCount": spec.instance_count,
         "uploadedAt": to_rfc3339(start + timedelta(seconds=upload.moment)),
         "jobIds": [job.job_id],

@@ -9,7 +9,9 @@ SageMaker attempts), not from what the executions noticed:
   (Batch's own retries, preemptions); one figure per service job (each Spotline attempt is one).
 - *busy instance-seconds* count an attempt's instances from its creation (Batch hands it to
   SageMaker: it holds its capacity) to its end; utilization is that over capacity x the fleet's
-  span (from the scenario's start to the last attempt's end).
+  span (from the scenario's start to the last attempt's end). Quota management counts capacity per
+  instance type, so capacity, peak, utilization, each team's instance-seconds and starvation are
+  also given per type (`instanceTypes`, `instanceSecondsByType`).
 """
 
 from __future__ import annotations
@@ -63,31 +65,47 @@ def waiting_intervals(job: ServiceJobView, end: datetime) -> list[tuple[datetime
 
 def starved_seconds(
     jobs: list[ServiceJobView],
-    instances: Mapping[str, int],
-    quotas: Mapping[str, int],
+    instances: Mapping[str, tuple[str, int]],
+    quotas: Mapping[str, Mapping[str, int]],
     end: datetime,
     grace_seconds: float = SCHEDULING_GRACE_SECONDS,
 ) -> dict[str, float]:
     """Per quota share: how long its jobs waited, beyond `grace_seconds` per wait, although they
-    fit in what the share left unused (its quota less the instances its own jobs held). Batch's
-    quota management promises each share its capacity (lent capacity comes back through
-    preemption), so this stays 0. `instances`: each service job's instance count."""
-    changes: dict[str, Counter[datetime]] = defaultdict(Counter)  # share -> instances held from then
+    fit in what the share left unused of their instance type (its quota of the type less the
+    instances of that type its own jobs held). Batch's quota management promises each share its
+    capacity (lent capacity comes back through preemption), so this stays 0. `instances`: each
+    service job's (instance type, instance count); `quotas`: each share's limits per type."""
+    changes: dict[tuple[str, str], Counter[datetime]] = defaultdict(Counter)  # (share, type) -> held from then
     for job in jobs:
+        unit, count = instances.get(job.job_id, ("", 1))
         for begin, finish in busy_intervals(job, end):
-            changes[job.quota_share or ""][begin] += instances.get(job.job_id, 1)
-            changes[job.quota_share or ""][finish] -= instances.get(job.job_id, 1)
-    steps = {share: _steps(counter) for share, counter in changes.items()}
+            changes[(job.quota_share or "", unit)][begin] += count
+            changes[(job.quota_share or "", unit)][finish] -= count
+    steps = {key: _steps(counter) for key, counter in changes.items()}
     starved = dict.fromkeys(quotas, 0.0)
     for job in jobs:
         share = job.quota_share or ""
-        if share not in quotas:
-            continue
-        room = quotas[share] - instances.get(job.job_id, 1)
+        unit, count = instances.get(job.job_id, ("", 1))
+        if share not in quotas or unit not in quotas[share]:
+            continue  # a type without a limit in the share waits by design, never within its quota
+        room = quotas[share][unit] - count
         for begin, finish in waiting_intervals(job, end):
-            fitting = _seconds_at_most(steps.get(share, []), room, begin, finish)
+            fitting = _seconds_at_most(steps.get((share, unit), []), room, begin, finish)
             starved[share] += max(0.0, fitting - grace_seconds)
     return starved
+
+
+def peak_instances(
+    jobs: list[ServiceJobView], instances: Mapping[str, tuple[str, int]], end: datetime
+) -> dict[str, int]:
+    """Per instance type: the most instances held at once."""
+    changes: dict[str, Counter[datetime]] = defaultdict(Counter)
+    for job in jobs:
+        unit, count = instances.get(job.job_id, ("", 1))
+        for begin, finish in busy_intervals(job, end):
+            changes[unit][begin] += count
+            changes[unit][finish] -= count
+    return {unit: max((held for _, held in _steps(counter)), default=0) for unit, counter in changes.items()}
 
 
 def _steps(changes: Counter[datetime]) -> list[tuple[datetime, int]]:
@@ -117,27 +135,38 @@ def fleet_figures(
     runs: list[dict[str, Any]],
     jobs: list[ServiceJobView],
     *,
-    capacity_instances: int | None,
+    capacity: Mapping[str, int] | None,
     start: datetime,
     end: datetime,
-    quotas: Mapping[str, int] | None = None,
+    quotas: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """The sandbox's `fleet` object (README "Fleet scenarios"). `quotas`: each quota share's
-    capacity in instances (a share is named after its team)."""
+    """The sandbox's `fleet` object (README "Fleet scenarios"). `capacity`: the service
+    environment's limits per instance type (None: unlimited); `quotas`: each quota share's limits
+    per instance type (a share is named after its team)."""
     owner = {job_id: run for run in runs for job_id in run.get("jobIds", ())}
     last_end = max((a.ended_at for j in jobs for a in j.attempts if a.ended_at), default=start)
     span = max((last_end - start).total_seconds(), 1.0)
     waits: dict[str, list[float]] = defaultdict(list)
-    instance_seconds: dict[str, float] = defaultdict(float)
+    instance_seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # team -> type ->
+    sizes = {
+        job.job_id: (str(run.get("instanceType") or ""), int(run["instanceCount"]))
+        for job in jobs
+        if (run := owner.get(job.job_id))
+    }
     for job in jobs:
         run = owner.get(job.job_id)
         team = run["team"] if run else "?"
         waits[team].append(queue_wait_seconds(job, end))
-        count = int(run["instanceCount"]) if run else 1
-        instance_seconds[team] += sum((b - a).total_seconds() for a, b in busy_intervals(job, end)) * count
+        unit, count = sizes.get(job.job_id, ("", 1))
+        instance_seconds[team][unit] += sum((b - a).total_seconds() for a, b in busy_intervals(job, end)) * count
     all_waits = [w for team_waits in waits.values() for w in team_waits]
-    sizes = {job.job_id: int(owner[job.job_id]["instanceCount"]) for job in jobs if job.job_id in owner}
     starved = starved_seconds(jobs, sizes, quotas or {}, end)
+    by_type: dict[str, float] = defaultdict(float)
+    for seconds in instance_seconds.values():
+        for unit, n in seconds.items():
+            by_type[unit] += n
+    peaks = peak_instances(jobs, sizes, end)
+    total_capacity = sum(capacity.values()) if capacity else None
     missed = [run for run in runs if _missed(run)]
     teams = sorted({run["team"] for run in runs} | set(waits))
     return {
@@ -149,10 +178,18 @@ def fleet_figures(
         "costUsd": total_cost(run["costUsd"] for run in runs),
         # The work the fleet finished, on-demand from the start (a run that did not finish has none).
         "onDemandCostUsd": total_cost(run["onDemandCostUsd"] for run in runs if run.get("onDemandSeconds") is not None),
-        "capacityInstances": capacity_instances,
-        "capacityUtilization": (
-            round(sum(instance_seconds.values()) / (capacity_instances * span), 4) if capacity_instances else None
-        ),
+        "capacityInstances": total_capacity,
+        "capacityUtilization": round(sum(by_type.values()) / (total_capacity * span), 4) if total_capacity else None,
+        "instanceTypes": {
+            unit: {
+                "capacityInstances": (capacity or {}).get(unit) if capacity else None,
+                "peakInstances": peaks.get(unit, 0),
+                "capacityUtilization": (
+                    round(by_type[unit] / (capacity[unit] * span), 4) if capacity and capacity.get(unit) else None
+                ),
+            }
+            for unit in sorted(set(capacity or {}) | {u for u in by_type if u})
+        },
         "queueWaitSeconds": {
             **{name: round(percentile(all_waits, rank)) for name, rank in PERCENTILES.items()},
             "max": round(max(all_waits, default=0.0)),
@@ -161,7 +198,8 @@ def fleet_figures(
         "teams": {
             team: {
                 "jobs": sum(1 for run in runs if run["team"] == team),
-                "instanceSeconds": round(instance_seconds[team]),
+                "instanceSeconds": round(sum(instance_seconds[team].values())),
+                "instanceSecondsByType": {unit: round(n) for unit, n in sorted(instance_seconds[team].items())},
                 "queueWaitP95Seconds": round(percentile(waits[team], 95)),
                 "deadlinesMissed": sum(1 for run in missed if run["team"] == team),
                 # Only a team with a quota share can be starved of it: null for one without.
@@ -192,11 +230,17 @@ def _missed(run: dict[str, Any]) -> bool:
 def render_fleet(fleet: dict[str, Any]) -> list[str]:
     """The fleet summary table of the sandbox's text output."""
     waits = fleet["queueWaitSeconds"]
+    kinds = fleet.get("instanceTypes") or {}
+    per_type = "; ".join(
+        f"{unit} {f['peakInstances']} of {'-' if f['capacityInstances'] is None else f['capacityInstances']} at peak"
+        + ("" if f["capacityUtilization"] is None else f", {f['capacityUtilization'] * 100:.0f}% used")
+        for unit, f in kinds.items()
+    )
     capacity = (
         f"capacity {fleet['capacityInstances']} instances, {fleet['capacityUtilization'] * 100:.0f}% used"
         if fleet["capacityInstances"]
         else "capacity unlimited"
-    )
+    ) + (f" ({per_type})" if len(kinds) > 1 else "")
     priced = fleet["costUsd"] is not None and fleet["onDemandCostUsd"]
     saved = f"{(1 - fleet['costUsd'] / fleet['onDemandCostUsd']) * 100:.0f}% saved" if priced else "saving unknown"
     with_deadline = fleet["deadlinesMet"] + fleet["deadlinesMissed"]
@@ -250,7 +294,7 @@ def plot_fleet(
     jobs: list[ServiceJobView],
     path: Path,
     *,
-    capacity_instances: int | None,
+    capacity: Mapping[str, int] | None,
     start: datetime,
     end: datetime,
     title: str,
@@ -277,8 +321,8 @@ def plot_fleet(
     figure, axes = plt.subplots(figsize=(11, 4.5))
     if stacks:
         axes.stackplot(hours, stacks, labels=list(steps), step="post", alpha=0.85)
-    if capacity_instances:
-        axes.axhline(capacity_instances, color="#000000", linewidth=1, linestyle="--", label="queue capacity")
+    if capacity:
+        axes.axhline(sum(capacity.values()), color="#000000", linewidth=1, linestyle="--", label="queue capacity")
     axes.set_xlabel("hours since the scenario's start")
     axes.set_ylabel("instances held")
     axes.set_xlim(0, max(hours[-1], 1.0))

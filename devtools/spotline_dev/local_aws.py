@@ -36,6 +36,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda
 from moto.stepfunctions.parser.asl.utils import json_path as moto_json_path
 
 from spotline.aws import clients as spotline_aws
+from spotline.core.quota_shares import format_capacity
 from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.local_cloudformation import install_stack_description
 from spotline_dev.local_custom_resources import with_parameters
@@ -126,7 +127,7 @@ class LocalStack:
     faults: Faults | None = None  # set by start_local_stack
     executions: Executions | None = None  # set by start_local_stack
     outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
-    queue_capacities: dict[str, int | None] = field(default_factory=dict)  # job queue -> instances (None: no limit)
+    queue_capacities: dict[str, dict[str, int] | None] = field(default_factory=dict)  # queue -> limits per type
     account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
     region: str = REGION
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -367,17 +368,18 @@ def start_local_stack(
     environment: dict[str, str] | None = None,
     weather: SpotWeather | None = None,
     behaviour: Behaviour = two_hour_training,
-    capacity_instances: int | None = None,
+    capacity: Mapping[str, int] | None = None,
     account: str = ACCOUNT,
     region: str = REGION,
     parameters: Mapping[str, str] | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
     yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY);
-    `capacity_instances` the training queue's capacity (the template's TrainingCapacityInstances);
+    `capacity` the training queue's capacity per instance type (the template's TrainingCapacity);
     `account` and `region` the AWS account and region it plays; `parameters` the stack's
     parameter values where they differ from the template's defaults (e.g. TrainingRolePath)."""
-    template = with_parameters(load_template(), parameters or {})
+    overrides = dict(parameters or {}) | ({"TrainingCapacity": format_capacity(capacity)} if capacity else {})
+    template = with_parameters(load_template(), overrides)
     clock = VirtualClock(start or datetime.now(UTC))
     with ExitStack() as exits:
         exits.enter_context(
@@ -436,7 +438,7 @@ def start_local_stack(
         )
         exits.callback(spotline_aws.reset_clients)
         spotline_aws.reset_clients()
-        create_resources(stack, lambdas.handlers, exits, environment or {}, capacity_instances=capacity_instances)
+        create_resources(stack, lambdas.handlers, exits, environment or {})
         install_service_events(stack)
         install_stack_description(stack, STACK, region=region, account=account, created=clock.now())
         exits.callback(lambdas.settle, STOP_TASKS_SECONDS)  # first on the way out: moto still answers

@@ -5,9 +5,9 @@ HTTPS ResponseURL), and its answer, the one PUT `spotline.aws.custom_resource` m
 instead of sent. A FAILED answer fails the stack's creation with the handler's Reason.
 
 Parameters take the local stack's values: a parameter a function reads through an environment
-variable (TeamPolicy as TEAM_POLICY) takes the variable's override, and the service
-environment's capacity parameter the queue's capacity, so a resource follows what the test or
-sandbox gave the stack.
+variable (TeamPolicy as TEAM_POLICY) takes the variable's override (the stack's own parameters,
+TrainingCapacity among them, are already its template's defaults), so a resource follows what the
+test or sandbox gave the stack.
 
 CloudFormation invokes the function itself (asynchronously); the local stack calls the handler
 in-process, as its other functions, but outside `LocalStack.invocations`, which records what
@@ -50,23 +50,13 @@ def custom_resources(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def parameter_overrides(
-    template: dict[str, Any], environment: Mapping[str, str], queue_capacities: Mapping[str, int | None]
-) -> dict[str, str]:
-    """The local stack's parameter values that differ from the template's defaults."""
+def parameter_overrides(template: dict[str, Any], environment: Mapping[str, str]) -> dict[str, str]:
+    """The parameters whose function variables the local stack overrides (TeamPolicy by TEAM_POLICY)."""
     overrides: dict[str, str] = {}
     for logical in resources_of_type(template, "AWS::Serverless::Function"):
         for variable, value in function_environment(template, logical).items():
             if isinstance(value, dict) and set(value) == {"Ref"} and variable in environment:
                 overrides[str(value["Ref"])] = environment[variable]
-    for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
-        capacity = queue_capacities.get(logical)
-        for order in queue["Properties"].get("ServiceEnvironmentOrder") or []:
-            service = template["Resources"].get((order.get("ServiceEnvironment") or {}).get("Ref", ""), {})
-            for limit in service.get("Properties", {}).get("CapacityLimits") or []:
-                maximum = limit.get("MaxCapacity")
-                if capacity is not None and isinstance(maximum, dict) and set(maximum) == {"Ref"}:
-                    overrides[str(maximum["Ref"])] = str(capacity)
     return overrides
 
 

@@ -52,11 +52,9 @@ def create_resources(
     handlers: dict[str, Handler],
     exits: ExitStack,
     environment: dict[str, str],
-    *,
-    capacity_instances: int | None = None,
 ) -> None:
     """Create the template's resources in moto and the stand-in; `handlers` receives each function's
-    handler by function name. `capacity_instances` overrides the service environment's capacity."""
+    handler by function name."""
     template, physical = stack.template, stack.physical
     iam, s3, sqs, sns = (stack.client(s) for s in ("iam", "s3", "sqs", "sns"))
     arns: dict[tuple[str, str | None], str] = {}
@@ -106,11 +104,11 @@ def create_resources(
             )
     for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
         policy = queue["Properties"].get("SchedulingPolicyArn")
-        capacity = stack.queue_capacities[logical] = capacity_instances or queue_capacity(template, queue, resolver)
+        capacity = stack.queue_capacities[logical] = queue_capacity(template, queue, resolver)
         physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
             f"{STACK}-{logical}",
             scheduling_policy_arn=resolver.resolve(policy) if policy else None,
-            capacity_instances=capacity,
+            capacity=capacity,
         )
 
     dynamodb = stack.client("dynamodb")
@@ -186,7 +184,7 @@ def create_resources(
         stack.functions[logical] = physical[logical]
 
     # Custom resources see the local stack's parameters (TEAM_POLICY, the queue's capacity).
-    local_parameters = with_parameters(template, parameter_overrides(template, environment, stack.queue_capacities))
+    local_parameters = with_parameters(template, parameter_overrides(template, environment))
     create_custom_resources(
         stack,
         Resolver(local_parameters, lookup, resolver.pseudo),

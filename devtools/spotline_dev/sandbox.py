@@ -24,7 +24,7 @@ from typing import Any
 from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
-from spotline_dev.account import played_account, prepare_account, team_allowance
+from spotline_dev.account import played_account, played_capacity, prepare_account, team_allowance
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.timeline import offset
@@ -64,14 +64,14 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
                 "jobs": [job for run, jobs in runs for job in jobs],
                 "virtualEnd": max((run["virtualEndAt"] for run, _ in runs), default=scenario.start),
                 # Each manifest ran in a stack of its own: no capacity they shared, no utilization.
-                "capacityInstances": None,
+                "capacity": None,
                 "sharedQueue": False,
             }
     summary["capacityGaps"] = weather_of(scenario).capacity_gaps  # for the pictures: when spot had none
     summary["fleet"] = fleet_figures(
         summary["executions"],
         summary["jobs"],
-        capacity_instances=summary["capacityInstances"],
+        capacity=summary["capacity"],
         start=scenario.start,
         end=summary["virtualEnd"],
         quotas=summary.get("quotas"),
@@ -103,6 +103,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
                 environment=environment,
                 weather=weather,
                 behaviour=behaviour,
+                capacity=played_capacity([spec] if spec else [], scenario.capacity),
                 account=played.id,
                 region=played.region,
                 parameters={"TrainingRolePath": played.role_path},
@@ -150,10 +151,11 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             "deliveryErrors": delivery_errors + stack.delivery_errors,
             "history": history,
             "team": team,
+            "instanceType": spec.instance_type if spec else None,
             "instanceCount": spec.instance_count if spec else 0,
             "jobIds": [job.job_id for job in jobs],
             "virtualEndAt": stack.clock.now(),
-            "capacityInstances": stack.queue_capacities.get("TrainingJobQueue"),
+            "capacity": stack.queue_capacities.get("TrainingJobQueue"),
         }
     run["leftRunning"] = [left_running(run["name"], job) for job in jobs if job.status not in ENDED]
     return run, jobs
@@ -329,7 +331,7 @@ def draw(summary: dict[str, Any], directory: Path) -> list[Path]:
                 summary["executions"],
                 summary["jobs"],
                 directory,
-                capacity_instances=summary["capacityInstances"],
+                capacity=summary["capacity"],
                 start=start,
                 end=summary["virtualEnd"],
                 title=f"{summary['scenario']}: instances held by each team",

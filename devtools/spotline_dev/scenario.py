@@ -70,14 +70,14 @@ class Scenario:
     stop_execution_at: float | None = None  # seconds after each execution's start: StopExecution
     faults: list[FaultSpec] = field(default_factory=list)
     submissions: list[Submission] = field(default_factory=list)
-    capacity_instances: int | None = None  # queue.capacityInstances; None: the template's default
+    capacity: dict[str, int] | None = None  # queue.capacity, per instance type; None: the template's default
     account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
 
     @property
     def shares_a_queue(self) -> bool:
         """A fleet scenario: every upload goes to one stack, its executions sharing one queue and
         one clock. Otherwise each manifest runs alone in a fresh stack."""
-        return bool(self.submissions) or self.capacity_instances is not None
+        return bool(self.submissions) or self.capacity is not None
 
 
 def _seconds(raw: Any, where: str) -> float:
@@ -150,14 +150,14 @@ def load_scenario(path: Path | None) -> Scenario:
         stop_execution_at=_stop_execution_at(raw["stopExecutionAt"]) if "stopExecutionAt" in raw else None,
         faults=_faults(raw["faults"]) if "faults" in raw else [],
         submissions=submissions,
-        capacity_instances=_queue(raw["queue"]) if "queue" in raw else None,
+        capacity=_queue(raw["queue"]) if "queue" in raw else None,
         account={str(k): str(v) for k, v in raw["account"].items()} if raw.get("account") else None,
     )
 
 
-def _queue(raw: Any) -> int:
-    """`queue: {capacityInstances: N}`: the service environment's capacity (MaxCapacity, in instances)."""
-    return int(raw["capacityInstances"])
+def _queue(raw: Any) -> dict[str, int]:
+    """`queue: {capacity: {TYPE: N}}`: the service environment's capacity limits, per instance type."""
+    return {str(unit): int(n) for unit, n in raw["capacity"].items()}
 
 
 def _submissions(raw: Any, folder: Path) -> list[Submission]:

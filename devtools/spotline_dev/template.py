@@ -50,8 +50,12 @@ def function_environment(template: dict[str, Any], logical_id: str) -> dict[str,
     return merged
 
 
+NO_VALUE = object()  # AWS::NoValue: the property or list item is left out
+
+
 class Resolver:
-    """Resolves the intrinsics the template uses (Ref, GetAtt, Sub, Join) against local names."""
+    """Resolves the intrinsics the template uses (Ref, GetAtt, Sub, Join, Select, Split, If with
+    its Conditions) against local names."""
 
     def __init__(
         self, template: dict[str, Any], physical: Callable[[str, str | None], str], pseudo: dict[str, str]
@@ -63,16 +67,34 @@ class Resolver:
     def parameter(self, name: str) -> str:
         return str(self.template.get("Parameters", {})[name].get("Default", ""))
 
-    def ref(self, name: str) -> str:
+    def ref(self, name: str) -> Any:
+        if name == "AWS::NoValue":
+            return NO_VALUE
         if name in self.pseudo:
             return self.pseudo[name]
         if name in self.template.get("Parameters", {}):
             return self.parameter(name)
         return self.physical(name, None)
 
+    def condition(self, name: str) -> bool:
+        return self._truth(self.template["Conditions"][name])
+
+    def _truth(self, value: Any) -> bool:
+        ((key, arg),) = value.items()
+        if key == "Condition":
+            return self.condition(arg)
+        if key == "Fn::Equals":
+            return str(self.resolve(arg[0])) == str(self.resolve(arg[1]))
+        if key == "Fn::Not":
+            return not self._truth(arg[0])
+        if key in ("Fn::And", "Fn::Or"):
+            truths = [self._truth(item) for item in arg]
+            return all(truths) if key == "Fn::And" else any(truths)
+        raise ValueError(f"condition function {key} is not known to the local resolver")
+
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
-            return [self.resolve(v) for v in value]
+            return [item for item in (self.resolve(v) for v in value) if item is not NO_VALUE]
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
@@ -88,7 +110,14 @@ class Resolver:
             if key == "Fn::Join":
                 separator, items = arg
                 return separator.join(str(v) for v in self.resolve(items))
-        return {k: self.resolve(v) for k, v in value.items()}
+            if key == "Fn::Select":
+                return self.resolve(arg[1])[int(self.resolve(arg[0]))]
+            if key == "Fn::Split":
+                return str(self.resolve(arg[1])).split(arg[0])
+            if key == "Fn::If":
+                return self.resolve(arg[1] if self.condition(arg[0]) else arg[2])
+        resolved = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in resolved.items() if v is not NO_VALUE}
 
     def _sub_var(self, name: str, extra: dict[str, Any]) -> str:
         if name in extra:
@@ -96,7 +125,7 @@ class Resolver:
         if "." in name and not name.startswith("AWS::"):
             logical, attribute = name.split(".", 1)
             return self.physical(logical, attribute)
-        return self.ref(name)
+        return str(self.ref(name))
 
 
 def powertools_environment(template: dict[str, Any] | None = None) -> dict[str, str]:
@@ -110,14 +139,17 @@ def powertools_environment(template: dict[str, Any] | None = None) -> dict[str, 
     return {k: str(resolver.resolve(v)) for k, v in variables.items() if k.startswith("POWERTOOLS_")}
 
 
-def queue_capacity(template: dict[str, Any], queue: dict[str, Any], resolver: Resolver) -> int | None:
-    """The instances a job queue's first service environment may run at once (its
-    CapacityLimits' MaxCapacity in NUM_INSTANCES), None when it sets no limit."""
+def queue_capacity(template: dict[str, Any], queue: dict[str, Any], resolver: Resolver) -> dict[str, int] | None:
+    """The capacity limits of a job queue's first service environment ({CapacityUnit:
+    MaxCapacity}: NUM_INSTANCES or per instance type), None when it sets none."""
     order = sorted(queue["Properties"].get("ServiceEnvironmentOrder") or [], key=lambda o: int(o.get("Order", 0)))
     environment = order[0].get("ServiceEnvironment") if order else None
     logical = environment.get("Ref") if isinstance(environment, dict) else None
     resource = template["Resources"].get(logical) if logical else None
-    for limit in (resource or {}).get("Properties", {}).get("CapacityLimits") or []:
-        if limit.get("CapacityUnit", "NUM_INSTANCES") == "NUM_INSTANCES" and "MaxCapacity" in limit:
-            return int(resolver.resolve(limit["MaxCapacity"]))
-    return None
+    limits = resolver.resolve((resource or {}).get("Properties", {}).get("CapacityLimits") or [])
+    capacity = {
+        str(limit.get("CapacityUnit", "NUM_INSTANCES")): int(limit["MaxCapacity"])
+        for limit in limits
+        if "MaxCapacity" in limit
+    }
+    return capacity or None

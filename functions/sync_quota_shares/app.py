@@ -8,7 +8,7 @@ CloudFormation's ResponseURL, FAILED with the reason when anything goes wrong
 (`spotline.aws.custom_resource`).
 
 ResourceProperties: JobQueue (the queue's ARN), TeamPolicy (the parameter's JSON),
-CapacityInstances (TrainingCapacityInstances; CloudFormation sends it as a string).
+Capacity (TrainingCapacity: `ml.g5.2xlarge=8,...`, the service environment's limit per instance type).
 PhysicalResourceId: the queue's ARN, so a replaced queue's old shares are torn down by the Delete
 CloudFormation sends for the old id.
 """
@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import custom_resource, quota_shares
 from spotline.aws.custom_resource import CustomResourceError, Result
 from spotline.aws.observability import logger
+from spotline.core.quota_shares import QuotaSharesInvalid, parse_capacity
 from spotline.core.team_policy import TeamPolicy
 
 JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:[0-9]{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
@@ -50,7 +51,7 @@ def _sync(event: Mapping[str, Any]) -> Result:
         raise CustomResourceError(f"RequestType {request!r} is not Create, Update or Delete")
     queue = _required(properties, "JobQueue")
     policy = TeamPolicy.from_json(_required(properties, "TeamPolicy"))
-    planned = quota_shares.reconcile(queue, policy, _capacity(properties.get("CapacityInstances")))
+    planned = quota_shares.reconcile(queue, policy, _capacity(_required(properties, "Capacity")))
     counts = planned.summary
     logger.info("Quota shares in step with the team policy", extra={"jobQueue": queue, **counts})
     return Result(
@@ -71,15 +72,8 @@ def _required(properties: Mapping[str, Any], name: str) -> str:
     return value
 
 
-def _capacity(value: Any) -> int | None:
-    if value in (None, ""):
-        return None
+def _capacity(text: str) -> dict[str, int]:
     try:
-        capacity = int(str(value))
-    except ValueError:
-        raise CustomResourceError(
-            f"ResourceProperties.CapacityInstances must be a whole number, not {value!r}"
-        ) from None
-    if capacity < 1:
-        raise CustomResourceError(f"ResourceProperties.CapacityInstances must be at least 1, not {capacity}")
-    return capacity
+        return parse_capacity(text)
+    except QuotaSharesInvalid as exc:
+        raise CustomResourceError(f"ResourceProperties.Capacity: {exc}") from None

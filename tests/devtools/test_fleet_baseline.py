@@ -19,7 +19,7 @@ def test_plain_batch_waits_out_a_capacity_gap_on_spot_and_misses_the_deadline_sp
     )
     scenario = tmp_path / "gap.yaml"
     scenario.write_text(
-        'name: gap\nstart: "2026-12-01T00:00:00Z"\nqueue: {capacityInstances: 2}\n'
+        'name: gap\nstart: "2026-12-01T00:00:00Z"\nqueue: {capacity: {ml.g5.2xlarge: 2}}\n'
         f"submissions: [{{manifest: {manifest.name}, at: 0h, deadlineAfter: 8h}}]\n"
         "spot: {startDelay: 5m, capacityGaps: [{from: 1h, to: 10h}]}\n"
     )

@@ -10,6 +10,7 @@ from spotline_dev.fleet_figures import (
     SCHEDULING_GRACE_SECONDS,
     capacity_by_team,
     fleet_figures,
+    peak_instances,
     plot_fleet,
     queue_wait_seconds,
     render_fleet,
@@ -21,6 +22,22 @@ from spotline_dev.standin.training_jobs import TrainingJobView
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 END = START + timedelta(hours=24)
+
+
+G5, P4D = "ml.g5.2xlarge", "ml.p4d.24xlarge"
+
+
+def _starved(
+    jobs: list[ServiceJobView], sizes: dict[str, int], quotas: dict[str, int], end: datetime, **options: float
+) -> dict[str, float]:
+    """starved_seconds with every job and quota on ml.g5.2xlarge."""
+    return starved_seconds(
+        jobs,
+        {job: (G5, n) for job, n in sizes.items()},
+        {share: {G5: n} for share, n in quotas.items()},
+        end,
+        **options,
+    )
 
 
 def _at(hours: float) -> datetime:
@@ -64,13 +81,13 @@ def _job(name: str, share: str, submitted: float, *attempts: tuple[float, float 
 def test_a_job_started_as_soon_as_its_share_has_room_was_never_starved() -> None:
     jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (1, 5))]
 
-    assert starved_seconds(jobs, {"a": 2, "b": 2}, {"ads": 2, "search": 2}, END) == {"ads": 0.0, "search": 0.0}
+    assert _starved(jobs, {"a": 2, "b": 2}, {"ads": 2, "search": 2}, END) == {"ads": 0.0, "search": 0.0}
 
 
 def test_waiting_while_its_share_had_room_counts_as_starved() -> None:
     jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (3, 5))]
 
-    starved = starved_seconds(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END)
+    starved = _starved(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END)
 
     assert starved == {"ads": 0.0, "search": 2 * 3600.0 - SCHEDULING_GRACE_SECONDS}
 
@@ -78,8 +95,8 @@ def test_waiting_while_its_share_had_room_counts_as_starved() -> None:
 def test_a_wait_shorter_than_the_schedulers_pace_is_not_starvation() -> None:
     jobs = [_job("a", "ads", 0, (0, 10)), _job("b", "search", 1, (1 + 4 / 60, 5))]  # 4 minutes
 
-    assert starved_seconds(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END)["search"] == 0.0
-    assert starved_seconds(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END, grace_seconds=0)["search"] == 240.0
+    assert _starved(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END)["search"] == 0.0
+    assert _starved(jobs, {"a": 4, "b": 2}, {"ads": 2, "search": 2}, END, grace_seconds=0)["search"] == 240.0
 
 
 def test_a_job_larger_than_what_its_share_has_left_is_not_starved_by_waiting() -> None:
@@ -87,7 +104,7 @@ def test_a_job_larger_than_what_its_share_has_left_is_not_starved_by_waiting() -
     waiting = _job("b2", "search", 1, (6, 8))
     too_big = _job("c", "ads", 0, (9, 10))
 
-    starved = starved_seconds([held, waiting, too_big], {"b1": 2, "b2": 1, "c": 3}, {"search": 2, "ads": 2}, END)
+    starved = _starved([held, waiting, too_big], {"b1": 2, "b2": 1, "c": 3}, {"search": 2, "ads": 2}, END)
 
     assert starved == {"search": 0.0, "ads": 0.0}
 
@@ -97,7 +114,7 @@ def test_a_preempted_job_waiting_again_counts_from_its_attempts_end() -> None:
     other = _job("a", "ads", 0, (0, 12))
 
     assert queue_wait_seconds(preempted, END) == 3 * 3600.0
-    starved = starved_seconds([preempted, other], {"b": 1, "a": 1}, {"search": 1, "ads": 1}, END, grace_seconds=0)
+    starved = _starved([preempted, other], {"b": 1, "a": 1}, {"search": 1, "ads": 1}, END, grace_seconds=0)
     assert starved["search"] == 3 * 3600.0
 
 
@@ -105,7 +122,7 @@ def test_a_job_still_waiting_at_the_end_waits_until_then() -> None:
     waiting = _job("b", "search", 20)
 
     assert queue_wait_seconds(waiting, END) == 4 * 3600.0
-    assert starved_seconds([waiting], {"b": 1}, {"search": 1}, END, grace_seconds=0) == {"search": 4 * 3600.0}
+    assert _starved([waiting], {"b": 1}, {"search": 1}, END, grace_seconds=0) == {"search": 4 * 3600.0}
 
 
 def test_the_fleet_picture_stacks_each_teams_instances(tmp_path: Path) -> None:
@@ -119,7 +136,9 @@ def test_the_fleet_picture_stacks_each_teams_instances(tmp_path: Path) -> None:
         "ads": [(_at(0), 2), (_at(10), 0)],
         "search": [(_at(1), 1), (_at(5), 0)],
     }
-    path = plot_fleet(runs, jobs, tmp_path / "fleet.png", capacity_instances=4, start=START, end=END, title="t")
+    path = plot_fleet(
+        runs, jobs, tmp_path / "fleet.png", capacity={"ml.g5.2xlarge": 4}, start=START, end=END, title="t"
+    )
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -162,7 +181,7 @@ def test_a_run_stopped_before_its_deadline_missed_nothing_and_an_unfinished_one_
         "onDemandSeconds": 7200,
     }
     fleet = fleet_figures(
-        [stopped_early, stopped_late, finished], [], capacity_instances=8, start=_at(0), end=_at(48), quotas={}
+        [stopped_early, stopped_late, finished], [], capacity={"ml.g5.2xlarge": 8}, start=_at(0), end=_at(48), quotas={}
     )
 
     assert fleet["deadlinesMissed"] == 1  # only the run still unfinished when its deadline came
@@ -181,9 +200,22 @@ def test_starvation_is_reported_only_for_a_team_with_a_quota_share() -> None:
     run = {"team": "no-share", "status": "SUCCEEDED", "deadline": None, "deadlineMet": None, "costUsd": 0.0}
     run |= {"onDemandCostUsd": None, "onDemandSeconds": None, "instanceCount": 1, "jobIds": ["j"]}
     fleet = fleet_figures(
-        [run], [_job("j", "", 0.0, (3.0, 4.0))], capacity_instances=4, start=_at(0), end=_at(5), quotas={}
+        [run], [_job("j", "", 0.0, (3.0, 4.0))], capacity={"ml.g5.2xlarge": 4}, start=_at(0), end=_at(5), quotas={}
     )
 
     assert fleet["teams"]["no-share"]["starvedSeconds"] is None  # no quota declared: nothing to be starved of
     (line,) = [line for line in render_fleet(fleet) if line.strip().startswith("no-share")]
     assert line.rstrip().endswith("-")
+
+
+def test_starvation_and_peaks_are_per_instance_type() -> None:
+    """A job waits within its share's quota only if the quota of its own type had room: search's
+    p4d job waiting while search holds nothing of p4d but has no p4d quota is not starved, and
+    g5 room does not make a p4d wait count."""
+    held = _job("g", "search", 0, (0, 10))
+    waiting_p4d = _job("p", "search", 1, (5, 7))
+    sizes = {"g": (G5, 1), "p": (P4D, 1)}
+    assert starved_seconds([held, waiting_p4d], sizes, {"search": {G5: 2}}, END, grace_seconds=0) == {"search": 0.0}
+    starved = starved_seconds([held, waiting_p4d], sizes, {"search": {G5: 2, P4D: 1}}, END, grace_seconds=0)
+    assert starved == {"search": 4 * 3600.0}  # a p4d of its own was free from hour 1 to hour 5
+    assert peak_instances([held, waiting_p4d], {"g": (G5, 2), "p": (P4D, 1)}, END) == {G5: 2, P4D: 1}

@@ -23,14 +23,18 @@ TEMPLATE = load_template()
 
 
 def test_the_shares_follow_the_team_policy_and_capacity_the_stack_was_given() -> None:
-    policy = {"teams": {"search-ranking": {"maxInstances": 2}, "vision": {"quotaInstances": 1}}}
-    with start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(policy)}, capacity_instances=3) as stack:
+    policy = {"teams": {"search-ranking": {"maxInstances": 2}, "vision": {"quotas": {"ml.p4d.24xlarge": 1}}}}
+    capacity = {"ml.g5.2xlarge": 3, "ml.p4d.24xlarge": 2}
+    with start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(policy)}, capacity=capacity) as stack:
         queue = stack.physical["TrainingJobQueue"]
         shares = stack.client("batch").list_quota_shares(jobQueue=queue)["quotaShares"]
-        assert {s["quotaShareName"]: s["capacityLimits"][0]["maxCapacity"] for s in shares} == {
-            "search-ranking": 3,  # no quotaInstances: the whole (overridden) service environment
-            "vision": 1,
+        assert {
+            s["quotaShareName"]: {c["capacityUnit"]: c["maxCapacity"] for c in s["capacityLimits"]} for s in shares
+        } == {
+            "search-ranking": capacity,  # no quotas: the whole (overridden) service environment
+            "vision": {"ml.p4d.24xlarge": 1},
         }
+        assert stack.queue_capacities["TrainingJobQueue"] == capacity
         assert stack.physical["TeamQuotaShares"] == queue  # its PhysicalResourceId, what Ref gives
         assert stack.invocations == []  # CloudFormation's call is not the workflow's
 
@@ -46,12 +50,12 @@ def test_a_custom_resource_that_answers_failed_fails_the_stack_with_its_reason()
 
 
 def test_parameters_take_the_local_stacks_values() -> None:
-    overrides = parameter_overrides(TEMPLATE, {"TEAM_POLICY": '{"teams": {}}'}, {"TrainingJobQueue": 5})
-    assert overrides == {"TeamPolicy": '{"teams": {}}', "TrainingCapacityInstances": "5"}
-    assert parameter_overrides(TEMPLATE, {}, {"TrainingJobQueue": None}) == {}
-    local = with_parameters(TEMPLATE, overrides)
-    assert local["Parameters"]["TrainingCapacityInstances"]["Default"] == "5"
-    assert TEMPLATE["Parameters"]["TrainingCapacityInstances"]["Default"] == 8  # the template is left as it is
+    overrides = parameter_overrides(TEMPLATE, {"TEAM_POLICY": '{"teams": {}}'})
+    assert overrides == {"TeamPolicy": '{"teams": {}}'}
+    assert parameter_overrides(TEMPLATE, {}) == {}
+    local = with_parameters(TEMPLATE, {"TrainingCapacity": "ml.g5.2xlarge=5"})
+    assert local["Parameters"]["TrainingCapacity"]["Default"] == "ml.g5.2xlarge=5"
+    assert TEMPLATE["Parameters"]["TrainingCapacity"]["Default"] == "ml.g5.2xlarge=8"  # the template is left as it is
 
 
 def test_resource_properties_arrive_as_cloudformation_sends_them() -> None:

@@ -71,7 +71,7 @@ def test_manifests_sharing_one_stack_must_name_one_account(tmp_path: Path) -> No
     theirs = _manifest(tmp_path, "theirs", account=OTHER_ACCOUNT, role_path="spotline")
     path = tmp_path / "fleet.yaml"
     path.write_text(
-        'name: fleet\nstart: "2026-12-01T00:00:00Z"\nqueue: {capacityInstances: 4}\n'
+        'name: fleet\nstart: "2026-12-01T00:00:00Z"\nqueue: {capacity: {ml.g5.2xlarge: 4}}\n'
         f"submissions:\n  - {{manifest: {ours.name}, at: 0h}}\n  - {{manifest: {theirs.name}, at: 0h}}\n"
     )
 

@@ -32,7 +32,7 @@ def test_a_fleet_prints_one_line_per_run_so_its_stories_keep_their_timelines(
     manifest.write_text(EXAMPLE_MANIFEST.read_text().replace("expectedDuration: 8h", "expectedDuration: 1h"))
     scenario = tmp_path / "fleet.yaml"
     scenario.write_text(
-        'name: fleet\nstart: "2026-12-01T00:00:00Z"\nmanifests: [job.yaml]\nqueue: {capacityInstances: 1}\n'
+        'name: fleet\nstart: "2026-12-01T00:00:00Z"\nmanifests: [job.yaml]\nqueue: {capacity: {ml.g5.2xlarge: 1}}\n'
     )
     assert cli_main(["sandbox", "--scenario", str(scenario), "--explain"]) == EXIT_OK
     runs, story = capsys.readouterr().out.split("\nExplain (", 1)

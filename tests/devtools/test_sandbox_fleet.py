@@ -60,7 +60,9 @@ def _busy_at_every_change(summary: dict[str, Any]) -> list[int]:
 
 def test_jobs_beyond_the_queue_capacity_wait_their_turn_and_the_clock_is_shared(tmp_path: Path) -> None:
     first, second = _manifest(tmp_path, "first"), _manifest(tmp_path, "second")
-    scenario = _scenario(tmp_path, f"manifests: [{first.name}, {second.name}]\nqueue: {{capacityInstances: 1}}\n")
+    scenario = _scenario(
+        tmp_path, f"manifests: [{first.name}, {second.name}]\nqueue: {{capacity: {{ml.g5.2xlarge: 1}}}}\n"
+    )
 
     summary = run_scenario(load_scenario(scenario))
 
@@ -84,7 +86,7 @@ def test_a_replay_gives_the_same_json_apart_from_its_wall_time(tmp_path: Path, m
     jobs = [_manifest(tmp_path, f"job-{n}", team=team, hours=1) for n, team in enumerate(["team-a", "team-b"] * 2)]
     scenario = _scenario(
         tmp_path,
-        "queue: {capacityInstances: 2}\nsubmissions:\n"
+        "queue: {capacity: {ml.g5.2xlarge: 2}}\nsubmissions:\n"
         + "".join(f"  - {{manifest: {job.name}, at: {n * 10}m}}\n" for n, job in enumerate(jobs)),
     )
 
@@ -122,8 +124,21 @@ def test_repeated_submissions_are_new_versions_with_their_own_deadline_and_check
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("queue: {capacity: 4}\n", r"queue.capacity: unknown field \(did you mean 'capacityInstances'\?\)"),
-        ("queue: {capacityInstances: 0}\n", r"queue.capacityInstances: must be at least 1, got 0"),
+        ("queue: {capacity: 4}\n", r"queue.capacity: must be a mapping, got 4"),
+        ("queue: {capacity: {ml.g5.2xlarge: 0}}\n", r"queue.capacity.ml.g5.2xlarge: must be at least 1, got 0"),
+        (
+            "queue: {capacity: {g5.2xlarge: 1}}\n",
+            r"queue.capacity.g5.2xlarge: must be a SageMaker training instance type",
+        ),
+        (
+            "queue: {capacityInstances: 8}\n",
+            r"queue.capacityInstances: is replaced by capacity, instances per instance type, as the service "
+            r'environment counts them: write capacity: \{"<instance type>": <instances>\}',
+        ),
+        (
+            "teamPolicy: {teams: {vision: {quotaInstances: 2}}}\n",
+            r'teamPolicy.teams.vision.quotaInstances: is replaced by quotas, .* write "quotas": \{"<instance type>"',
+        ),
         ("submissions: [{manifest: job.yaml, count: 3}]\n", r"submissions\[0\].every: required"),
         ("submissions: [{manifest: job.yaml, evry: 1h}]\n", r"submissions\[0\].evry: unknown field .did you"),
         ("submissions: [{manifest: nowhere.yaml}]\n", r"submissions\[0\].manifest: .*nowhere.yaml does not exist"),
@@ -141,7 +156,7 @@ def test_a_scenario_without_submissions_or_queue_runs_each_manifest_alone(tmp_pa
     job = _manifest(tmp_path, "alone")
     assert not load_scenario(_scenario(tmp_path, f"manifests: [{job.name}]\n")).shares_a_queue
     assert load_scenario(
-        _scenario(tmp_path, f"manifests: [{job.name}]\nqueue: {{capacityInstances: 3}}\n")
+        _scenario(tmp_path, f"manifests: [{job.name}]\nqueue: {{capacity: {{ml.g5.2xlarge: 3}}}}\n")
     ).shares_a_queue
 
 
@@ -154,7 +169,8 @@ def test_nearest_rank_percentiles() -> None:
 
 def _policy_entry(team: str, *, quota: int, max_priority: int) -> str:
     return (
-        f"    {team}: {{instanceFamilies: [g5], maxInstances: 4, maxPriority: {max_priority}, quotaInstances: {quota}, "
+        f"    {team}: {{instanceFamilies: [g5], maxInstances: 4, maxPriority: {max_priority}, "
+        f"quotas: {{ml.g5.2xlarge: {quota}}}, "
         f'roles: ["arn:aws:iam::123456789012:role/spotline/{team}-training"], '
         f'images: ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"], '
         f's3Prefixes: ["s3://{team}-data/", "s3://{team}-models/", "s3://{team}-checkpoints/"]}}\n'
@@ -169,7 +185,7 @@ def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share
     urgent.write_text(urgent.read_text().replace("instanceCount: 1", "instanceCount: 2"))
     scenario = _scenario(
         tmp_path,
-        "queue: {capacityInstances: 4}\nsubmissions:\n"
+        "queue: {capacity: {ml.g5.2xlarge: 4}}\nsubmissions:\n"
         + "".join(f"  - {{manifest: {path.name}, at: 0h}}\n" for path in bulk)
         + f"  - {{manifest: {urgent.name}, at: 1h, deadlineAfter: 4h}}\n"
         + "teamPolicy:\n  teams:\n"
@@ -190,3 +206,65 @@ def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share
     assert summary["leftRunning"] == []
     for run in summary["executions"]:  # preempted attempts are billed, and their lost work counted
         assert_reconciled(run)
+
+
+def test_quotas_admit_borrow_and_preempt_per_instance_type(tmp_path: Path) -> None:
+    """Two instance types, two teams: nlp's quota names ml.p4d.24xlarge only, so its ml.g5.2xlarge
+    job is refused by name (it would wait forever) while vision's g5 jobs run; nlp's second p4d job
+    borrows vision's idle p4d and gives it back by preemption when vision's p4d job comes, without
+    touching a g5 job; no type's capacity is ever exceeded."""
+    p4d = "instanceType: ml.p4d.24xlarge"
+    jobs = {
+        "nlp-a": _manifest(tmp_path, "nlp-a", team="nlp", priority=10, hours=4),
+        "nlp-b": _manifest(tmp_path, "nlp-b", team="nlp", priority=10, hours=4),
+        "nlp-g5": _manifest(tmp_path, "nlp-g5", team="nlp", priority=10, hours=1),
+        "vision-g5": _manifest(tmp_path, "vision-g5", team="vision", priority=100, hours=3),
+        "vision-p4d": _manifest(tmp_path, "vision-p4d", team="vision", priority=100, hours=2),
+    }
+    for name in ("nlp-a", "nlp-b", "vision-p4d"):
+        jobs[name].write_text(jobs[name].read_text().replace("instanceType: ml.g5.2xlarge", p4d))
+    jobs["vision-g5"].write_text(jobs["vision-g5"].read_text().replace("instanceCount: 1", "instanceCount: 2"))
+    entry = (
+        "    {team}: {{instanceFamilies: [g5, p4d], maxInstances: 4, maxPriority: 500, quotas: {quotas}, "
+        'roles: ["arn:aws:iam::123456789012:role/spotline/{team}-training"], '
+        'images: ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"], '
+        's3Prefixes: ["s3://{team}-data/", "s3://{team}-models/", "s3://{team}-checkpoints/"]}}\n'
+    )
+    scenario = _scenario(
+        tmp_path,
+        "queue: {capacity: {ml.g5.2xlarge: 2, ml.p4d.24xlarge: 2}}\nsubmissions:\n"
+        + "".join(f"  - {{manifest: {jobs[n].name}, at: 0h}}\n" for n in ("nlp-a", "nlp-b", "vision-g5"))
+        + "".join(f"  - {{manifest: {jobs[n].name}, at: 1h}}\n" for n in ("nlp-g5", "vision-p4d"))
+        + "teamPolicy:\n  teams:\n"
+        + entry.format(team="nlp", quotas="{ml.p4d.24xlarge: 1}")
+        + entry.format(team="vision", quotas="{ml.g5.2xlarge: 2, ml.p4d.24xlarge: 1}"),
+    )
+
+    summary = run_scenario(load_scenario(scenario))
+
+    runs = {run["job"]: run for run in summary["executions"]}
+    assert {name: run["status"] for name, run in runs.items()} == {
+        "nlp-a": "SUCCEEDED",
+        "nlp-b": "SUCCEEDED",
+        "nlp-g5": "FAILED",
+        "vision-g5": "SUCCEEDED",
+        "vision-p4d": "SUCCEEDED",
+    }
+    refused = runs["nlp-g5"]
+    assert refused["jobIds"] == []  # never queued
+    assert refused["error"] == "ResourceValidationFailed"
+    assert "team nlp's quota share has no capacity limit for ml.g5.2xlarge" in json.dumps(refused, default=str)
+    (preempted,) = [job for job in summary["jobs"] if job.preemptions]
+    (owner,) = [name for name, run in runs.items() if preempted.job_id in run["jobIds"]]
+    assert owner in ("nlp-a", "nlp-b")  # an nlp p4d job beyond nlp's quota, never a g5 job
+    fleet = summary["fleet"]
+    assert fleet["preemptions"] == 1
+    assert fleet["capacityInstances"] == 4
+    kinds = fleet["instanceTypes"]
+    assert set(kinds) == {"ml.g5.2xlarge", "ml.p4d.24xlarge"}
+    assert all(k["peakInstances"] <= k["capacityInstances"] for k in kinds.values()), kinds
+    assert kinds["ml.p4d.24xlarge"]["peakInstances"] == 2 and kinds["ml.g5.2xlarge"]["peakInstances"] == 2
+    assert set(fleet["teams"]["nlp"]["instanceSecondsByType"]) == {"ml.p4d.24xlarge"}
+    assert set(fleet["teams"]["vision"]["instanceSecondsByType"]) == {"ml.g5.2xlarge", "ml.p4d.24xlarge"}
+    assert {team: f["starvedSeconds"] for team, f in fleet["teams"].items()} == {"nlp": 0, "vision": 0}
+    assert summary["leftRunning"] == []

@@ -35,8 +35,8 @@ RESPONSE_URL = "https://cloudformation-custom-resource-response-useast1.s3.amazo
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 TWO_TEAMS = {
     "teams": {
-        "search-ranking": {"maxInstances": 4, "quotaInstances": 5},
-        "vision": {"maxInstances": 2, "quotaInstances": 3},
+        "search-ranking": {"maxInstances": 4, "quotas": {"ml.g5.2xlarge": 5}},
+        "vision": {"maxInstances": 2, "quotas": {"ml.g5.2xlarge": 3}},
     }
 }
 
@@ -71,7 +71,7 @@ class Rig:
             "ServiceToken": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:spotline-SyncQuotaSharesFunction",
             "JobQueue": self.queue,
             "TeamPolicy": policy if isinstance(policy, str) else json.dumps(policy),
-            "CapacityInstances": "8",
+            "Capacity": "ml.g5.2xlarge=8",
             **properties,
         }
         event: dict[str, Any] = {
@@ -129,7 +129,9 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
         session = boto3.DEFAULT_SESSION
         assert session is not None
         standin.install(session)
-        queue = standin.register_queue("spotline-training", scheduling_policy_arn=POLICY_ARN, capacity_instances=8)
+        queue = standin.register_queue(
+            "spotline-training", scheduling_policy_arn=POLICY_ARN, capacity={"ml.g5.2xlarge": 8}
+        )
         rig = Rig(standin, queue, clock)
         session.events.register(
             "before-parameter-build.batch", lambda model, params, **_: rig.calls.append((model.name, dict(params)))
@@ -194,14 +196,24 @@ def test_create_makes_one_share_per_team_and_answers_success(rig: Rig) -> None:
 
 
 def test_quotas_over_the_service_environment_are_created_with_a_warning(rig: Rig) -> None:
-    policy = {"teams": {"search-ranking": {"quotaInstances": 6}, "vision": {"quotaInstances": 6}}}
+    policy = {"teams": {"search-ranking": {"quotas": {"ml.g5.2xlarge": 6}}, "vision": {"quotas": {"ml.g5.2xlarge": 6}}}}
     answered = rig.request("Create", policy)
     assert (answered["Status"], answered["Data"]["Warnings"]) == ("SUCCESS", "1")
     assert rig.shares() == {"search-ranking": (6, "ENABLED"), "vision": (6, "ENABLED")}
 
 
+def test_a_quota_on_a_type_the_environment_lacks_fails_with_the_type_named(rig: Rig) -> None:
+    answered = rig.request("Create", {"teams": {"vision": {"quotas": {"ml.p4d.24xlarge": 1}}}})
+    assert answered["Status"] == "FAILED"
+    assert (
+        "team vision's quotas name ml.p4d.24xlarge, which the service environment has no capacity limit for"
+        in (answered["Reason"])
+    )
+    assert rig.shares() == {}
+
+
 def test_a_team_without_a_quota_shares_the_whole_service_environment(rig: Rig) -> None:
-    answered = rig.request("Create", {"teams": {"search-ranking": {"maxInstances": 4}}}, CapacityInstances="12")
+    answered = rig.request("Create", {"teams": {"search-ranking": {"maxInstances": 4}}}, Capacity="ml.g5.2xlarge=12")
     assert (answered["Status"], answered["Data"]["Warnings"]) == ("SUCCESS", "0")
     assert rig.shares() == {"search-ranking": (12, "ENABLED")}
 
@@ -211,7 +223,7 @@ def test_a_team_without_a_quota_shares_the_whole_service_environment(rig: Rig) -
 
 def test_update_changes_a_quota_and_adds_a_team_under_the_same_id(rig: Rig) -> None:
     rig.request("Create")
-    policy = {"teams": {**TWO_TEAMS["teams"], "vision": {"maxInstances": 2, "quotaInstances": 5}, "nlp": {}}}
+    policy = {"teams": {**TWO_TEAMS["teams"], "vision": {"maxInstances": 2, "quotas": {"ml.g5.2xlarge": 5}}, "nlp": {}}}
     answered = rig.request("Update", policy)
     assert (answered["Status"], answered["PhysicalResourceId"]) == ("SUCCESS", rig.queue)  # no replacement
     assert _operations(rig) == ["ListQuotaShares", "CreateQuotaShare", "UpdateQuotaShare"]
@@ -274,10 +286,12 @@ def test_delete_of_a_resource_whose_create_failed_before_naming_a_queue_does_not
 
 def test_an_invalid_team_policy_fails_the_update_and_changes_nothing(rig: Rig) -> None:
     rig.request("Create")
-    answered = rig.request("Update", {"teams": {"vision": {"quotaInstances": 0}}})
+    answered = rig.request("Update", {"teams": {"vision": {"quotas": {"ml.g5.2xlarge": 0}}}})
     assert answered["Status"] == "FAILED"
     assert answered["PhysicalResourceId"] == rig.queue  # the id CloudFormation knows: its rollback reconciles back
-    assert answered["Reason"].startswith("TeamPolicyInvalid: teams.vision.quotaInstances: must be at least 1, got 0")
+    assert answered["Reason"].startswith(
+        "TeamPolicyInvalid: teams.vision.quotas.ml.g5.2xlarge: must be at least 1, got 0"
+    )
     assert "log stream" in answered["Reason"]
     assert rig.shares() == {"search-ranking": (5, "ENABLED"), "vision": (3, "ENABLED")}
 
@@ -312,8 +326,12 @@ def test_batch_refusing_a_share_fails_the_create_with_batchs_message(rig: Rig) -
     [
         ({"JobQueue": None}, "ResourceProperties.JobQueue is required"),
         ({"TeamPolicy": ""}, "ResourceProperties.TeamPolicy is required"),
-        ({"CapacityInstances": "eight"}, "CapacityInstances must be a whole number, not 'eight'"),
-        ({"CapacityInstances": "0"}, "CapacityInstances must be at least 1"),
+        (
+            {"Capacity": "8"},
+            "ResourceProperties.Capacity: TrainingCapacity entry '8' is not <instance type>=<instances>",
+        ),
+        ({"Capacity": "ml.g5.2xlarge=0"}, "entry 'ml.g5.2xlarge=0' is not <instance type>=<instances>"),
+        ({"Capacity": None}, "ResourceProperties.Capacity is required"),
     ],
 )
 def test_a_malformed_request_fails_with_the_property_it_lacks(

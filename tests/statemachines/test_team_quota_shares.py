@@ -11,11 +11,10 @@ from spotline_dev.local_aws import LocalStack
 def test_a_manifest_runs_to_succeeded_in_its_teams_quota_share(stack: LocalStack, example_manifest: bytes) -> None:
     batch, queue = stack.client("batch"), stack.physical["TrainingJobQueue"]
     (share,) = batch.list_quota_shares(jobQueue=queue)["quotaShares"]
-    # The example's team declares no quotaInstances: its share is the whole service environment.
+    # The example's team declares no quotas: its share is the whole service environment, per type.
     assert (share["quotaShareName"], share["state"]) == ("search-ranking", "ENABLED")
-    assert share["capacityLimits"] == [
-        {"maxCapacity": stack.queue_capacities["TrainingJobQueue"], "capacityUnit": "NUM_INSTANCES"}
-    ]
+    assert share["capacityLimits"] == [{"maxCapacity": 8, "capacityUnit": "ml.g5.2xlarge"}]
+    assert stack.queue_capacities["TrainingJobQueue"] == {"ml.g5.2xlarge": 8}
     assert stack.physical["TeamQuotaShares"] == queue
 
     execution, _history = run_upload(stack, example_manifest)

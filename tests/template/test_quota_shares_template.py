@@ -6,9 +6,10 @@ the functions that submit or admit jobs waiting for the shares."""
 from __future__ import annotations
 
 import fnmatch
+import json
 from typing import Any
 
-from spotline.core.quota_shares import quota_share_name
+from spotline.core.quota_shares import MAX_CAPACITY_LIMITS, quota_share_name
 from spotline_dev.template import Resolver, function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
@@ -58,8 +59,11 @@ def test_the_custom_resource_gets_the_team_policy_the_queue_and_the_environments
     # The same parameter ValidateResources admits teams by.
     assert props["TeamPolicy"] == function_environment(TEMPLATE, "ValidateResourcesFunction")["TEAM_POLICY"]
     assert props["TeamPolicy"] == {"Ref": "TeamPolicy"}
-    (limit,) = RESOURCES["TrainingServiceEnvironment"]["Properties"]["CapacityLimits"]
-    assert props["CapacityInstances"] == limit["MaxCapacity"]
+    # The environment's limits and the shares' come from one parameter, one limit per instance type.
+    assert props["Capacity"] == {"Ref": "TrainingCapacity"}
+    limits = RESOURCES["TrainingServiceEnvironment"]["Properties"]["CapacityLimits"]
+    assert len(limits) == MAX_CAPACITY_LIMITS
+    assert "TrainingCapacity" in json.dumps(limits) and "NUM_INSTANCES" not in json.dumps(limits)
     # A lost answer fails the stack operation within minutes; the function answers before that.
     function = RESOURCES["SyncQuotaSharesFunction"]["Properties"]
     assert function["Timeout"] < int(props["ServiceTimeout"]) <= 3600

@@ -2,7 +2,10 @@
 API reference documents it (CapacityLimit, maxCapacity): "if maxCapacity=50 and
 capacityUnit=NUM_INSTANCES, you can run up to 50 instances concurrently. If you run 5 SageMaker
 Training jobs that each use 10 instances, a subsequent job requiring 10 instances waits in the
-queue until capacity is available."
+queue until capacity is available." In a quota management enabled service environment the
+limits are per instance type: "only ml.m5.large instances count against this limit, and jobs
+requiring other instance types wait until a matching capacity limit is configured" (see
+`Queue.capacity_for`).
 
 A job holds its instances from the moment Batch hands its attempt to SageMaker (SCHEDULED) until
 the training job ends; a job that does not fit stays RUNNABLE. Waiting jobs are admitted in
@@ -95,38 +98,56 @@ def admission_order(job: ServiceJob) -> tuple[int, float, int]:
     return (-priority_of(job) if prioritized else 0, job.created, job.sequence)
 
 
-def busy_instances(jobs: Iterable[ServiceJob], queue_name: str, t: float) -> int:
-    """Instances held at `t` by the queue's jobs: an attempt created by then that has not ended."""
+def busy_instances(jobs: Iterable[ServiceJob], queue_name: str, t: float, instance_type: str | None = None) -> int:
+    """Instances held at `t` by the queue's jobs (of the same environment limit as `instance_type`,
+    if given): an attempt created by then that has not ended."""
     return sum(
         job.instances
         for job in jobs
-        if job.queue.name == queue_name and any(a.created <= t + EPS < a.plan.end for a in job.attempts)
+        if job.queue.name == queue_name
+        and (instance_type is None or job.queue.same_limit(job.instance_type, instance_type))
+        and any(a.created <= t + EPS < a.plan.end for a in job.attempts)
     )
 
 
 def fits(job: ServiceJob, jobs: list[ServiceJob], t: float) -> bool:
-    """Whether the job may start an attempt at `t`: no waiting job of its queue is ahead of it, and
-    its instances fit in what the queue's capacity leaves free."""
-    limit = job.queue.capacity_instances
+    """Whether the job may start an attempt at `t`: no waiting job of its queue (counting against
+    the same limit) is ahead of it, and its instances fit in what the limit leaves free."""
+    limit = job.queue.capacity_for(job.instance_type)
     if limit is None:
         return True
-    order = admission_order(job)
-    if any(j.awaiting_capacity and j is not job and admission_order(j) < order for j in jobs if j.queue is job.queue):
+    order, queue = admission_order(job), job.queue
+    if any(
+        j.awaiting_capacity
+        and j is not job
+        and admission_order(j) < order
+        and queue.same_limit(j.instance_type, job.instance_type)
+        for j in jobs
+        if j.queue is queue
+    ):
         return False
-    return busy_instances(jobs, job.queue.name, t) + job.instances <= limit
+    return busy_instances(jobs, queue.name, t, job.instance_type) + job.instances <= limit
 
 
 def admit(jobs: list[ServiceJob], queue_name: str, t: float) -> None:
-    """Capacity was freed at `t`: the waiting jobs that now fit, in admission order, start then."""
+    """Capacity was freed at `t`: the waiting jobs that now fit, in admission order, start then
+    (per environment limit: a job that does not fit holds back those behind it of its limit)."""
     waiting = sorted((j for j in jobs if j.awaiting_capacity and j.queue.name == queue_name), key=admission_order)
-    if not waiting:
-        return
-    limit = waiting[0].queue.capacity_instances
-    free = (limit or 0) - busy_instances(jobs, queue_name, t)
+    free: dict[str, int | None] = {}
+    blocked: set[str] = set()
     for job in waiting:
-        if limit is not None and job.instances > free:
-            return  # it holds back those behind it
-        free -= job.instances
+        queue = job.queue
+        key = job.instance_type if queue.counts_instance_types else ""
+        if key in blocked:
+            continue
+        if key not in free:
+            limit = queue.capacity_for(job.instance_type)
+            free[key] = None if limit is None else limit - busy_instances(jobs, queue_name, t, job.instance_type)
+        room = free[key]
+        if room is not None and job.instances > room:
+            blocked.add(key)  # it holds back those behind it
+            continue
+        free[key] = None if room is None else room - job.instances
         job.awaiting_capacity, job.next_attempt_at = False, t
 
 
@@ -147,8 +168,8 @@ def holds(job: ServiceJob, t: float) -> bool:
 
 
 def unit_of(job: ServiceJob) -> str:
-    share = job.quota_share
-    return job.instance_type if share is None else share.unit_for(job.instance_type)
+    """The capacity unit a job counts against in its quota share: its instance type."""
+    return job.instance_type
 
 
 def share_order(job: ServiceJob) -> tuple[int, float, int]:
@@ -159,11 +180,13 @@ def share_order(job: ServiceJob) -> tuple[int, float, int]:
 def misconfiguration(job: ServiceJob) -> str | None:
     """The statusReason of a job that can never start ("Jobs stuck in RUNNABLE due to
     misconfiguration": the service environment, or its share's limits and borrowing, too small)."""
-    cap, share, n = job.queue.capacity_instances, job.quota_share, job.instances
+    cap, share, n = job.queue.capacity_for(job.instance_type), job.quota_share, job.instances
     if cap is not None and n > cap:
         return ENVIRONMENT_TOO_SMALL
     if share is None:
         return None
+    if unit_of(job) not in share.limits:  # "wait until a matching capacity limit is configured"
+        return _MISCONFIGURED + "Job requirements exceed quota share capacity limits."
     limit = share.limit(unit_of(job))
     if not share.borrows:
         return _MISCONFIGURED + "Job requirements exceed quota share capacity limits." if n > limit else None
@@ -181,8 +204,9 @@ class _Held:
     def __init__(self, jobs: Iterable[ServiceJob]) -> None:
         self.jobs = list(jobs)
 
-    def total(self) -> int:
-        return sum(j.instances for j in self.jobs)
+    def total_for(self, job: ServiceJob) -> int:
+        """Instances held against the environment limit the job counts against."""
+        return sum(j.instances for j in self.jobs if job.queue.same_limit(j.instance_type, job.instance_type))
 
     def of(self, share: QuotaShare, unit: str) -> int:
         return sum(j.instances for j in self.jobs if j.quota_share is share and unit_of(j) == unit)
@@ -205,8 +229,8 @@ def _fits(job: ServiceJob, held: _Held, waiting: list[ServiceJob]) -> bool:
     lending shares; a new borrower gets none of the idle capacity other shares' waiting jobs need."""
     share, unit, n = job.quota_share, unit_of(job), job.instances
     assert share is not None
-    cap = job.queue.capacity_instances
-    if cap is not None and held.total() + n > cap:
+    cap = job.queue.capacity_for(job.instance_type)
+    if cap is not None and held.total_for(job) + n > cap:
         return False
     after = held.plus(job)
     own, limit = after.of(share, unit), share.limit(unit)
@@ -301,11 +325,12 @@ def _victims(job: ServiceJob, held: _Held, waiting: list[ServiceJob], t: float) 
     assert share is not None
     if _fits(job, held, waiting):
         return []
-    cap = job.queue.capacity_instances
-    anywhere = cap is not None and held.total() + n > cap  # the environment is full: any unit helps
+    cap = job.queue.capacity_for(job.instance_type)
+    full = cap is not None and held.total_for(job) + n > cap  # the environment's limit is full
 
     def candidate(j: ServiceJob) -> bool:
-        return _preemptible(j, t) and (anywhere or unit_of(j) == unit)
+        helps = unit_of(j) == unit or (full and job.queue.same_limit(j.instance_type, job.instance_type))
+        return _preemptible(j, t) and helps
 
     def entitled(h: _Held) -> bool:
         return h.of(share, unit) + n <= share.limit(unit)

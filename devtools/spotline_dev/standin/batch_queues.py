@@ -6,11 +6,19 @@ queues require that all jobs specify a quota share at job submission" ("Submitti
 quota share"), and quotaShareName is for such queues only (API reference, SubmitServiceJob:
 "Don't specify this parameter if the job queue doesn't have a quota share scheduling policy").
 The stand-in knows a queue is one once a share is registered on it.
+
+A queue's capacity is its service environment's capacity limits. botocore's batch model,
+CapacityLimit.capacityUnit: "For SAGEMAKER_TRAINING jobs in a quota management enabled service
+environment, specify the instance type (for example, ml.m5.large). Otherwise, use NUM_INSTANCES";
+maxCapacity: "For other service environments, this value represents the maximum quantity of all
+resources", and with capacityUnit=ml.m5.large "only ml.m5.large instances count against this
+limit, and jobs requiring other instance types wait until a matching capacity limit is configured".
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +27,8 @@ from spotline_dev.standin.http_answers import ApiError
 if TYPE_CHECKING:
     from spotline_dev.standin.batch_shares import QuotaShare
 
+ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # a service environment's unit for instances of every type
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 
 
@@ -29,8 +39,50 @@ class Queue:
     state: str
     status: str
     scheduling_policy_arn: str | None
-    capacity_instances: int | None = None  # the service environment's maxCapacity (NUM_INSTANCES)
+    capacity: dict[str, int] | None = None  # the service environment's limits: {NUM_INSTANCES: n} or per type
     quota_shares: dict[str, QuotaShare] = field(default_factory=dict)  # by name (batch_shares)
+
+    @property
+    def counts_instance_types(self) -> bool:
+        """Whether its service environment counts capacity per instance type (quota management)."""
+        return self.capacity is not None and ANY_INSTANCE_TYPE not in self.capacity
+
+    def capacity_for(self, instance_type: str) -> int | None:
+        """The environment's limit a job of this type counts against (None: no limit; 0: the
+        environment has no limit for the type, so the job waits until one is configured)."""
+        if self.capacity is None:
+            return None
+        if ANY_INSTANCE_TYPE in self.capacity:
+            return self.capacity[ANY_INSTANCE_TYPE]
+        return self.capacity.get(instance_type, 0)
+
+    def same_limit(self, one: str, other: str) -> bool:
+        """Whether jobs of the two instance types count against the same environment limit."""
+        return not self.counts_instance_types or one == other
+
+
+def _checked_capacity(capacity: int | Mapping[str, int] | None, policy: str | None) -> dict[str, int] | None:
+    """The service environment's capacityLimits as CreateServiceEnvironment takes them: an int is
+    NUM_INSTANCES; per instance type only for quota management (a queue with a scheduling policy)."""
+    if capacity is None:
+        return None
+    limits = {ANY_INSTANCE_TYPE: capacity} if isinstance(capacity, int) else dict(capacity)
+    if not limits:
+        raise ApiError("ClientException", "capacityLimits is required")
+    for unit, count in limits.items():
+        if unit != ANY_INSTANCE_TYPE and not INSTANCE_TYPE.match(unit):
+            raise ApiError("ClientException", f"capacityUnit {unit} is neither NUM_INSTANCES nor an instance type")
+        if not isinstance(count, int) or count < 0:
+            raise ApiError("ClientException", f"maxCapacity for {unit} must be a whole number")
+    if ANY_INSTANCE_TYPE in limits and len(limits) > 1:
+        raise ApiError("ClientException", "capacityLimits mixes NUM_INSTANCES with instance types")
+    if ANY_INSTANCE_TYPE not in limits and policy is None:
+        raise ApiError(
+            "ClientException",
+            "capacityUnit must be NUM_INSTANCES outside quota management (instance types need a quota share "
+            "scheduling policy)",
+        )
+    return limits
 
 
 class JobQueues:
@@ -47,10 +99,11 @@ class JobQueues:
         state: str,
         status: str,
         scheduling_policy_arn: str | None,
-        capacity_instances: int | None = None,
+        capacity: int | Mapping[str, int] | None = None,
     ) -> str:
         arn = f"arn:aws:batch:{self.region}:{self.account}:job-queue/{name}"
-        self.queues[name] = Queue(name, arn, state, status, scheduling_policy_arn, capacity_instances)
+        limits = _checked_capacity(capacity, scheduling_policy_arn)
+        self.queues[name] = Queue(name, arn, state, status, scheduling_policy_arn, limits)
         return arn
 
     def queue(self, name_or_arn: str) -> Queue | None:

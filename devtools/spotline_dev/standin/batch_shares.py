@@ -16,11 +16,14 @@ documents them:
 - ARNs as the Service Authorization Reference writes them:
   `arn:aws:batch:<region>:<account>:job-queue/<queue>/quota-share/<share>`.
 
-Capacity units: quota management counts capacity per instance type ("Create quota management
-resources": "capacity limits in terms of instance types ... rather than NUM_INSTANCES"). The
-stand-in also accepts `NUM_INSTANCES` as a share's unit, counting every instance type, to match
-the stand-in's queue capacity (a count of instances). Admission, borrowing and preemption are in
-`batch_capacity`; DeleteQuotaShare is not served.
+Capacity units: quota management counts capacity per instance type. QuotaShareCapacityLimit's
+capacityUnit is "The unit of compute capacity for the capacityLimit. For example, ml.m5.large",
+and CapacityLimit's: "For SAGEMAKER_TRAINING jobs in a quota management enabled service
+environment, specify the instance type ... Otherwise, use NUM_INSTANCES". So a share's units are
+instance types, and a queue whose service environment counts NUM_INSTANCES takes no share. A job
+of a type its share has no limit for waits (maxCapacity: "jobs requiring other instance types
+wait until a matching capacity limit is configured"). Admission, borrowing and preemption are in
+`batch_capacity`.
 """
 
 from __future__ import annotations
@@ -32,10 +35,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from spotline_dev.standin.batch_queues import JobQueues, Queue
+from spotline_dev.standin.batch_queues import ANY_INSTANCE_TYPE, INSTANCE_TYPE, JobQueues, Queue
 from spotline_dev.standin.http_answers import ApiError
 
-ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # the stand-in's unit for "every instance type"
 STRATEGIES = ("RESERVE", "LEND", "LEND_AND_BORROW")
 MAX_SHARES_PER_QUEUE = 20
 MAX_CAPACITY_LIMITS = 5
@@ -48,7 +50,7 @@ class QuotaShare:
     name: str
     arn: str
     queue: Queue
-    limits: dict[str, int]  # capacityUnit (instance type, or NUM_INSTANCES) -> maxCapacity
+    limits: dict[str, int]  # capacityUnit (an instance type) -> maxCapacity
     strategy: str  # RESERVE | LEND | LEND_AND_BORROW
     borrow_limit: int = -1  # percent of each limit it may borrow on top; -1 unlimited
     in_share_preemption: bool = False
@@ -62,12 +64,6 @@ class QuotaShare:
     @property
     def borrows(self) -> bool:
         return self.strategy == "LEND_AND_BORROW"
-
-    def unit_for(self, instance_type: str) -> str:
-        """The capacity limit a job of this instance type counts against."""
-        if instance_type in self.limits or ANY_INSTANCE_TYPE not in self.limits:
-            return instance_type
-        return ANY_INSTANCE_TYPE
 
     def limit(self, unit: str) -> int:
         return self.limits.get(unit, 0)
@@ -109,7 +105,7 @@ class QuotaShares:
         self,
         queue_name_or_arn: str,
         share_name: str,
-        capacity: int | Mapping[str, int],
+        capacity: Mapping[str, int],
         *,
         strategy: str = "LEND_AND_BORROW",
         borrow_limit: int = -1,
@@ -117,8 +113,8 @@ class QuotaShares:
         state: str = "ENABLED",
         tags: Mapping[str, str] | None = None,
     ) -> QuotaShare:
-        """CreateQuotaShare's checks, then the share. `capacity`: instances of any type, or
-        {instance type: instances} (one capacity limit each)."""
+        """CreateQuotaShare's checks, then the share. `capacity`: {instance type: instances}, one
+        capacity limit each."""
         queue = self.queues.queue(queue_name_or_arn)
         if queue is None:
             raise _reject(f"Job queue {queue_name_or_arn} does not exist")
@@ -126,6 +122,11 @@ class QuotaShares:
             raise _reject(f"Job queue {queue.name} is {queue.status}: it must be VALID to have quota shares")
         if not queue.scheduling_policy_arn:
             raise _reject(f"Job queue {queue.name} has no quota management scheduling policy")
+        if queue.capacity is not None and not queue.counts_instance_types:
+            raise _reject(
+                f"Job queue {queue.name}'s service environment counts {ANY_INSTANCE_TYPE}: a quota management "
+                "service environment's capacity limits name instance types"
+            )
         if not SHARE_NAME.match(share_name or ""):
             raise _reject(
                 "quotaShareName must contain up to 128 letters (uppercase and lowercase), numbers, hyphens, "
@@ -140,7 +141,7 @@ class QuotaShares:
             raise _reject(f"Quota share {share_name} already exists in job queue {queue.name}")
         if len(queue.quota_shares) >= MAX_SHARES_PER_QUEUE:
             raise _reject(f"Job queue {queue.name} already has {MAX_SHARES_PER_QUEUE} quota shares")
-        limits = {ANY_INSTANCE_TYPE: capacity} if isinstance(capacity, int) else dict(capacity)
+        limits = dict(capacity)
         share = QuotaShare(
             share_name,
             f"arn:aws:batch:{self.queues.region}:{self.queues.account}:job-queue/{queue.name}/quota-share/{share_name}",
@@ -248,6 +249,8 @@ def _checked_limits(limits: dict[str, int]) -> dict[str, int]:
     for unit, count in limits.items():
         if not unit:
             raise _reject("capacityLimits[].capacityUnit is required")
+        if not INSTANCE_TYPE.match(unit):
+            raise _reject(f"capacityUnit {unit} is not an instance type (for example, ml.m5.large)")
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise _reject(f"capacityLimits[].maxCapacity for {unit} must be a whole number of instances")
     return limits

@@ -124,26 +124,27 @@ class BatchSageMakerStandIn:
         state: str = "ENABLED",
         status: str = "VALID",
         scheduling_policy_arn: str | None = None,
-        capacity_instances: int | None = None,
+        capacity: int | Mapping[str, int] | None = None,
     ) -> str:
         """A SAGEMAKER_TRAINING job queue. With a scheduling policy (fair share), submissions
         without a shareIdentifier are refused, as Batch does; without one, shareIdentifier is not checked.
-        With `capacity_instances` (its service environment's maxCapacity), jobs that do not fit wait
-        RUNNABLE (see batch_capacity)."""
+        With `capacity` (its service environment's capacity limits: an int in NUM_INSTANCES, or
+        {instance type: instances} for quota management), jobs that do not fit wait RUNNABLE (see
+        batch_capacity)."""
         with self._lock:
             return self._queues.register_queue(
                 name,
                 state=state,
                 status=status,
                 scheduling_policy_arn=scheduling_policy_arn,
-                capacity_instances=capacity_instances,
+                capacity=capacity,
             )
 
     def register_quota_share(
         self,
         queue_name_or_arn: str,
         share_name: str,
-        capacity_instances: int | Mapping[str, int],
+        capacity: Mapping[str, int],
         *,
         strategy: str = "LEND_AND_BORROW",
         borrow_limit: int = -1,
@@ -152,8 +153,8 @@ class BatchSageMakerStandIn:
         tags: Mapping[str, str] | None = None,
     ) -> str:
         """A quota share on a registered queue (which needs a scheduling policy), as CreateQuotaShare
-        makes one; returns its ARN. `capacity_instances`: its capacity limit in instances of any
-        type, or {instance type: instances} (the API's capacityLimits); `strategy` RESERVE, LEND or
+        makes one; returns its ARN. `capacity`: {instance type: instances} (the API's
+        capacityLimits); `strategy` RESERVE, LEND or
         LEND_AND_BORROW; `borrow_limit` a percentage of its limits (-1 unlimited, LEND_AND_BORROW
         only); `in_share_preemption` its preemptionConfiguration.inSharePreemption. From then on the
         queue is a quota management queue: every submission names one of its shares
@@ -165,7 +166,7 @@ class BatchSageMakerStandIn:
             share = self._shares.register(
                 queue_name_or_arn,
                 share_name,
-                capacity_instances,
+                capacity,
                 strategy=strategy,
                 borrow_limit=borrow_limit,
                 in_share_preemption=in_share_preemption,

@@ -12,6 +12,7 @@ from devtools.standin.fixture_rig import Rig, RigFactory, assert_matches_shape, 
 from spotline_dev.standin import TrainingBehaviour
 
 HOUR = 3600.0
+G5 = "ml.g5.2xlarge"  # the payloads' instance type: the capacity unit of the quota shares here
 QUEUE = "spotline-training"
 POLICY = "arn:aws:batch:us-east-1:123456789012:scheduling-policy/team-quotas"
 CROSS_SHARE = "Cross-share preemption triggered to reclaim borrowed capacity"
@@ -32,11 +33,11 @@ def payload(name: str, instances: int = 1, instance_type: str = "ml.g5.2xlarge")
     return request
 
 
-def quota_rig(make_rig: RigFactory, capacity: int | None = 2, duration: float = HOUR) -> Rig:
-    """The rig's queue with a (quota management) scheduling policy and `capacity` instances."""
-    return make_rig(
-        behaviour=TrainingBehaviour(duration=duration), capacity_instances=capacity, scheduling_policy_arn=POLICY
-    )
+def quota_rig(make_rig: RigFactory, capacity: int | dict[str, int] | None = 2, duration: float = HOUR) -> Rig:
+    """The rig's queue with a (quota management) scheduling policy and a service environment of
+    `capacity` instances of ml.g5.2xlarge (or {instance type: instances})."""
+    limits = {G5: capacity} if isinstance(capacity, int) else capacity
+    return make_rig(behaviour=TrainingBehaviour(duration=duration), capacity=limits, scheduling_policy_arn=POLICY)
 
 
 def submit(rig: Rig, name: str, share: str, instances: int = 1, **extra: Any) -> str:

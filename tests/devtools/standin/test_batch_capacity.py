@@ -9,6 +9,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from devtools.standin.fixture_rig import RigFactory, run_to_end, training_payload
+from spotline.core.quota_shares import parse_capacity
+from spotline_dev.local_custom_resources import with_parameters
 from spotline_dev.standin import TrainingBehaviour
 from spotline_dev.template import Resolver, queue_capacity, resources_of_type
 
@@ -24,7 +26,7 @@ def _payload(name: str, instances: int = 1) -> dict[str, Any]:
 
 
 def test_jobs_beyond_the_capacity_wait_runnable_and_start_when_capacity_frees(make_rig: RigFactory) -> None:
-    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity_instances=2)
+    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity=2)
     first, second, third = (rig.submit(_payload(f"job-{n}"), name=f"job-{n}") for n in range(3))
 
     assert [rig.status_at(START + 600, j)[0] for j in (first, second, third)] == ["RUNNING", "RUNNING", "RUNNABLE"]
@@ -41,7 +43,7 @@ POLICY = "arn:aws:batch:us-east-1:123456789012:scheduling-policy/team-fair-share
 
 
 def test_waiting_jobs_are_admitted_by_priority_then_submission(make_rig: RigFactory) -> None:
-    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity_instances=1, scheduling_policy_arn=POLICY)
+    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity=1, scheduling_policy_arn=POLICY)
     running = rig.submit(_payload("running"), name="running", shareIdentifier="a", schedulingPriority=1)
     low = rig.submit(_payload("low"), name="low", shareIdentifier="a", schedulingPriority=1)
     urgent = rig.submit(_payload("urgent"), name="urgent", shareIdentifier="a", schedulingPriority=900)
@@ -58,7 +60,7 @@ def test_waiting_jobs_are_admitted_by_priority_then_submission(make_rig: RigFact
 
 
 def test_a_job_that_needs_more_instances_holds_back_those_behind_it(make_rig: RigFactory) -> None:
-    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity_instances=3)
+    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity=3)
     small = rig.submit(_payload("small", 2), name="small")
     big = rig.submit(_payload("big", 3), name="big")
     tiny = rig.submit(_payload("tiny", 1), name="tiny")
@@ -72,7 +74,7 @@ def test_a_job_that_needs_more_instances_holds_back_those_behind_it(make_rig: Ri
 
 
 def test_a_waiting_job_can_be_terminated(make_rig: RigFactory) -> None:
-    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity_instances=1)
+    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity=1)
     rig.submit(_payload("running"), name="running")
     waiting = rig.submit(_payload("waiting"), name="waiting")
     rig.clock.at(START + 600)
@@ -90,18 +92,26 @@ def test_without_a_limit_every_job_starts_at_once(make_rig: RigFactory) -> None:
 
 
 def test_the_local_stack_gives_its_queue_the_templates_capacity(stack: Any) -> None:
-    """TrainingCapacityInstances (default 8) -> the service environment's MaxCapacity -> the queue."""
+    """TrainingCapacity (default ml.g5.2xlarge=8) -> the service environment's CapacityLimits, one
+    per instance type through the template's five slots -> the queue."""
     template = stack.template
     (queue,) = resources_of_type(template, "AWS::Batch::JobQueue").values()
     resolver = Resolver(template, lambda logical, attribute: logical, {})
-    assert queue_capacity(template, queue, resolver) == int(
-        template["Parameters"]["TrainingCapacityInstances"]["Default"]
-    )
-    assert [q.capacity_instances for q in stack.standin._queues.queues.values()] == [8]
+    default = template["Parameters"]["TrainingCapacity"]["Default"]
+    assert queue_capacity(template, queue, resolver) == parse_capacity(default) == {"ml.g5.2xlarge": 8}
+    assert [q.capacity for q in stack.standin._queues.queues.values()] == [{"ml.g5.2xlarge": 8}]
+    for given in (
+        "ml.g5.2xlarge=8,ml.p4d.24xlarge=1",
+        "ml.g5.2xlarge=8,ml.g5.12xlarge=2,ml.g6.2xlarge=4,ml.p4d.24xlarge=1,ml.p5.48xlarge=1",
+    ):
+        local = with_parameters(template, {"TrainingCapacity": given})
+        assert queue_capacity(local, queue, Resolver(local, lambda logical, attribute: logical, {})) == (
+            parse_capacity(given)
+        )
 
 
 def test_without_a_scheduling_policy_priority_changes_nothing(make_rig: RigFactory) -> None:
-    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity_instances=1)
+    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity=1)
     rig.submit(_payload("running"), name="running")
     first = rig.submit(_payload("first"), name="first", schedulingPriority=1)
     second = rig.submit(_payload("second"), name="second", schedulingPriority=900)
@@ -110,7 +120,7 @@ def test_without_a_scheduling_policy_priority_changes_nothing(make_rig: RigFacto
 
 
 def test_update_service_job_moves_a_waiting_job_ahead(make_rig: RigFactory) -> None:
-    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity_instances=1, scheduling_policy_arn=POLICY)
+    rig = make_rig(behaviour=TrainingBehaviour(duration=HOUR), capacity=1, scheduling_policy_arn=POLICY)
     running = rig.submit(_payload("running"), name="running", shareIdentifier="a", schedulingPriority=1)
     early = rig.submit(_payload("early"), name="early", shareIdentifier="a", schedulingPriority=1)
     late = rig.submit(_payload("late"), name="late", shareIdentifier="a", schedulingPriority=1)

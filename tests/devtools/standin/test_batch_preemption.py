@@ -12,6 +12,7 @@ from typing import Any
 from devtools.standin.fixture_rig import T0, Rig, RigFactory, at, check_shapes, ms, run_to_end
 from devtools.standin.quota_rig import (
     CROSS_SHARE,
+    G5,
     HOUR,
     IN_PROGRESS,
     IN_SHARE,
@@ -39,8 +40,8 @@ def _borrowing_rig(make_rig: RigFactory, **borrowed_extra: Any) -> tuple[Rig, st
     """team-a runs two jobs, one on capacity borrowed from idle team-b; team-b's own job arrives
     at ARRIVES. Returns (rig, team-a's own job, team-a's borrowing job, team-b's job)."""
     rig = quota_rig(make_rig, capacity=2)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1)
-    rig.standin.register_quota_share(QUEUE, "team-b", 1)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 1})
     own = submit(rig, "a-own", "team-a")
     borrowing = submit(rig, "a-borrowing", "team-a", **borrowed_extra)
     rig.clock.at(ARRIVES)
@@ -103,8 +104,8 @@ def test_the_owners_job_reclaims_borrowed_capacity_by_preempting_the_borrowing_j
 
 def test_borrowed_capacity_is_kept_while_the_owner_has_no_waiting_job(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=2)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1)
-    rig.standin.register_quota_share(QUEUE, "team-b", 1)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 1})
     jobs = [submit(rig, f"a-{n}", "team-a") for n in range(2)]
     ends = [run_to_end(rig, j) for j in jobs]
     assert all("preemptionSummary" not in rig.batch_job(j) for j in jobs)
@@ -180,7 +181,7 @@ def test_the_service_job_state_change_events_show_the_return_to_runnable(make_ri
 
 def _one_share(make_rig: RigFactory, *, in_share: bool) -> tuple[Rig, str]:
     rig = quota_rig(make_rig, capacity=1)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1, in_share_preemption=in_share)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1}, in_share_preemption=in_share)
     return rig, submit(rig, "low", "team-a", schedulingPriority=1)
 
 
@@ -230,9 +231,9 @@ def test_raising_a_waiting_jobs_priority_makes_it_preempt(make_rig: RigFactory) 
 def test_capacity_is_never_exceeded_and_nothing_is_left_running(make_rig: RigFactory) -> None:
     capacity = 4
     rig = quota_rig(make_rig, capacity=capacity, duration=HOUR / 2)
-    rig.standin.register_quota_share(QUEUE, "team-a", 2, in_share_preemption=True)
-    rig.standin.register_quota_share(QUEUE, "team-b", 1, borrow_limit=200)
-    rig.standin.register_quota_share(QUEUE, "team-c", 1, strategy="LEND")
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 2}, in_share_preemption=True)
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 1}, borrow_limit=200)
+    rig.standin.register_quota_share(QUEUE, "team-c", {G5: 1}, strategy="LEND")
     plan = [  # (submitted at, name, share, instances, priority)
         (0, "a-1", "team-a", 1, 1),
         (0, "b-1", "team-b", 1, 1),

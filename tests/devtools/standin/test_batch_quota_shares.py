@@ -9,6 +9,8 @@ from botocore.exceptions import ClientError
 
 from devtools.standin.fixture_rig import RigFactory, check_shapes, ms, run_to_end
 from devtools.standin.quota_rig import (
+    G5,
+    POLICY,
     QUEUE,
     START,
     capture_share_bodies,
@@ -43,7 +45,7 @@ def test_quota_shares_are_created_described_listed_and_updated_through_boto3(mak
     )
     arn = "arn:aws:batch:us-east-1:123456789012:job-queue/spotline-training/quota-share/search-ranking"
     assert created["quotaShareArn"] == arn
-    rig.standin.register_quota_share(QUEUE, "vision", 2, strategy="LEND")
+    rig.standin.register_quota_share(QUEUE, "vision", {G5: 2}, strategy="LEND")
 
     described = rig.batch.describe_quota_share(quotaShareArn=arn)
     assert {k: v for k, v in described.items() if k != "ResponseMetadata"} == {
@@ -61,7 +63,7 @@ def test_quota_shares_are_created_described_listed_and_updated_through_boto3(mak
     second = rig.batch.list_quota_shares(jobQueue=QUEUE, nextToken=first["nextToken"])
     assert [s["quotaShareName"] for s in first["quotaShares"] + second["quotaShares"]] == ["search-ranking", "vision"]
     assert "nextToken" not in second
-    assert second["quotaShares"][0]["capacityLimits"] == [{"maxCapacity": 2, "capacityUnit": "NUM_INSTANCES"}]
+    assert second["quotaShares"][0]["capacityLimits"] == [{"maxCapacity": 2, "capacityUnit": "ml.g5.2xlarge"}]
 
     rig.batch.update_quota_share(
         quotaShareArn=arn, capacityLimits=[{"maxCapacity": 6, "capacityUnit": "ml.g5.2xlarge"}], state="DISABLED"
@@ -85,6 +87,7 @@ def test_quota_shares_are_created_described_listed_and_updated_through_boto3(mak
         ({"resourceSharingConfiguration": {"strategy": "SHARE"}}, "strategy must be one of"),
         ({"capacityLimits": []}, "capacityLimits is required"),
         ({"capacityLimits": [{"maxCapacity": 1, "capacityUnit": f"ml.c5.{n}xlarge"} for n in range(6)]}, "1 and 5"),
+        ({"capacityLimits": [{"maxCapacity": 1, "capacityUnit": "NUM_INSTANCES"}]}, "is not an instance type"),
         ({"quotaShareName": "team a"}, "up to 128 letters"),
         ({"preemptionConfiguration": {"inSharePreemption": "MAYBE"}}, "ENABLED or DISABLED"),
     ],
@@ -108,13 +111,16 @@ def test_create_quota_share_refuses_what_batch_refuses(
 
 
 def test_a_quota_share_needs_a_queue_with_a_scheduling_policy_and_a_name_of_its_own(make_rig: RigFactory) -> None:
-    rig = make_rig(capacity_instances=2)  # no scheduling policy
+    rig = make_rig(capacity=2)  # no scheduling policy
     with pytest.raises(ApiError, match="no quota management scheduling policy"):
-        rig.standin.register_quota_share(QUEUE, "team-a", 1)
+        rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
+    rig = make_rig(capacity=2, scheduling_policy_arn=POLICY)  # an environment counting NUM_INSTANCES
+    with pytest.raises(ApiError, match="counts NUM_INSTANCES: a quota management service environment's capacity"):
+        rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
     rig = quota_rig(make_rig)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
     with pytest.raises(ApiError, match="already exists"):
-        rig.standin.register_quota_share(QUEUE, "team-a", 2)
+        rig.standin.register_quota_share(QUEUE, "team-a", {G5: 2})
 
 
 # --- SubmitServiceJob's checks ------------------------------------------------------------
@@ -122,7 +128,7 @@ def test_a_quota_share_needs_a_queue_with_a_scheduling_policy_and_a_name_of_its_
 
 def test_submissions_to_a_quota_queue_must_name_one_of_its_enabled_shares(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig)
-    share = rig.standin.register_quota_share(QUEUE, "team-a", 1)
+    share = rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
 
     with pytest.raises(ClientError) as missing:
         rig.submit(payload("no-share"), name="no-share")
@@ -145,7 +151,7 @@ def test_submissions_to_a_quota_queue_must_name_one_of_its_enabled_shares(make_r
 
 
 def test_quota_share_name_is_refused_on_a_queue_without_quota_shares(make_rig: RigFactory) -> None:
-    rig = make_rig(capacity_instances=2)
+    rig = make_rig(capacity=2)
     with pytest.raises(ClientError) as excinfo:
         submit(rig, "job", "team-a")
     code, text = _error(excinfo)
@@ -156,7 +162,7 @@ def test_describe_and_list_show_the_share_the_preemption_configuration_and_the_c
     make_rig: RigFactory,
 ) -> None:
     rig = quota_rig(make_rig, capacity=4)
-    rig.standin.register_quota_share(QUEUE, "team-a", 4)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 4})
     job = submit(rig, "wide", "team-a", 2, preemptionConfiguration={"preemptionRetriesBeforeTermination": 3})
     rig.clock.at(RUNNING_BY)
 
@@ -181,8 +187,8 @@ def test_describe_and_list_show_the_share_the_preemption_configuration_and_the_c
 
 def test_a_share_borrows_the_idle_capacity_of_lending_shares(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=3)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1)
-    rig.standin.register_quota_share(QUEUE, "team-b", 2, strategy="LEND")
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 2}, strategy="LEND")
     jobs = [submit(rig, f"a-{n}", "team-a") for n in range(3)]
     assert {rig.status_at(RUNNING_BY, j)[0] for j in jobs} == {"RUNNING"}  # 1 own + 2 borrowed
 
@@ -193,8 +199,8 @@ def test_a_share_borrows_the_idle_capacity_of_lending_shares(make_rig: RigFactor
 
 def test_a_borrow_limit_caps_what_a_share_borrows(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=None)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1, borrow_limit=100)  # 100 % of 1: one more
-    rig.standin.register_quota_share(QUEUE, "team-b", 3, strategy="LEND")
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1}, borrow_limit=100)  # 100 % of 1: one more
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 3}, strategy="LEND")
     jobs = [submit(rig, f"a-{n}", "team-a") for n in range(3)]
     assert [rig.status_at(RUNNING_BY, j)[0] for j in jobs] == ["RUNNING", "RUNNING", "RUNNABLE"]
 
@@ -204,8 +210,8 @@ def test_reserved_capacity_is_not_lent_and_a_lend_only_share_does_not_borrow(
     make_rig: RigFactory, lender: str, borrower: str
 ) -> None:
     rig = quota_rig(make_rig)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1, strategy=borrower)
-    rig.standin.register_quota_share(QUEUE, "team-b", 1, strategy=lender)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1}, strategy=borrower)
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 1}, strategy=lender)
     first, second = (submit(rig, f"a-{n}", "team-a") for n in range(2))
     assert [rig.status_at(RUNNING_BY, j)[0] for j in (first, second)] == ["RUNNING", "RUNNABLE"]
     end = run_to_end(rig, first)
@@ -215,7 +221,7 @@ def test_reserved_capacity_is_not_lent_and_a_lend_only_share_does_not_borrow(
 
 def test_within_a_share_priority_then_submission_order_and_no_backfilling(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=None)
-    rig.standin.register_quota_share(QUEUE, "team-a", 2, strategy="RESERVE")
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 2}, strategy="RESERVE")
     running = submit(rig, "running", "team-a", 2, schedulingPriority=1)
     rig.clock.at(RUNNING_BY)  # the others arrive once it runs
     big = submit(rig, "big", "team-a", 2, schedulingPriority=5)
@@ -229,8 +235,8 @@ def test_within_a_share_priority_then_submission_order_and_no_backfilling(make_r
 
 def test_a_job_its_share_can_never_run_waits_with_the_misconfiguration_reason(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=8)
-    rig.standin.register_quota_share(QUEUE, "team-a", 2, strategy="RESERVE")
-    rig.standin.register_quota_share(QUEUE, "team-b", 2, borrow_limit=50)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 2}, strategy="RESERVE")
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 2}, borrow_limit=50)
     too_big = submit(rig, "too-big", "team-a", 3)
     behind = submit(rig, "behind", "team-a", 1)
     beyond_borrowing = submit(rig, "beyond", "team-b", 4)  # 2 own + 50 % of 2 borrowed at most
@@ -249,7 +255,7 @@ def test_a_job_its_share_can_never_run_waits_with_the_misconfiguration_reason(ma
 
 
 def test_a_job_larger_than_the_service_environment_says_so(make_rig: RigFactory) -> None:
-    rig = make_rig(capacity_instances=2)  # FIFO queue, no shares: the same documented reason
+    rig = make_rig(capacity=2)  # FIFO queue, no shares: the same documented reason
     job = rig.submit(payload("huge", 3), name="huge")
     rig.clock.at(RUNNING_BY)
     assert rig.batch_job(job)["statusReason"].startswith("MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE - ")
@@ -257,13 +263,13 @@ def test_a_job_larger_than_the_service_environment_says_so(make_rig: RigFactory)
 
 def test_raising_a_share_limit_lets_its_waiting_job_start(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=None)
-    share = rig.standin.register_quota_share(QUEUE, "team-a", 1, strategy="RESERVE")
+    share = rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1}, strategy="RESERVE")
     first, second = (submit(rig, f"a-{n}", "team-a") for n in range(2))
     rig.clock.at(RUNNING_BY)
     assert rig.batch_job(second)["status"] == "RUNNABLE"
 
     rig.batch.update_quota_share(
-        quotaShareArn=share, capacityLimits=[{"maxCapacity": 2, "capacityUnit": "NUM_INSTANCES"}]
+        quotaShareArn=share, capacityLimits=[{"maxCapacity": 2, "capacityUnit": "ml.g5.2xlarge"}]
     )
     assert rig.batch_job(second)["scheduledAt"] == ms(RUNNING_BY)
     assert rig.batch_job(first)["status"] == "RUNNING"
@@ -271,7 +277,7 @@ def test_raising_a_share_limit_lets_its_waiting_job_start(make_rig: RigFactory) 
 
 def test_jobs_asking_at_the_same_moment_are_admitted_by_priority(make_rig: RigFactory) -> None:
     rig = quota_rig(make_rig, capacity=None)
-    rig.standin.register_quota_share(QUEUE, "team-a", 1, strategy="RESERVE")
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1}, strategy="RESERVE")
     first = submit(rig, "first", "team-a", schedulingPriority=1)
     urgent = submit(rig, "urgent", "team-a", schedulingPriority=9)
     assert [rig.status_at(RUNNING_BY, j)[0] for j in (first, urgent)] == ["RUNNABLE", "RUNNING"]
@@ -281,4 +287,4 @@ def test_the_first_share_comes_before_any_job_of_the_queue(make_rig: RigFactory)
     rig = quota_rig(make_rig)
     rig.submit(payload("early"), name="early", shareIdentifier="search-ranking")  # a fair-share queue so far
     with pytest.raises(ApiError, match="already has jobs without a quota share"):
-        rig.standin.register_quota_share(QUEUE, "team-a", 1)
+        rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})

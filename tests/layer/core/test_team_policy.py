@@ -141,14 +141,26 @@ def test_concurrency_is_parsed_for_the_adapter_to_enforce() -> None:
     assert allowance is not None and allowance.max_concurrent_jobs == 3
 
 
-def test_a_teams_quota_is_parsed_and_absent_unless_declared() -> None:
-    policy = _policy(quotaInstances=6)
+def test_a_teams_quotas_are_parsed_per_instance_type_and_absent_unless_declared() -> None:
+    policy = _policy(quotas={"ml.p4d.24xlarge": 1, "ml.g5.2xlarge": 6})
     ranking, team_b = policy.allowance("search-ranking"), policy.allowance("team-b")
-    assert ranking is not None and ranking.quota_instances == 6
-    assert team_b is not None and team_b.quota_instances is None  # its share: the whole environment
-    whole = TeamPolicy.from_json('{"teams": {"search-ranking": {"quotaInstances": 4.0}}}').allowance("search-ranking")
-    assert whole is not None and whole.quota_instances == 4  # a whole number, as JSON Schema's integer allows
-    assert _policy(quotaInstances=1).check(_spec()) == []  # a quota is no limit on a job: jobs borrow beyond it
+    assert ranking is not None and ranking.quotas == (("ml.g5.2xlarge", 6), ("ml.p4d.24xlarge", 1))
+    assert team_b is not None and team_b.quotas is None  # its share: the whole environment
+    whole = TeamPolicy.from_json('{"teams": {"search-ranking": {"quotas": {"ml.g5.2xlarge": 4.0}}}}')
+    allowance = whole.allowance("search-ranking")
+    assert allowance is not None and allowance.quotas == (("ml.g5.2xlarge", 4),)  # JSON Schema's integer allows 4.0
+    assert _policy(quotas={"ml.g5.2xlarge": 1}).check(_spec()) == []  # a quota is no limit on a job: it may borrow
+
+
+def test_quota_instances_is_refused_with_the_new_spelling() -> None:
+    with pytest.raises(TeamPolicyInvalid) as raised:
+        TeamPolicy.from_json('{"teams": {"search-ranking": {"quotaInstances": 4}}}')
+    (error,) = raised.value.errors
+    assert error.path == "teams.search-ranking.quotaInstances"
+    assert error.message == (
+        'is replaced by quotas, instances per instance type, as Batch quota shares count them: write "quotas": '
+        '{"<instance type>": <instances>}, e.g. {"ml.g5.2xlarge": 4} (got 4)'
+    )
 
 
 @pytest.mark.parametrize(
@@ -177,19 +189,31 @@ def test_a_teams_quota_is_parsed_and_absent_unless_declared() -> None:
             "at least 1",
         ),
         (
-            '{"teams": {"search-ranking": {"quotaInstances": 0}}}',
-            "teams.search-ranking.quotaInstances",
+            '{"teams": {"search-ranking": {"quotas": {"ml.g5.2xlarge": 0}}}}',
+            "teams.search-ranking.quotas.ml.g5.2xlarge",
             "at least 1",
         ),
         (
-            '{"teams": {"search-ranking": {"quotaInstances": 2.5}}}',
-            "teams.search-ranking.quotaInstances",
+            '{"teams": {"search-ranking": {"quotas": {"ml.g5.2xlarge": 2.5}}}}',
+            "teams.search-ranking.quotas.ml.g5.2xlarge",
             "must be an integer",
         ),
         (
-            '{"teams": {"search-ranking": {"quotaInstances": "3"}}}',
-            "teams.search-ranking.quotaInstances",
-            "must be an integer",
+            '{"teams": {"search-ranking": {"quotas": {"g5.2xlarge": 3}}}}',
+            "teams.search-ranking.quotas.g5.2xlarge",
+            "SageMaker training instance type",
+        ),
+        (
+            '{"teams": {"search-ranking": {"quotas": {}}}}',
+            "teams.search-ranking.quotas",
+            "at least 1",
+        ),
+        (
+            '{"teams": {"search-ranking": {"quotas": {'
+            + ", ".join(f'"ml.g5.{n}xlarge": 1' for n in range(2, 8))
+            + "}}}}",
+            "teams.search-ranking.quotas",
+            "at most 5 capacity limits",
         ),
         ('{"teams": {"Search Ranking": {}}}', "teams.Search Ranking", "lowercase"),
         ('{"teams": ', "(team policy)", "is not JSON"),

@@ -5,24 +5,12 @@ template's custom resource."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
-from spotline.core.quota_shares import TEAM_TAG, Action, ExistingShare, Plan, plan, teardown
+from spotline.aws.quota_share_reads import existing_shares
+from spotline.core.quota_shares import TEAM_TAG, Action, Capacity, Plan, plan, teardown
 from spotline.core.team_policy import TeamPolicy
-
-
-def existing_shares(job_queue: str) -> list[ExistingShare]:
-    """Every quota share of the queue, enabled or not (ListQuotaShares, all pages)."""
-    batch, shares = client("batch"), []
-    request: dict[str, Any] = {"jobQueue": job_queue, "maxResults": 100}
-    while True:
-        page = batch.list_quota_shares(**request)
-        shares += [ExistingShare.from_detail(detail) for detail in page.get("quotaShares", [])]
-        if not page.get("nextToken"):
-            return shares
-        request["nextToken"] = page["nextToken"]
 
 
 def apply(job_queue: str, actions: Iterable[Action]) -> None:
@@ -57,9 +45,10 @@ def apply(job_queue: str, actions: Iterable[Action]) -> None:
             batch.delete_quota_share(quotaShareArn=action.arn)
 
 
-def reconcile(job_queue: str, policy: TeamPolicy, capacity_instances: int | None) -> Plan:
-    """Bring the queue's shares to the policy's (see `spotline.core.quota_shares.plan`)."""
-    planned = plan(policy, existing_shares(job_queue), capacity_instances)
+def reconcile(job_queue: str, policy: TeamPolicy, capacity: Capacity) -> Plan:
+    """Bring the queue's shares to the policy's (see `spotline.core.quota_shares.plan`);
+    `capacity` is the service environment's limits per instance type."""
+    planned = plan(policy, existing_shares(job_queue), capacity)
     for warning in planned.warnings:
         logger.warning("Team quotas", extra={"warning": warning})
     apply(job_queue, planned.actions)

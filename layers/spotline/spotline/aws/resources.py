@@ -13,10 +13,11 @@ from typing import Any
 from urllib.parse import unquote
 
 from spotline.aws.clients import client, error_code, split_s3_uri
+from spotline.aws.quota_share_reads import existing_shares
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
-from spotline.core.quota_shares import quota_share_name
+from spotline.core.quota_shares import quota_share_name, share_problems
 from spotline.core.service_jobs import LIVE_STATUSES
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
@@ -60,6 +61,8 @@ def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestE
     if spec.checkpoint_s3_uri:
         problems += _check_bucket("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)
     problems += _check_queue(settings.job_queue)
+    if not problems:
+        problems += _check_quota_share(spec, settings.job_queue)
     allowance = policy.allowance(spec.team)
     if allowance is not None and allowance.max_concurrent_jobs is not None and not problems:
         problems += _check_concurrency(spec.team, allowance.max_concurrent_jobs, settings.job_queue)
@@ -168,6 +171,11 @@ def _check_queue(queue: str) -> list[ManifestError]:
     if state != "ENABLED" or status != "VALID":
         return [ManifestError(STACK_PATH, f"job queue {queue} is {state}/{status}; it must be ENABLED and VALID")]
     return []
+
+
+def _check_quota_share(spec: JobSpec, queue: str) -> list[ManifestError]:
+    """Whether the team's quota share lets the job start at all (read live: ListQuotaShares)."""
+    return share_problems(spec.team, spec.instance_type, spec.instance_count, existing_shares(queue))
 
 
 def _check_concurrency(team: str, limit: int, queue: str) -> list[ManifestError]:

@@ -7,12 +7,19 @@ reference, as the choices below use them:
 
 - A share is named like a team: the team pattern (^[a-z][a-z0-9-]{0,22}[a-z0-9]$) is within
   Batch's rule for quotaShareName (up to 128 letters, numbers, hyphens and underscores).
-- Its size is the team's quotaInstances, or, without one, the whole service environment
-  (TrainingCapacityInstances): a team that declares no quota shares the environment first come,
-  first served, as before quota shares (a share's jobs use only its own and other shares' idle
-  capacity, so maxInstances as the default would cap the whole stack at the sum of the teams'
-  largest jobs). A declared quota is kept for its team only while all quotas add up to at most
-  the environment: more is allowed (AWS documents no rule against it) and warned about.
+- Capacity is counted per instance type. botocore's batch model, CapacityLimit.capacityUnit: "For
+  SAGEMAKER_TRAINING jobs in a quota management enabled service environment, specify the instance
+  type (for example, ml.m5.large). Otherwise, use NUM_INSTANCES", and maxCapacity: "only
+  ml.m5.large instances count against this limit, and jobs requiring other instance types wait
+  until a matching capacity limit is configured". So the service environment (TrainingCapacity)
+  and every share name instance types; a share has at least one and at most five capacity limits
+  ("Creating quota shares").
+- A share's limits are the team's quotas, or, without any, the whole service environment, every
+  type of it: a team that declares no quota shares the environment first come, first served (a
+  share's jobs use only its own and other shares' idle capacity, so anything smaller would cap the
+  stack). A quota on a type the environment does not have is refused (its jobs would wait
+  forever); a declared quota is kept for its team only while the quotas of its type add up to at
+  most the environment's: more is allowed (AWS documents no rule against it) and warned about.
 - A job queue holds at most 20 quota shares; disabled ones count.
 - LEND_AND_BORROW with borrowLimit -1 (unlimited): a team's idle instances are lent, and its
   jobs may borrow any idle instances; Batch gives lent capacity back by cross-share preemption
@@ -22,9 +29,6 @@ reference, as the choices below use them:
 - A team removed from the policy gets its share DISABLED, not deleted: a disabled share takes no
   new jobs "but jobs already submitted can finish", while DeleteQuotaShare terminates them. The
   share comes back ENABLED if the team is listed again.
-- The capacity unit is NUM_INSTANCES, the unit of the stack's service environment
-  (TrainingCapacityInstances). The user guide describes quota management capacity limits per
-  instance type; `CAPACITY_UNIT` is the one place to change when the stack moves to that.
 """
 
 from __future__ import annotations
@@ -34,13 +38,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from spotline.core.errors import ManifestError
 from spotline.core.team_policy import TeamPolicy
 
-CAPACITY_UNIT = "NUM_INSTANCES"
+MAX_CAPACITY_LIMITS = 5  # per quota share ("Creating quota shares"); the template's TrainingCapacity too
+CAPACITY_ENTRY = re.compile(r"^(ml\.[a-z0-9]+(?:-[a-z0-9]+)*\.[a-z0-9]+)=([0-9]{1,4})$")
 STRATEGY = "LEND_AND_BORROW"
 BORROW_LIMIT = -1  # unlimited: a team may use any idle instance of the queue
 IN_SHARE_PREEMPTION = True
 MAX_SHARES_PER_QUEUE = 20
+_LENDING = ("LEND", "LEND_AND_BORROW")
 SHARE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 TEAM_TAG = "spotline:team"
 
@@ -60,20 +67,54 @@ def quota_share_name(team: str) -> str:
     return team
 
 
+Capacity = Mapping[str, int]  # instance type -> instances (a service environment's or a share's limits)
+
+
+def parse_capacity(text: str) -> dict[str, int]:
+    """The template's TrainingCapacity, `ml.g5.2xlarge=8,ml.p4d.24xlarge=1`: the service
+    environment's capacity limits, one instance type each (at most five, each at least 1)."""
+    entries = [part.strip() for part in (text or "").split(",") if part.strip()]
+    if not 1 <= len(entries) <= MAX_CAPACITY_LIMITS:
+        raise QuotaSharesInvalid(
+            f"TrainingCapacity needs 1 to {MAX_CAPACITY_LIMITS} entries <instance type>=<instances> "
+            f"separated by commas, e.g. ml.g5.2xlarge=8 (got {text!r})"
+        )
+    capacity: dict[str, int] = {}
+    for entry in entries:
+        match = CAPACITY_ENTRY.match(entry)
+        if match is None or int(match.group(2)) < 1:
+            raise QuotaSharesInvalid(
+                f"TrainingCapacity entry {entry!r} is not <instance type>=<instances>, e.g. ml.g5.2xlarge=8"
+            )
+        if match.group(1) in capacity:
+            raise QuotaSharesInvalid(f"TrainingCapacity names {match.group(1)} twice")
+        capacity[match.group(1)] = int(match.group(2))
+    return capacity
+
+
+def format_capacity(capacity: Capacity) -> str:
+    """`ml.g5.2xlarge=8,ml.p4d.24xlarge=1`, as TrainingCapacity writes it."""
+    return ",".join(f"{unit}={n}" for unit, n in sorted(capacity.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class ShareSpec:
-    """A quota share as the policy wants it."""
+    """A quota share as the policy wants it: `capacity` is (instance type, instances) per limit."""
 
     name: str
     team: str
-    capacity_instances: int
+    capacity: tuple[tuple[str, int], ...]
     strategy: str = STRATEGY
     borrow_limit: int = BORROW_LIMIT
     in_share_preemption: bool = IN_SHARE_PREEMPTION
 
     @property
     def capacity_limits(self) -> list[dict[str, Any]]:
-        return [{"capacityUnit": CAPACITY_UNIT, "maxCapacity": self.capacity_instances}]
+        return [{"capacityUnit": unit, "maxCapacity": n} for unit, n in self.capacity]
+
+    def limit(self, instance_type: str) -> int | None:
+        """The share's limit for the type; None when the share has none (its jobs would wait forever)."""
+        return dict(self.capacity).get(instance_type)
 
     @property
     def resource_sharing(self) -> dict[str, Any]:
@@ -117,7 +158,7 @@ class ExistingShare:
         """Whether the share is already as `desired` wants it (and ENABLED)."""
         return (
             self.state == "ENABLED"
-            and dict(self.capacity) == {CAPACITY_UNIT: desired.capacity_instances}
+            and dict(self.capacity) == dict(desired.capacity)
             and self.strategy == desired.strategy
             and (self.borrow_limit == desired.borrow_limit or desired.strategy != "LEND_AND_BORROW")
             and self.in_share_preemption == desired.in_share_preemption
@@ -150,31 +191,32 @@ class Plan:
         return counts
 
 
-def default_quota(capacity_instances: int | None, max_instances: int) -> int:
-    """A team without quotaInstances: the whole service environment (its largest job if unknown)."""
-    return capacity_instances if capacity_instances is not None else max_instances
+def desired_shares(policy: TeamPolicy, capacity: Capacity) -> list[ShareSpec]:
+    """One share per team of the policy, by team name; raises QuotaSharesInvalid for a quota on an
+    instance type the service environment has no capacity limit for."""
+    shares = []
+    for team, allowance in sorted(policy.teams.items()):
+        if allowance.quotas is None:
+            shares.append(ShareSpec(quota_share_name(team), team, tuple(sorted(capacity.items()))))
+            continue
+        unknown = [unit for unit, _ in allowance.quotas if unit not in capacity]
+        if unknown:
+            raise QuotaSharesInvalid(
+                f"team {team}'s quotas name {', '.join(unknown)}, which the service environment has no capacity "
+                f"limit for (TrainingCapacity {format_capacity(capacity)}): Batch would keep its jobs waiting "
+                "until one is configured; add the type to TrainingCapacity or remove it from the team's quotas"
+            )
+        shares.append(ShareSpec(quota_share_name(team), team, allowance.quotas))
+    return shares
 
 
-def desired_shares(policy: TeamPolicy, capacity_instances: int | None) -> list[ShareSpec]:
-    """One share per team of the policy, by team name."""
-    return [
-        ShareSpec(
-            quota_share_name(team),
-            team,
-            allowance.quota_instances
-            if allowance.quota_instances is not None
-            else default_quota(capacity_instances, allowance.max_instances),
-        )
-        for team, allowance in sorted(policy.teams.items())
-    ]
-
-
-def plan(policy: TeamPolicy, existing: Iterable[ExistingShare], capacity_instances: int | None) -> Plan:
+def plan(policy: TeamPolicy, existing: Iterable[ExistingShare], capacity: Capacity) -> Plan:
     """What turns the queue's `existing` shares into the policy's: create the missing, update the
     changed (capacity, sharing, preemption, or a disabled share of a team listed again), disable
     those of teams no longer listed. Raises QuotaSharesInvalid when the queue would need more
-    than 20 shares. `capacity_instances` is the service environment's limit."""
-    desired = desired_shares(policy, capacity_instances)
+    than 20 shares or a quota names a type the environment lacks. `capacity` is the service
+    environment's limits (TrainingCapacity)."""
+    desired = desired_shares(policy, capacity)
     have = {share.name: share for share in existing}
     wanted = {share.name for share in desired}
     needed = len(wanted | set(have))
@@ -200,7 +242,42 @@ def plan(policy: TeamPolicy, existing: Iterable[ExistingShare], capacity_instanc
     for name in sorted(set(have) - wanted):
         if have[name].state == "ENABLED":
             actions.append(Action("disable", name, f"{name} is not in the team policy any more", arn=have[name].arn))
-    return Plan(tuple(actions), tuple(desired), tuple(_warnings(policy, desired, capacity_instances)))
+    return Plan(tuple(actions), tuple(desired), tuple(_warnings(policy, desired, capacity)))
+
+
+def share_problems(team: str, instance_type: str, count: int, shares: Iterable[ExistingShare]) -> list[ManifestError]:
+    """Why a job of `count` `instance_type` instances of `team` would wait forever in the queue's
+    quota shares ("Jobs stuck in RUNNABLE due to misconfiguration"): no capacity limit for its type
+    in its share, or more instances than its share's limit plus what it may borrow (the idle limits
+    of the other lending shares of that type, within its borrowLimit). [] when it can start."""
+    shares = list(shares)
+    own = next((share for share in shares if share.name == quota_share_name(team)), None)
+    if own is None or own.state != "ENABLED":
+        message = f"team {team} has no enabled quota share on the job queue; page the platform team (SyncQuotaShares)"
+        return [ManifestError("metadata.team", message)]
+    limit = own.capacity.get(instance_type)
+    if limit is None:
+        return [
+            ManifestError(
+                "spec.resources.instanceType",
+                f"team {team}'s quota share has no capacity limit for {instance_type} (it has "
+                f"{format_capacity(own.capacity)}): Batch would keep the job waiting until one is configured; ask the "
+                "platform team for a quota of this type (TeamPolicy quotas) or choose one of those types",
+            )
+        ]
+    borrowable = 0
+    if own.strategy == "LEND_AND_BORROW":
+        lent = sum(s.capacity.get(instance_type, 0) for s in shares if s is not own and s.strategy in _LENDING)
+        borrowable = lent if own.borrow_limit < 0 else min(lent, limit * own.borrow_limit // 100)
+    if count > limit + borrowable:
+        return [
+            ManifestError(
+                "spec.resources.instanceCount",
+                f"{count} {instance_type} exceed team {team}'s quota of {limit} plus the {borrowable} it may "
+                "borrow from other teams: Batch would keep the job waiting forever",
+            )
+        ]
+    return []
 
 
 def teardown(existing: Iterable[ExistingShare]) -> list[Action]:
@@ -218,9 +295,9 @@ def _difference(current: ExistingShare, desired: ShareSpec) -> str:
     changes = []
     if current.state != "ENABLED":
         changes.append(f"{current.state} -> ENABLED (team {desired.team} is listed again)")
-    if dict(current.capacity) != {CAPACITY_UNIT: desired.capacity_instances}:
-        shown = ", ".join(f"{n} {unit}" for unit, n in current.capacity.items()) or "none"
-        changes.append(f"capacity {shown} -> {desired.capacity_instances} {CAPACITY_UNIT}")
+    if dict(current.capacity) != dict(desired.capacity):
+        shown = format_capacity(current.capacity) or "none"
+        changes.append(f"capacity {shown} -> {format_capacity(dict(desired.capacity))}")
     if current.strategy != desired.strategy or (
         desired.strategy == "LEND_AND_BORROW" and current.borrow_limit != desired.borrow_limit
     ):
@@ -232,30 +309,32 @@ def _difference(current: ExistingShare, desired: ShareSpec) -> str:
     return "; ".join(changes)
 
 
-def _warnings(policy: TeamPolicy, desired: list[ShareSpec], capacity_instances: int | None) -> list[str]:
-    """What the platform team should know: declared quotas that cannot all be kept, or instances no
-    job can use. A policy that declares no quota (every team shares the whole environment) is fine."""
-    declared = sorted(team for team, allowance in policy.teams.items() if allowance.quota_instances is not None)
-    if capacity_instances is None or not declared:
+def _warnings(policy: TeamPolicy, desired: list[ShareSpec], capacity: Capacity) -> list[str]:
+    """What the platform team should know, per instance type: declared quotas that cannot all be
+    kept, or instances no job can use. A policy that declares no quota is fine."""
+    declared = {team for team, allowance in policy.teams.items() if allowance.quotas is not None}
+    if not declared:
         return []
-    warnings = [
-        f"team {share.team}'s quota of {share.capacity_instances} instances exceeds the service environment's "
-        f"{capacity_instances} (TrainingCapacityInstances): it can never be filled"
-        for share in desired
-        if share.team in declared and share.capacity_instances > capacity_instances
-    ]
-    total = sum(share.capacity_instances for share in desired)
-    undeclared = [share.team for share in desired if share.team not in declared]
-    if total > capacity_instances:
-        whole = f" (teams without quotaInstances count as the whole environment: {', '.join(undeclared)})"
-        warnings.append(
-            f"the teams' quotas add up to {total} instances, more than the service environment's "
-            f"{capacity_instances} (TrainingCapacityInstances): not every team can have its whole quota at once"
-            + (whole if undeclared else "")
-        )
-    elif total < capacity_instances:
-        warnings.append(
-            f"the teams' quotas add up to {total} of the service environment's {capacity_instances} instances: "
-            f"jobs borrow only other teams' idle quota, so {capacity_instances - total} stay unused"
-        )
+    warnings = []
+    for unit, available in sorted(capacity.items()):
+        limits = [(share, share.limit(unit)) for share in desired]
+        for share, n in limits:
+            if share.team in declared and n is not None and n > available:
+                warnings.append(
+                    f"team {share.team}'s quota of {n} {unit} exceeds the service environment's {available} "
+                    f"(TrainingCapacity): it can never be filled"
+                )
+        total = sum(n for _, n in limits if n is not None)
+        undeclared = [share.team for share, n in limits if n is not None and share.team not in declared]
+        if total > available:
+            whole = f" (teams without quotas count as the whole environment: {', '.join(undeclared)})"
+            warnings.append(
+                f"the teams' quotas of {unit} add up to {total}, more than the service environment's {available} "
+                f"(TrainingCapacity): not every team can have its whole quota at once" + (whole if undeclared else "")
+            )
+        elif total < available:
+            warnings.append(
+                f"the teams' quotas of {unit} add up to {total} of the service environment's {available}: jobs "
+                f"borrow only other teams' idle quota, so {available - total} {unit} stay unused"
+            )
     return warnings

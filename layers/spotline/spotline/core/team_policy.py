@@ -13,9 +13,9 @@ closed to it: access is granted, never assumed. `maxConcurrentJobs` needs the li
 the adapter (`spotline.aws.resources`) checks it; everything else is checked here, the same
 in ValidateResources and in `spotline validate --team-policy`.
 
-`quotaInstances` is the size of the team's AWS Batch quota share on the stack's queue;
+`quotas` (instance type -> instances) is the team's AWS Batch quota share on the stack's queue;
 `spotline.core.quota_shares` turns the policy into the queue's shares (and sizes the share of a
-team without quotaInstances).
+team without quotas).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class TeamAllowance:
     max_keep_alive_seconds: int | None = None  # None: no warm pools
     max_keep_alive_text: str | None = None
     max_concurrent_jobs: int | None = None
-    quota_instances: int | None = None  # None: not declared (spotline.core.quota_shares.DEFAULT_QUOTA)
+    quotas: tuple[tuple[str, int], ...] | None = None  # (instance type, instances); None: not declared
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
@@ -80,7 +80,7 @@ class TeamAllowance:
             max_keep_alive_seconds=parse_duration(keep_alive) if keep_alive else None,
             max_keep_alive_text=keep_alive,
             max_concurrent_jobs=entry.get("maxConcurrentJobs"),
-            quota_instances=int(entry["quotaInstances"]) if "quotaInstances" in entry else None,
+            quotas=tuple(sorted((str(t), int(n)) for t, n in entry["quotas"].items())) if "quotas" in entry else None,
         )
 
 
