@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 from urllib.request import Request
 
 import boto3
@@ -25,7 +26,7 @@ from spotline.aws import clients as spotline_clients
 from spotline.aws import custom_resource
 from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
-from spotline_dev.standin.http_answers import answer
+from spotline_dev.standin.http_answers import ApiError, answer
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "sync_quota_shares" / "app.py"
 REGION, ACCOUNT = "us-east-1", "123456789012"
@@ -61,10 +62,15 @@ class Rig:
     clock: list[datetime]
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
 
     def request(
-        self, kind: str, policy: Any = TWO_TEAMS, *, physical_id: str | None = None, **properties: Any
+        self,
+        kind: str,
+        policy: Any = TWO_TEAMS,
+        *,
+        physical_id: str | None = None,
+        remaining_ms: int = 60_000,
+        **properties: Any,
     ) -> dict[str, Any]:
         """Send CloudFormation's request (scalars as strings, as it sends them); return its one answer."""
         props = {
@@ -87,7 +93,9 @@ class Rig:
             event["PhysicalResourceId"] = physical_id or self.queue
         before = len(self.answers)
         self.calls.clear()
-        HANDLER(event, LocalLambdaContext(function_name="spotline-SyncQuotaSharesFunction"))
+        HANDLER(
+            event, LocalLambdaContext(function_name="spotline-SyncQuotaSharesFunction", remaining_millis=remaining_ms)
+        )
         assert len(self.answers) == before + 1, "exactly one answer per request"
         return self.answers[-1]
 
@@ -136,8 +144,6 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
         session.events.register(
             "before-parameter-build.batch", lambda model, params, **_: rig.calls.append((model.name, dict(params)))
         )
-        # The stand-in serves no DeleteQuotaShare (moto neither): answered here, recording the share.
-        session.events.register_first("before-send.batch", _delete_quota_share(rig))
 
         def urlopen(request: Request, timeout: float | None = None) -> BytesIO:
             assert request.get_method() == "PUT" and request.full_url == RESPONSE_URL
@@ -151,14 +157,28 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
         spotline_clients.reset_clients()
 
 
-def _delete_quota_share(rig: Rig) -> Callable[..., AWSResponse | None]:
-    def send(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
-        if not request.url.rstrip("/").endswith("/v1/deletequotashare"):
-            return None
-        rig.deleted.append(json.loads(request.body or b"{}")["quotaShareArn"].rsplit("/", 1)[-1])
-        return answer(request, "rest-json", len(rig.deleted), lambda: {})
+def _misbehaving(operation: str, error: str = "ClientException", message: str | None = None) -> None:
+    """Batch answers `operation` (DeleteQuotaShare, UpdateQuotaShare) with `error`, or, for
+    "ignore", takes it and changes nothing (a change Batch has not applied yet). A hook on the
+    operation's own event runs before the stand-in's on every Batch call; botocore still emits the
+    request to the later hooks, so it is pointed at a path the stand-in does not serve."""
 
-    return send
+    def send(request: AWSPreparedRequest, **_: Any) -> AWSResponse:
+        arn = str(json.loads(request.body or b"{}").get("quotaShareArn"))
+
+        def run() -> dict[str, Any]:
+            if error == "ignore":
+                return {"quotaShareName": arn.rsplit("/", 1)[-1], "quotaShareArn": arn}
+            raise ApiError(error, message or f"{operation} of {arn} failed")
+
+        response = answer(request, "rest-json", 1, run)
+        request.url = urlsplit(request.url)._replace(path="/answered-by-the-test").geturl()
+        return response
+
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register(f"before-send.batch.{operation}", send)
+    spotline_clients.reset_clients()  # clients copy the session's hooks when they are made
 
 
 def _operations(rig: Rig) -> list[str]:
@@ -259,8 +279,9 @@ def test_a_replaced_queue_gets_its_shares_under_a_new_id(rig: Rig) -> None:
 # --- Delete ----------------------------------------------------------------------------------
 
 
-def test_delete_disables_then_deletes_every_share_of_the_queue(rig: Rig) -> None:
+def test_delete_disables_waits_then_deletes_every_share_and_their_jobs_end(rig: Rig) -> None:
     rig.request("Create")
+    running = rig.submit("search-running", "search-ranking")
     rig.request("Update", {"teams": {"search-ranking": TWO_TEAMS["teams"]["search-ranking"]}})  # vision: DISABLED
     answered = rig.request("Delete")
     assert (answered["Status"], answered["PhysicalResourceId"], answered["Data"]) == (
@@ -268,11 +289,75 @@ def test_delete_disables_then_deletes_every_share_of_the_queue(rig: Rig) -> None
         rig.queue,
         {"Deleted": "2"},
     )
-    # DeleteQuotaShare needs a DISABLED share: the enabled one is disabled first.
-    assert _operations(rig) == ["ListQuotaShares", "UpdateQuotaShare", "DeleteQuotaShare", "DeleteQuotaShare"]
+    assert "Reason" not in answered
+    # DeleteQuotaShare takes only a DISABLED share (the stand-in refuses others, as Batch does): the
+    # enabled one is disabled first, and the shares are read back DISABLED before any is deleted.
+    assert _operations(rig) == [
+        "ListQuotaShares",
+        "UpdateQuotaShare",
+        "ListQuotaShares",
+        "DeleteQuotaShare",
+        "DeleteQuotaShare",
+    ]
     assert rig.calls[1][1] == {"quotaShareArn": f"{rig.queue}/quota-share/search-ranking", "state": "DISABLED"}
-    assert rig.deleted == ["search-ranking", "vision"]
-    assert rig.shares() == {"search-ranking": (5, "DISABLED"), "vision": (3, "DISABLED")}
+    assert [params["quotaShareArn"] for _, params in rig.calls[3:]] == [
+        f"{rig.queue}/quota-share/search-ranking",
+        f"{rig.queue}/quota-share/vision",
+    ]
+    assert rig.shares() == {}
+    # "All jobs in the share are eventually terminated when you delete a quota share".
+    rig.clock[0] = T0 + timedelta(minutes=10)
+    job = boto3.client("batch", region_name=REGION).describe_service_job(jobId=running)
+    assert (job["status"], job["statusReason"]) == ("FAILED", "Terminated: Quota share search-ranking was deleted")
+
+
+def test_a_delete_whose_delete_quota_share_fails_still_answers_success_naming_what_was_left(rig: Rig) -> None:
+    rig.request("Create")
+    _misbehaving("DeleteQuotaShare")
+    answered = rig.request("Delete")
+    # Never FAILED on Delete: the stack's deletion must not end in DELETE_FAILED over Spotline's clean-up.
+    assert (answered["Status"], answered["PhysicalResourceId"]) == ("SUCCESS", rig.queue)
+    assert answered["Data"] == {"Deleted": "0", "LeftInPlace": "search-ranking,vision"}
+    assert answered["Reason"].startswith(
+        f"Quota shares left in place on {rig.queue}: search-ranking, vision (ClientException"
+    )
+    assert "aws batch delete-quota-share" in answered["Reason"]
+    assert rig.shares() == {"search-ranking": (5, "DISABLED"), "vision": (3, "DISABLED")}  # disabled: no new jobs
+
+
+def test_a_delete_whose_shares_do_not_read_disabled_in_time_deletes_none_and_answers_success(rig: Rig) -> None:
+    rig.request("Create")
+    _misbehaving("UpdateQuotaShare", "ignore")  # Batch has not applied the DISABLED state yet
+    answered = rig.request("Delete", remaining_ms=20_000)  # no time left to wait in
+    assert (answered["Status"], answered["Data"]) == (
+        "SUCCESS",
+        {"Deleted": "0", "LeftInPlace": "search-ranking,vision"},
+    )
+    assert "quota shares not yet DISABLED when time ran out: search-ranking (ENABLED/VALID)" in answered["Reason"]
+    assert "DeleteQuotaShare" not in _operations(rig)  # an ENABLED share is never sent to DeleteQuotaShare
+    assert rig.shares() == {"search-ranking": (5, "ENABLED"), "vision": (3, "ENABLED")}
+
+
+def test_a_delete_of_a_queue_that_is_already_gone_answers_success_with_nothing_left(rig: Rig) -> None:
+    _misbehaving("ListQuotaShares", message=f"Job queue {rig.queue} does not exist")
+    answered = rig.request("Delete")
+    assert (answered["Status"], answered["PhysicalResourceId"], answered["Data"]) == (
+        "SUCCESS",
+        rig.queue,
+        {"Deleted": "0"},
+    )
+    assert "Reason" not in answered
+
+
+def test_a_delete_whose_shares_cannot_even_be_listed_answers_success(rig: Rig) -> None:
+    rig.request("Create")
+    _misbehaving("ListQuotaShares", "ServerException")
+    answered = rig.request("Delete")
+    assert (answered["Status"], answered["Data"]) == (
+        "SUCCESS",
+        {"Deleted": "0", "LeftInPlace": "every share of the queue"},
+    )
+    assert "ListQuotaShares failed" in answered["Reason"]
 
 
 def test_delete_of_a_resource_whose_create_failed_before_naming_a_queue_does_nothing(rig: Rig) -> None:

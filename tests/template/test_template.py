@@ -83,6 +83,24 @@ def test_buckets_are_versioned_encrypted_private_and_tls_only(name: str) -> None
     assert any(s["Condition"]["Bool"]["aws:SecureTransport"] == "false" for s in denies)
 
 
+@pytest.mark.parametrize("name", list(resources_of_type(TEMPLATE, "AWS::S3::Bucket")))
+def test_buckets_are_kept_when_the_stack_is_deleted_or_the_bucket_replaced(name: str) -> None:
+    # CloudFormation deletes only an empty bucket: a versioned bucket with manifests would fail the
+    # stack's deletion. Retained, it keeps the manifests; README "Deploying" says how to delete it.
+    resource = TEMPLATE["Resources"][name]
+    assert (resource.get("DeletionPolicy"), resource.get("UpdateReplacePolicy")) == ("Retain", "Retain")
+
+
+def test_nothing_else_is_kept_or_blocks_the_stacks_deletion() -> None:
+    # Besides the buckets, only SyncQuotaShares' log is kept: it says what a stack Delete could not
+    # clean up (the custom resource answers SUCCESS regardless). Nothing is protected from deletion.
+    kept = {name for name, r in TEMPLATE["Resources"].items() if r.get("DeletionPolicy", "Delete") != "Delete"}
+    assert kept == set(resources_of_type(TEMPLATE, "AWS::S3::Bucket")) | {"SyncQuotaSharesLogGroup"}
+    assert TEMPLATE["Resources"]["SyncQuotaSharesLogGroup"]["UpdateReplacePolicy"] == "Retain"
+    for name, resource in TEMPLATE["Resources"].items():
+        assert not resource.get("Properties", {}).get("DeletionProtectionEnabled"), name
+
+
 def test_queues_are_encrypted() -> None:
     for props in (r["Properties"] for r in resources_of_type(TEMPLATE, "AWS::SQS::Queue").values()):
         assert props.get("SqsManagedSseEnabled") or props.get("KmsMasterKeyId")

@@ -238,6 +238,15 @@ class ServiceJobs:
         if not (job.plan.failure_reason or "").startswith("CapacityError"):
             sjob.counted_attempts += 1
 
+    def terminate_share_jobs(self, share: QuotaShare, reason: str) -> int:
+        """TerminateServiceJob for every job of a deleted quota share that has not ended (DeleteQuotaShare:
+        "All jobs in the share are eventually terminated when you delete a quota share"). The
+        reason is the stand-in's wording: the API reference gives none. Returns how many."""
+        ending = [j for j in self.jobs.values() if j.quota_share is share and j.final_status is None]
+        for job in ending:
+            self.terminate_service_job({"jobId": job.job_id, "reason": reason})
+        return len(ending)
+
     def has_unshared_jobs(self, queue: Queue) -> bool:
         """Whether jobs of no quota share, not ended, are in the queue (it cannot get shares then)."""
         return any(j.queue is queue and j.quota_share is None and j.final_status is None for j in self.jobs.values())

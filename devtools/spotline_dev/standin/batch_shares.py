@@ -1,6 +1,6 @@
 """AWS Batch quota shares on a SAGEMAKER_TRAINING job queue: CreateQuotaShare, DescribeQuotaShare,
-ListQuotaShares and UpdateQuotaShare (shapes from botocore's model), as the AWS Batch user guide
-documents them:
+ListQuotaShares, UpdateQuotaShare and DeleteQuotaShare (shapes from botocore's model), as the AWS
+Batch user guide documents them:
 
 - "Quota shares": "virtual queues that are nested under a job queue. A maximum of 20 can be
   attached to any job queue", each with "at least one capacity limit ... and ... a maximum of 5";
@@ -13,6 +13,9 @@ documents them:
 - CreateQuotaShare: "A job queue must be in the VALID state before you can associate it with a
   quota share"; "Creating quota shares" needs a quota management scheduling policy on the queue.
   A DISABLED share accepts no new jobs, "but jobs already submitted can finish".
+- DeleteQuotaShare: "You must first disable submissions for the share by updating the state to
+  DISABLED using the UpdateQuotaShare operation. All jobs in the share are eventually terminated
+  when you delete a quota share."
 - ARNs as the Service Authorization Reference writes them:
   `arn:aws:batch:<region>:<account>:job-queue/<queue>/quota-share/<share>`.
 
@@ -93,11 +96,18 @@ class QuotaShares:
     """The quota shares of the stand-in's job queues (kept on each `Queue.quota_shares`)."""
 
     def __init__(
-        self, queues: JobQueues, *, changed: Callable[[Queue], None], unshared: Callable[[Queue], bool]
+        self,
+        queues: JobQueues,
+        *,
+        changed: Callable[[Queue], None],
+        unshared: Callable[[Queue], bool],
+        terminate: Callable[[QuotaShare, str], int] | None = None,
     ) -> None:
         self.queues = queues
         self._changed = changed  # the queue's admission and preemption must be looked at again
         self._unshared = unshared  # whether the queue has jobs, not ended, of no quota share
+        # TerminateServiceJob for each job of the share that has not ended, with the reason; how many
+        self._terminate = terminate
 
     # --- set-up -----------------------------------------------------------------------------
 
@@ -231,6 +241,30 @@ class QuotaShares:
         share.in_share_preemption, share.state = in_share, state
         self._changed(share.queue)
         return {"quotaShareName": share.name, "quotaShareArn": share.arn}
+
+    def delete_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
+        """DeleteQuotaShare, as the API reference describes it: "You must first disable submissions
+        for the share by updating the state to DISABLED using the UpdateQuotaShare operation", so an
+        ENABLED share is refused (ClientException, the operation's error for a client's mistake);
+        and "All jobs in the share are eventually terminated when you delete a quota share": each
+        job of the share that has not ended is terminated as TerminateServiceJob does (a waiting one
+        at once, a training one once its training job has stopped). The share is gone from
+        ListQuotaShares and DescribeQuotaShare at once: QuotaShareStatus has a DELETING value, but
+        the reference does not say how long a share stays in it. The answer is empty, as
+        botocore's output shape has no member."""
+        if not body.get("quotaShareArn"):
+            raise _reject("quotaShareArn is required")
+        share = self.share(body.get("quotaShareArn"))
+        if share.state != "DISABLED":
+            raise _reject(
+                f"Quota share {share.name} is {share.state}: you must first disable submissions for the share by "
+                "updating the state to DISABLED using the UpdateQuotaShare operation"
+            )
+        if self._terminate is not None:
+            self._terminate(share, f"Quota share {share.name} was deleted")
+        del share.queue.quota_shares[share.name]
+        self._changed(share.queue)
+        return {}
 
 
 def _limits_of(entries: Any) -> dict[str, int]:

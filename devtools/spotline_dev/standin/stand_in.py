@@ -37,8 +37,15 @@ _BATCH_PATHS = {
     "/v1/describequotashare": "DescribeQuotaShare",
     "/v1/listquotashares": "ListQuotaShares",
     "/v1/updatequotashare": "UpdateQuotaShare",
+    "/v1/deletequotashare": "DeleteQuotaShare",
 }
-_QUOTA_SHARE_OPERATIONS = {"CreateQuotaShare", "DescribeQuotaShare", "ListQuotaShares", "UpdateQuotaShare"}
+_QUOTA_SHARE_OPERATIONS = {
+    "CreateQuotaShare",
+    "DescribeQuotaShare",
+    "ListQuotaShares",
+    "UpdateQuotaShare",
+    "DeleteQuotaShare",
+}
 _BATCH_TAGS_PATH = "/v1/tags/"
 _SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags"}
 
@@ -71,6 +78,7 @@ class BatchSageMakerStandIn:
             self._queues,
             changed=lambda queue: self._service_jobs.reschedule(queue, self._time.now),
             unshared=self._service_jobs.has_unshared_jobs,
+            terminate=self._service_jobs.terminate_share_jobs,
         )
         self._logs = TrainingLogs(self._trainings, self._time, account=account, region=region)
         self._operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -84,6 +92,7 @@ class BatchSageMakerStandIn:
             "DescribeQuotaShare": self._shares.describe_quota_share,
             "ListQuotaShares": self._shares.list_quota_shares,
             "UpdateQuotaShare": self._shares.update_quota_share,
+            "DeleteQuotaShare": self._shares.delete_quota_share,
             "DescribeTrainingJob": self._trainings.describe_training_job,
             "StopTrainingJob": self._trainings.stop_training_job,
             "TagResource": self._service_jobs.tag_resource,

@@ -18,7 +18,13 @@ POLICY = "arn:aws:batch:us-east-1:123456789012:scheduling-policy/team-quotas"
 CROSS_SHARE = "Cross-share preemption triggered to reclaim borrowed capacity"
 IN_SHARE = "In-share preemption triggered by a higher priority job"
 IN_PROGRESS = "PREEMPTION_IN_PROGRESS: "
-SHARE_OPERATIONS = ("CreateQuotaShare", "DescribeQuotaShare", "ListQuotaShares", "UpdateQuotaShare")
+SHARE_OPERATIONS = (
+    "CreateQuotaShare",
+    "DescribeQuotaShare",
+    "ListQuotaShares",
+    "UpdateQuotaShare",
+    "DeleteQuotaShare",
+)
 # With the default weather: submitted at s, a job's attempt starts at s + 30 and trains from s + 330.
 START = 30.0
 TRAINING = 330.0

@@ -13,6 +13,7 @@ from devtools.standin.quota_rig import (
     POLICY,
     QUEUE,
     START,
+    STOPPING,
     capture_share_bodies,
     check_bodies,
     payload,
@@ -148,6 +149,55 @@ def test_submissions_to_a_quota_queue_must_name_one_of_its_enabled_shares(make_r
     assert rig.batch_job(running)["status"] == "RUNNING"  # "jobs already submitted can finish"
     run_to_end(rig, running)
     assert rig.batch_job(running)["status"] == "SUCCEEDED"
+
+
+def test_delete_quota_share_takes_only_a_disabled_share_and_terminates_its_jobs(make_rig: RigFactory) -> None:
+    # API reference, DeleteQuotaShare: "You must first disable submissions for the share by updating the
+    # state to DISABLED using the UpdateQuotaShare operation. All jobs in the share are eventually
+    # terminated when you delete a quota share."
+    rig = quota_rig(make_rig)
+    share = rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1}, strategy="RESERVE")
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 1}, strategy="RESERVE")
+    bodies = capture_share_bodies(rig)
+    running = submit(rig, "running", "team-a")
+    other = submit(rig, "other", "team-b")
+    rig.clock.at(RUNNING_BY)
+    waiting = submit(rig, "waiting", "team-a")  # team-a's one instance is taken: RUNNABLE
+    rig.clock.at(RUNNING_BY + START)
+    assert [rig.batch_job(j)["status"] for j in (running, other, waiting)] == ["RUNNING", "RUNNING", "RUNNABLE"]
+
+    with pytest.raises(ClientError) as refused:
+        rig.batch.delete_quota_share(quotaShareArn=share)
+    assert _error(refused) == (
+        "ClientException",
+        "Quota share team-a is ENABLED: you must first disable submissions for the share by updating the state "
+        "to DISABLED using the UpdateQuotaShare operation",
+    )
+    assert rig.batch_job(running)["status"] == "RUNNING"  # a refused delete changes nothing
+
+    rig.batch.update_quota_share(quotaShareArn=share, state="DISABLED")
+    assert rig.batch.delete_quota_share(quotaShareArn=share)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    listed = rig.batch.list_quota_shares(jobQueue=QUEUE)["quotaShares"]
+    assert [s["quotaShareName"] for s in listed] == ["team-b"]
+    with pytest.raises(ClientError, match="does not exist"):
+        rig.batch.describe_quota_share(quotaShareArn=share)
+    with pytest.raises(ClientError, match="does not exist"):
+        rig.batch.delete_quota_share(quotaShareArn=share)  # deleted once only
+
+    # The waiting job ends at once; the running one once its training job has stopped.
+    assert (rig.batch_job(waiting)["status"], rig.batch_job(waiting)["statusReason"]) == (
+        "FAILED",
+        "Terminated: Quota share team-a was deleted",
+    )
+    assert rig.batch_job(running)["status"] == "RUNNING"
+    rig.clock.at(RUNNING_BY + START + STOPPING + 60)
+    assert (rig.batch_job(running)["status"], rig.batch_job(running)["statusReason"]) == (
+        "FAILED",
+        "Terminated: Quota share team-a was deleted",
+    )
+    assert rig.batch_job(other)["status"] == "RUNNING"  # the other share's jobs go on
+    check_bodies(bodies)
+    assert "DeleteQuotaShare" in {operation for operation, _ in bodies}
 
 
 def test_quota_share_name_is_refused_on_a_queue_without_quota_shares(make_rig: RigFactory) -> None:

@@ -142,6 +142,54 @@ def test_work_still_running_near_the_deadline_answers_failed_once(answers: list[
     assert only.body["Reason"].startswith("timed out before the work finished")
 
 
+def test_with_delete_succeeds_a_delete_never_answers_failed(answers: list[Put]) -> None:
+    """A stack's deletion must not end in DELETE_FAILED over a clean-up that cannot finish."""
+    delete = {**EVENT, "RequestType": "Delete", "PhysicalResourceId": "queue-arn"}
+
+    def broken(event: Mapping[str, Any]) -> Result:
+        raise CustomResourceError("Batch said no")
+
+    assert custom_resource.run(delete, Context(), broken, delete_succeeds=True) == "SUCCESS"
+    assert (answers[-1].body["Status"], answers[-1].body["PhysicalResourceId"]) == ("SUCCESS", "queue-arn")
+    assert answers[-1].body["Reason"] == (
+        "CustomResourceError: Batch said no; whatever it had not cleaned up is left in place, the stack's "
+        "deletion goes on (log stream 2026/11/29/[$LATEST]abc)"
+    )
+    # Create and Update still fail: a stack must not be created or updated on a failed step.
+    for request in ("Create", "Update"):
+        assert custom_resource.run({**delete, "RequestType": request}, Context(), broken, delete_succeeds=True) == (
+            "FAILED"
+        )
+    # A Result's reason goes with its SUCCESS (what a Delete left behind).
+    left = Result("queue-arn", {"LeftInPlace": "vision"}, reason="vision left in place")
+    assert custom_resource.run(delete, Context(), lambda event: left, delete_succeeds=True) == "SUCCESS"
+    assert (answers[-1].body["Reason"], answers[-1].body["Data"]) == ("vision left in place", {"LeftInPlace": "vision"})
+
+
+def test_with_delete_succeeds_a_delete_running_out_of_time_answers_success_once(answers: list[Put]) -> None:
+    answered = threading.Event()
+    original = custom_resource.put
+
+    def put(url: str, body: bytes) -> None:
+        original(url, body)
+        answered.set()
+
+    def slow(event: Mapping[str, Any]) -> Result:
+        assert answered.wait(30), "the watchdog did not answer"
+        return Result("queue-arn")
+
+    delete = {**EVENT, "RequestType": "Delete", "PhysicalResourceId": "queue-arn"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(custom_resource, "put", put)
+        status = custom_resource.run(
+            delete, Context(remaining_ms=10_000), slow, margin_seconds=10, delete_succeeds=True
+        )
+    assert status == "SUCCESS"
+    (only,) = answers
+    assert (only.body["Status"], only.body["PhysicalResourceId"]) == ("SUCCESS", "queue-arn")
+    assert only.body["Reason"].startswith("timed out before the work finished; whatever it had not cleaned up")
+
+
 def test_the_answer_goes_only_to_an_https_url(answers: list[Put]) -> None:
     with pytest.raises(CustomResourceError, match="not an HTTPS URL"):
         custom_resource.run({**EVENT, "ResponseURL": "http://169.254.169.254/latest"}, Context(), lambda e: Result("x"))

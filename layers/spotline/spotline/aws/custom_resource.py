@@ -8,6 +8,9 @@ one HTTPS PUT, whatever happens, so a stack never waits for an answer that does 
   (a timed-out invocation would otherwise leave the stack waiting for the resource's
   ServiceTimeout); whichever answer comes first is the only one sent.
 - The body stays under CloudFormation's 4,096 bytes: the Reason is clipped.
+- With `delete_succeeds`, a Delete is answered SUCCESS even when its work fails or times out
+  (the Reason says so): a resource whose clean-up cannot finish must not block the stack's
+  deletion (DELETE_FAILED); what was left is logged and named in the Reason.
 
 The one network call is `urlopen` below (the local stack and the tests patch it).
 """
@@ -40,6 +43,7 @@ class Result:
 
     physical_id: str
     data: Mapping[str, str] = field(default_factory=dict)
+    reason: str | None = None  # sent with SUCCESS too (a Delete that left something behind says what)
 
 
 Work = Callable[[Mapping[str, Any]], Result]
@@ -58,18 +62,23 @@ def run(
     *,
     failure_physical_id: str | None = None,
     margin_seconds: float = WATCHDOG_MARGIN_SECONDS,
+    delete_succeeds: bool = False,
 ) -> str:
     """Run `work(event)` and answer CloudFormation once: SUCCESS with its Result, FAILED on any
     exception or when the invocation is about to time out. A FAILED Create answers
     `failure_physical_id` (what the rollback's Delete then names), else `fallback_physical_id`.
-    Returns the Status sent."""
+    With `delete_succeeds`, a Delete answers SUCCESS in those cases too, with the reason and the
+    id CloudFormation sent. Returns the Status sent."""
     answer = _Answer(event, failure_physical_id if event.get("RequestType") == "Create" else None)
     remaining = float(context.get_remaining_time_in_millis()) / 1000.0 if context is not None else 900.0
     log_stream = str(getattr(context, "log_stream_name", "") or "")
     seen = f" (log stream {log_stream})" if log_stream else ""
+    lenient = delete_succeeds and event.get("RequestType") == "Delete"
+    failed = "SUCCESS" if lenient else "FAILED"
+    left = "; whatever it had not cleaned up is left in place, the stack's deletion goes on" if lenient else ""
     watchdog = threading.Timer(
         max(0.0, remaining - margin_seconds),
-        lambda: answer.send("FAILED", f"timed out before the work finished{seen}"),
+        lambda: answer.send(failed, f"timed out before the work finished{left}{seen}"),
     )
     watchdog.daemon = True
     watchdog.start()
@@ -77,11 +86,11 @@ def run(
         result = work(event)
     except Exception as exc:  # every failure must reach CloudFormation, never hang the stack
         logger.exception("Custom resource request failed", extra={"requestType": event.get("RequestType")})
-        return answer.send("FAILED", f"{type(exc).__name__}: {exc}{seen}")
+        return answer.send(failed, f"{type(exc).__name__}: {exc}{left}{seen}")
     finally:
         watchdog.cancel()
         watchdog.join()  # a watchdog answer under way completes before the invocation returns
-    return answer.send("SUCCESS", physical_id=result.physical_id, data=result.data)
+    return answer.send("SUCCESS", result.reason, physical_id=result.physical_id, data=result.data)
 
 
 class _Answer:
