@@ -55,7 +55,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "foundEarlierSubmission": submitted.found,
             "attempt": attempt.number,
             "capacity": attempt.capacity,
-            "trainingJobName": name,
+            "payloadTrainingJobName": name,  # Batch names the training job itself (AWSBatch<name><id>)
         },
     )
     add_team_dimension(spec.team)
@@ -68,11 +68,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "jobId": submitted.job_id,
         "jobArn": submitted.job_arn,
         "jobName": submitted.job_name,
-        "trainingJobName": name,
         "submittedAt": to_rfc3339(clock.now()),
         "firstPollSeconds": FIRST_POLL_SECONDS,
+        # No training job yet: Batch creates and names it when the attempt starts (CheckTrainingStatus
+        # reads its name from DescribeServiceJob and links it then).
         "links": links.for_job(
-            region, execution_arn=event["execution"], training_job_name=name, batch_job_id=submitted.job_id
+            region, execution_arn=event["execution"], training_job_name=None, batch_job_id=submitted.job_id
         ),
         "previousAttempts": history,
     }

@@ -84,7 +84,7 @@ def test_the_rules_match_only_the_changes_worth_acting_on(stack: LocalStack) -> 
     assert matches(training, SAGEMAKER) and not matches(training, running) and not matches(interrupted, running)
     spot_gone = running | {"detail": running["detail"] | {"SecondaryStatus": "Interrupted"}}
     assert matches(interrupted, spot_gone)
-    untagged = SAGEMAKER | {"detail": SAGEMAKER["detail"] | {"Tags": {}}}
+    untagged = SAGEMAKER | {"detail": SAGEMAKER["detail"] | {"Tags": {}, "TrainingJobName": "someone-elses-job"}}
     assert not matches(training, untagged)
 
 
@@ -99,12 +99,13 @@ def test_the_sagemaker_rules_match_either_shape_of_the_tags_and_the_gate_reads_b
 
     listed = SAGEMAKER_TAGS_LIST
     assert isinstance(listed["detail"]["Tags"], list) and isinstance(SAGEMAKER["detail"]["Tags"], dict)
-    assert not SAGEMAKER["detail"]["TrainingJobName"].startswith("AWSBatch")  # matched by its tags alone
     training, interrupted = (
         "TrainingEventGateFunctionTrainingJobEnded",
         "TrainingEventGateFunctionTrainingJobInterrupted",
     )
     assert matches(training, listed) and matches(training, SAGEMAKER)
+    renamed = SAGEMAKER | {"detail": SAGEMAKER["detail"] | {"TrainingJobName": "not-named-by-batch"}}
+    assert matches(training, renamed)  # a map of tags matches by its spotline:execution alone
     spot_gone = listed | {
         "detail": listed["detail"] | {"TrainingJobStatus": "InProgress", "SecondaryStatus": "Interrupted"}
     }

@@ -117,7 +117,10 @@ def test_upload_to_completed_training_with_metrics_and_report(
         .read()
     )
     assert report["outcome"] == "TrainingSucceeded"
-    assert report["links"]["trainingJob"].endswith(output["training"]["trainingJobName"])
+    # The training job Batch named (AWSBatch<payload name><attempt id>), as the last check read it.
+    assert "trainingJobName" not in output["training"]  # not known at submission
+    assert output["status"]["trainingJobName"].startswith("AWSBatchranker-v2-a1-spot")
+    assert report["links"]["trainingJob"].endswith(output["status"]["trainingJobName"])
     assert "NoSuchJsonPathError" not in caplog.text  # no Choice reads a path that may be absent
     metrics = {name: doc[name] for doc in emitted_metrics(capsys.readouterr().out) for name in doc if name[0].isupper()}
     for name in (

@@ -161,7 +161,9 @@ def _attempt(record: AttemptRecord, *, last: bool, running: bool) -> Attempt:
     return Attempt(
         number=int(training.get("attempt") or 0),
         capacity=str(training.get("capacity") or "?"),
-        training_job_name=training.get("trainingJobName"),
+        training_job_name=next(
+            (s.get("trainingJobName") for s in reversed(record.statuses) if s.get("trainingJobName")), None
+        ),
         batch_job_id=training.get("jobId"),
         submitted_at=training.get("submittedAt"),
         ended_at=ended_at,

@@ -7,6 +7,7 @@ they added or changed, never a crash.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,7 +57,7 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
         "LoadManifest": _loaded,
         "ValidateResources": lambda s: s["resources"]["summary"],
         "SubmitTrainingJob": lambda s: (
-            f"attempt {s['training']['attempt']} on {s['training']['capacity']}: {s['training']['trainingJobName']}"
+            f"attempt {s['training']['attempt']} on {s['training']['capacity']}: Batch job {s['training']['jobName']}"
         ),
         "WaitForTrainingEvent": _woken,
         "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
@@ -110,10 +111,15 @@ def status_line(status: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p)
 
 
+ATTEMPT_CAPACITY = re.compile(r"-a[0-9]+-(spot|od)(?:[0-9a-f]{32})?$")
+"""Spotline's payload name `<job>-a<n>-<spot|od>`, as Batch names the training job after it
+(AWSBatch<payload name><32-hex attempt id>)."""
+
+
 def _capacity_of(status: dict[str, Any]) -> str:
-    """'spot ' or 'on-demand ' from the attempt's training job name (-spot, -od), else ''."""
-    name = str(status.get("trainingJobName") or "")
-    return "spot " if name.endswith("-spot") else "on-demand " if name.endswith("-od") else ""
+    """'spot ' or 'on-demand ' from the attempt's training job name (-a<n>-spot, -a<n>-od), else ''."""
+    match = ATTEMPT_CAPACITY.search(str(status.get("trainingJobName") or ""))
+    return "" if match is None else "spot " if match.group(1) == "spot" else "on-demand "
 
 
 def out_of_reach(status: dict[str, Any]) -> bool:

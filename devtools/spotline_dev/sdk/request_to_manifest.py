@@ -21,7 +21,10 @@ STACK_SETTING = "set by the stack for every job (template parameters), not by a 
 # Members of the request Spotline renders its own way, and why. Keys are paths in the
 # CreateTrainingJob request ("*" = every channel).
 INTENDED_DIFFERENCES: dict[str, str] = {
-    "TrainingJobName": "Spotline names each attempt (<name>-<execution hash>-a<n>-spot|od); the SDK adds a timestamp",
+    "TrainingJobName": (
+        "Spotline names each attempt (<name>-a<n>-spot|od; Batch makes it AWSBatch<that><attempt id>); "
+        "the SDK adds a timestamp"
+    ),
     "Tags": "the trainer's tags become metadata.labels; Spotline adds its spotline:team, job, execution, attempt "
     "and capacity tags",
     "AlgorithmSpecification.TrainingInputMode": "Spotline sends File and states every channel's InputMode; "

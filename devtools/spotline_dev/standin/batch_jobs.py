@@ -27,6 +27,7 @@ scheduler picking the job up again).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -63,6 +64,8 @@ from spotline_dev.standin.training_timeline import Plan
 __all__ = ["CAPACITY_REASON", "SAGEMAKER_PREFIX", "ServiceJob", "ServiceJobView", "ServiceJobs"]
 
 SAGEMAKER_PREFIX = "Received status from SageMaker: "
+BATCH_NAME_PREFIX = "AWSBatch"
+MAX_TRAINING_JOB_NAME = 63  # SageMaker CreateTrainingJob TrainingJobName: length 1 to 63
 # "Jobs stuck in RUNNABLE due to capacity": the statusReason while the job waits for capacity.
 CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"
 
@@ -103,6 +106,31 @@ class ServiceJob:
     @property
     def retry_attempts(self) -> int:
         return int((self.request.get("retryStrategy") or {}).get("attempts", 1))
+
+
+def service_job_id(account: str, index: int) -> str:
+    """The stand-in's id of the account's `index`-th service job (0 first): a UUID, as Batch's, but
+    the same in every replay."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"standin/{account}/service-job/{index}"))
+
+
+def batch_training_job_name(payload_name: str, job_id: str, number: int) -> str:
+    """The name Batch gives each attempt's SageMaker training job. The Batch user guide's examples
+    show `training-job/AWSBatch<TrainingJobName><attempt id>` (ListServiceJobs: "AWSBatch
+    <my-simple-training-job><your-attempt-id>"; an event:
+    "AWSBatchmy-training-job88b610a69aa8380ca5b0a7aba3f81cb8"),
+    and Batch's service-linked role may create only `training-job/AWSBatch*`. Whether Batch
+    truncates a name beyond SageMaker's 63 characters is not documented: the stand-in does not,
+    so such an attempt fails as CreateTrainingJob refuses the name (Spotline's names fit)."""
+    attempt_id = hashlib.sha256(f"{job_id}/{number}".encode()).hexdigest()[:32]
+    name = f"{BATCH_NAME_PREFIX}{payload_name}{attempt_id}"
+    if len(name) > MAX_TRAINING_JOB_NAME:
+        raise ApiError(
+            "ValidationException",
+            f"1 validation error detected: Value '{name}' at 'trainingJobName' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {MAX_TRAINING_JOB_NAME}",
+        )
+    return name
 
 
 class ServiceJobs:
@@ -217,11 +245,8 @@ class ServiceJobs:
         sjob.admitted, sjob.blocked_reason = False, None
         try:
             request = self.trainings.validated_payload(sjob.request["serviceRequestPayload"])
-            number = len(sjob.attempts) + 1
-            if number > 1:
-                suffix = f"-{number}"
-                request["TrainingJobName"] = request["TrainingJobName"][: 63 - len(suffix)] + suffix
-            name = request["TrainingJobName"]
+            name = batch_training_job_name(request["TrainingJobName"], sjob.job_id, len(sjob.attempts) + 1)
+            request["TrainingJobName"] = name
             if name.lower() in self.trainings.jobs:
                 raise ApiError(
                     "ResourceInUse",
@@ -288,7 +313,7 @@ class ServiceJobs:
                 f"clientToken {token} was already used: the request is the same as an earlier one and is rejected",
             )
         queue = self.queues.validate_submit(body)
-        job_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"standin/{self.account}/service-job/{len(self.jobs)}"))
+        job_id = service_job_id(self.account, len(self.jobs))
         now, delay = self.clock.now, self.weather.queue_delay
         job = ServiceJob(
             job_id=job_id,
@@ -368,7 +393,7 @@ class ServiceJobs:
         attempts = []
         for attempt in job.attempts_at(now):
             entry: dict[str, Any] = {
-                "serviceResourceId": {"name": "TrainingJobArn", "value": attempt.arn},
+                "serviceResourceId": {"name": "TrainingJobArn", "value": attempt.batch_arn},
                 "startedAt": ms(attempt.created),
             }
             if attempt.handled and attempt.plan.end <= now + EPS:

@@ -60,7 +60,9 @@ def list_page(
         if job.quota_share is not None:  # quota management counts capacity per instance type
             summary["capacityUsage"] = capacity_usage(job)
         if job.attempts:
-            summary["latestAttempt"] = {"serviceResourceId": {"name": "TrainingJobArn", "value": job.attempts[-1].arn}}
+            summary["latestAttempt"] = {
+                "serviceResourceId": {"name": "TrainingJobArn", "value": job.attempts[-1].batch_arn}
+            }
         summaries.append(summary)
     size = int(body.get("maxResults") or 100)
     if not 1 <= size <= 100:

@@ -77,7 +77,7 @@ def preemption_summary(sjob: ServiceJob, now: float) -> dict[str, Any] | None:
         "preemptedAttemptCount": len(done),
         "recentPreemptedAttempts": [
             {
-                "serviceResourceId": {"name": "TrainingJobArn", "value": p.attempt.arn},
+                "serviceResourceId": {"name": "TrainingJobArn", "value": p.attempt.batch_arn},
                 "startedAt": ms(p.attempt.created),
                 "stoppedAt": ms(p.attempt.plan.end),
                 "statusReason": p.reason,

@@ -93,6 +93,13 @@ class TrainingJob:
     written: int = 0  # checkpoints of the plan already written to the store
     handled: bool = False  # its end has been reported to the Batch job
 
+    @property
+    def batch_arn(self) -> str:
+        """The training job's ARN as Batch's attempts give it (serviceResourceId): the name as
+        created, its case kept, as the Batch user guide's examples show
+        ("training-job/AWSBatchmy-training-job88b610a69aa8380ca5b0a7aba3f81cb8")."""
+        return self.arn.rsplit("/", 1)[0] + "/" + self.name
+
 
 class SageMakerTrainingJobs:
     """Every training job the stand-in created, keyed by lower-case name, on the shared clock."""

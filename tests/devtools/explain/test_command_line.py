@@ -85,7 +85,7 @@ def test_sandbox_explain_shows_the_failing_state_error_and_cause(
     assert ": FAILED in TrainingFailed" in stories
     assert "  State      TrainingFailed" in stories
     assert "  Error      TrainingFailed" in stories
-    assert "  Cause      ranker-v2-" in stories and "failed (algorithm): AlgorithmError" in stories
+    assert "  Cause      AWSBatchranker-v2-a1-spot" in stories and "failed (algorithm): AlgorithmError" in stories
     assert "Next step\n  Open the training logs" in stories
 
 

@@ -38,7 +38,7 @@ def test_training_failure_names_the_state_error_cause_and_where_to_look() -> Non
     assert story.next_step and "training logs" in story.next_step
     (attempt,) = story.attempts
     assert (attempt.number, attempt.capacity, attempt.state) == (1, "spot", "failed")
-    assert attempt.training_job_name and attempt.training_job_name.endswith("-a1-spot")
+    assert attempt.training_job_name and attempt.training_job_name.startswith("AWSBatchranker-v2-a1-spot")
     assert attempt.ending.startswith("failed (algorithm): AlgorithmError")
     assert set(story.links) == {"execution", "trainingJob", "logs", "batchJob"}
     assert story.deadline_note.endswith("not reached (the training did not complete)")

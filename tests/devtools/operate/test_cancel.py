@@ -42,7 +42,7 @@ def test_cancel_stops_the_execution_and_its_training_job_and_says_so(
     lines = printed_lines(capsys.readouterr().out)
     assert lines[0] == f"Stopped execution {name} (it was RUNNING; it ends ABORTED)"
     assert lines[1].startswith(f"Terminated training job {name}-a1-spot (")  # the Batch job, named after the run
-    assert "was RUNNING, SageMaker job ranker-v2-" in lines[1]
+    assert "was RUNNING, SageMaker job AWSBatchranker-v2-a1-spot" in lines[1]  # the name Batch gave it
 
     arn = stack.state_machine_arn().replace(":stateMachine:", ":execution:") + f":{name}"
     assert stack.wait_for_execution(arn)["status"] == "ABORTED"

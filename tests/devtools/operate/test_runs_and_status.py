@@ -80,7 +80,7 @@ def test_status_tells_where_a_run_stands_with_links(deployed: LocalStack, capsys
 
     assert main(["status", name, *ON_STACK, "--output", "json"]) == EXIT_OK
     run = printed_json(capsys.readouterr().out)
-    assert run["trainingJob"].startswith("ranker-v2-") and run["progress"] == 1.0  # type: ignore[index]
+    assert run["trainingJob"].startswith("AWSBatchranker-v2-a1-spot") and run["progress"] == 1.0  # type: ignore[index]
 
 
 def test_an_unknown_run_or_stack_is_named_and_exits_1(deployed: LocalStack, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ for 15 s and RUNNABLE for 15 s, so the SageMaker job is created at +30 s; it the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -68,6 +69,15 @@ class Rig:
     def training(self, name: str) -> dict[str, Any]:
         return self.sagemaker.describe_training_job(TrainingJobName=name)  # type: ignore[no-any-return]
 
+    def training_names(self, job_id: str | None = None) -> list[str]:
+        """The names Batch gave the SageMaker jobs of the service job's attempts (DescribeServiceJob),
+        oldest first; without `job_id`, of the last job submitted."""
+        job = self.batch_job(job_id or self.standin.jobs[-1].job_id)
+        return [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job.get("attempts") or []]
+
+    def training_name(self, attempt: int = 1, job_id: str | None = None) -> str:
+        return self.training_names(job_id)[attempt - 1]
+
     def view(self, job_id: str) -> ServiceJobView:
         return next(job for job in self.standin.jobs if job.job_id == job_id)
 
@@ -81,10 +91,21 @@ class Rig:
 
 
 RigFactory = Callable[..., Rig]
+PAYLOAD_NAME = "ranker-v2-a1-spot"  # what Spotline sends (at most 23 characters: Batch prefixes and suffixes it)
+BATCH_NAME = re.compile(r"^AWSBatch(?P<payload>.+)(?P<attempt>[0-9a-f]{32})$")
+
+
+def batch_named(names: list[str], payload: str = PAYLOAD_NAME) -> bool:
+    """Whether each is a name Batch gives an attempt, AWSBatch<payload name><32-hex attempt id>,
+    one per attempt (the Batch user guide's examples), within SageMaker's 63 characters."""
+    matches = [BATCH_NAME.match(n) for n in names]
+    return all(
+        m is not None and m.group("payload") == payload and len(n) <= 63 for m, n in zip(matches, names, strict=True)
+    ) and len(set(names)) == len(names)
 
 
 def training_payload(
-    name: str = "ranker-v2-1a2b3c4d-a1-spot",
+    name: str = PAYLOAD_NAME,
     *,
     spot: bool = True,
     max_runtime: int = 86_400,

@@ -11,6 +11,7 @@ from devtools.standin.fixture_rig import (
     CHECKPOINT,
     PROJECT_RETRY,
     RigFactory,
+    batch_named,
     check_shapes,
     run_to_end,
     training_payload,
@@ -28,10 +29,8 @@ def test_retry_when_no_rule_matches_counts_training_across_attempts(make_rig: Ri
     # the training code has already used up its 1800 s under this checkpoint prefix.
     assert rig.status_at(2160 + 300, job_id) == ("FAILED", "Failed")
     job = rig.batch_job(job_id)
-    assert [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job["attempts"]] == [
-        "ranker-v2-1a2b3c4d-a1-spot",
-        "ranker-v2-1a2b3c4d-a1-spot-2",
-    ]
+    names = [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job["attempts"]]
+    assert len(names) == 2 and batch_named(names)
     assert rig.view(job_id).attempts[1].restored_from_step == 30
 
 
@@ -49,8 +48,8 @@ def test_internal_server_error_is_retried_by_the_batch_retry_strategy(make_rig: 
     assert job["attempts"][0]["statusReason"] == (
         "Received status from SageMaker: InternalServerError: We encountered an internal error. Please try again."
     )
-    assert job["latestAttempt"]["serviceResourceId"]["value"].endswith("/ranker-v2-1a2b3c4d-a1-spot-2")
-    failed = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    assert job["latestAttempt"]["serviceResourceId"]["value"].endswith("/" + rig.training_name(2, job_id))
+    failed = rig.training(rig.training_name(1, job_id))
     assert (failed["TrainingJobStatus"], failed["FailureReason"][:19]) == ("Failed", "InternalServerError")
 
 
@@ -82,14 +81,12 @@ def test_a_capacity_failure_keeps_the_job_runnable_until_capacity_returns(make_r
     job = rig.batch_job(job_id)
     assert job["statusReason"].startswith("CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY")
     assert [a["statusReason"][:45] for a in job["attempts"]] == ["Received status from SageMaker: CapacityError"]
-    assert job["latestAttempt"]["serviceResourceId"]["value"].endswith("/ranker-v2-1a2b3c4d-a1-spot")
+    assert job["latestAttempt"]["serviceResourceId"]["value"].endswith("/" + rig.training_name(1, job_id))
 
     assert rig.status_at(690, job_id) == ("SCHEDULED", "Starting")  # capacity is back: a new training job
     job = rig.batch_job(job_id)
-    assert [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job["attempts"]] == [
-        "ranker-v2-1a2b3c4d-a1-spot",
-        "ranker-v2-1a2b3c4d-a1-spot-2",
-    ]
+    names = [a["serviceResourceId"]["value"].rsplit("/", 1)[1] for a in job["attempts"]]
+    assert len(names) == 2 and batch_named(names)
     assert "statusReason" not in job and "stoppedAt" not in job["attempts"][1]
     assert job["latestAttempt"] == {"serviceResourceId": job["attempts"][1]["serviceResourceId"]}
     assert rig.status_at(690 + 300 + 3600 + 60, job_id) == ("SUCCEEDED", "Completed")
@@ -156,7 +153,7 @@ def test_terminate_stops_the_training_job_after_a_final_checkpoint(make_rig: Rig
 
     job = rig.batch_job(job_id)
     assert (job["status"], job["isTerminated"]) == ("RUNNING", True)
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert (training["TrainingJobStatus"], training["SecondaryStatus"]) == ("Stopping", "Stopping")
     assert rig.store.files[CHECKPOINT] == {
         "step": 40,
@@ -168,17 +165,17 @@ def test_terminate_stops_the_training_job_after_a_final_checkpoint(make_rig: Rig
     rig.clock.at(330 + 40 * 60 + 30)
     job = rig.batch_job(job_id)
     assert (job["status"], job["statusReason"]) == ("FAILED", "Terminated: Deadline at risk: switching to on-demand")
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert (training["TrainingJobStatus"], training["SecondaryStatus"]) == ("Stopped", "Stopped")
     assert training["TrainingTimeInSeconds"] == 60 + 40 * 60
     assert [p["step"] for _, p in rig.store.writes] == [15, 30, 40]
     rig.batch.terminate_service_job(jobId=job_id, reason="again")  # a finished job: nothing happens
     with pytest.raises(ClientError, match="ValidationException"):
-        rig.sagemaker.stop_training_job(TrainingJobName="ranker-v2-1a2b3c4d-a1-spot")
+        rig.sagemaker.stop_training_job(TrainingJobName=rig.training_name())
 
     # The resubmission (on-demand, same checkpoint prefix) picks up at step 40 of 120.
     rig.clock.at(3000)
-    second = rig.submit(training_payload("ranker-v2-1a2b3c4d-a2-od", spot=False), name="ranker-v2-a2-od")
+    second = rig.submit(training_payload("ranker-v2-a2-od", spot=False), name="ranker-v2-a2-od")
     assert rig.status_at(3000 + 30 + 480 + 1, second) == ("RUNNING", "Training")
     assert rig.view(second).restored_from_step == 40
     assert rig.status_at(3000 + 30 + 480 + 80 * 60 + 60, second) == ("SUCCEEDED", "Completed")

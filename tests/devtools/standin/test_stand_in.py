@@ -26,7 +26,7 @@ def test_throttled_calls_are_retried_by_botocore(make_rig: RigFactory) -> None:
         "sagemaker", region_name=REGION, config=Config(retries={"mode": "standard", "max_attempts": 3})
     )
     with pytest.raises(ClientError, match="ThrottlingException") as raised:
-        impatient.describe_training_job(TrainingJobName="ranker-v2-1a2b3c4d-a1-spot")
+        impatient.describe_training_job(TrainingJobName=rig.training_name())
     assert raised.value.response["ResponseMetadata"]["RetryAttempts"] == 3  # max_attempts counts retries
 
 

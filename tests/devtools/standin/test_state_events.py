@@ -84,7 +84,7 @@ def test_a_plain_spot_job_changes_ten_times_and_the_submission_is_not_one(make_r
     assert summaries(events) == [(t + 10, source, status) for t, source, status in PLAIN_SPOT_JOB]
     assert rig.standin.state_change_events() == []  # each change is reported once
     batch_arn = f"arn:aws:batch:us-east-1:123456789012:service-job/{job_id}"
-    training_arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/ranker-v2-1a2b3c4d-a1-spot"
+    training_arn = f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{rig.training_name(1, job_id).lower()}"
     assert {(e["Source"], e["DetailType"], e["Resources"][0]) for e in events} == {
         ("aws.batch", "Batch Service Job State Change", batch_arn),
         ("aws.sagemaker", "SageMaker Training Job State Change", training_arn),
@@ -169,7 +169,7 @@ def test_an_interruption_shows_in_sagemaker_events_while_batch_stays_running(mak
 def test_a_batch_retry_moves_the_job_from_running_back_to_runnable(make_rig: RigFactory) -> None:
     rig = make_rig(behaviour=TrainingBehaviour(duration=7200, fail_after=1800))
     retry = {"attempts": 2, "evaluateOnExit": [{"action": "EXIT", "onStatusReason": "*CapacityError*"}]}
-    rig.submit(training_payload(), retryStrategy=retry)
+    job_id = rig.submit(training_payload(), retryStrategy=retry)
     rig.clock.at(10_000)
     events = rig.standin.state_change_events()
 
@@ -191,7 +191,7 @@ def test_a_batch_retry_moves_the_job_from_running_back_to_runnable(make_rig: Rig
     assert "statusReason" not in requeued and len(batch[-1]["attempts"]) == 2
     first, second = (
         [c[2] for c, e in zip(summaries(events), events, strict=True) if e["Resources"][0].endswith(name)]
-        for name in ("/ranker-v2-1a2b3c4d-a1-spot", "/ranker-v2-1a2b3c4d-a1-spot-2")
+        for name in ("/" + rig.training_name(1, job_id).lower(), "/" + rig.training_name(2, job_id).lower())
     )
     assert first == ["InProgress/Starting", "InProgress/Downloading", "InProgress/Training", "Failed/Failed"]
     assert second == ["InProgress/Starting", "InProgress/Downloading", "Failed/Failed"]
@@ -266,7 +266,7 @@ def test_a_stop_at_the_moment_of_a_reported_change_is_reported_too(make_rig: Rig
     rig.submit(training_payload())
     rig.clock.at(330)  # Training begins now, and is reported
     assert summaries(rig.standin.state_change_events())[-1] == (330, "aws.batch", "RUNNING")
-    rig.sagemaker.stop_training_job(TrainingJobName="ranker-v2-1a2b3c4d-a1-spot")
+    rig.sagemaker.stop_training_job(TrainingJobName=rig.training_name())
     rig.clock.at(400)
 
     assert summaries(rig.standin.state_change_events()) == [

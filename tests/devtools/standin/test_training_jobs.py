@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from devtools.standin.fixture_rig import RigFactory, training_payload
+from devtools.standin.fixture_rig import RigFactory, batch_named, training_payload
 
 
 def test_stop_training_job_directly_fails_the_batch_job(make_rig: RigFactory) -> None:
     rig = make_rig()
     job_id = rig.submit(training_payload())
     rig.clock.at(1000)
-    rig.sagemaker.stop_training_job(TrainingJobName="ranker-v2-1a2b3c4d-a1-spot")
+    rig.sagemaker.stop_training_job(TrainingJobName=rig.training_name())
     assert rig.status_at(1030, job_id) == ("FAILED", "Stopped")
     assert rig.batch_job(job_id)["statusReason"] == "Received status from SageMaker: Stopped: Training job stopped"
 
@@ -47,9 +47,28 @@ def test_invalid_payload_fails_when_sagemaker_sees_it(
     assert job["attempts"] == []
 
 
-def test_duplicate_training_job_name_is_refused(make_rig: RigFactory) -> None:
+def test_batch_names_each_attempt_so_one_payload_name_serves_many_jobs(make_rig: RigFactory) -> None:
+    """Batch creates the training job as AWSBatch<payload name><attempt id> (the Batch user guide's
+    examples), so two service jobs with one payload name train side by side."""
     rig = make_rig()
-    rig.submit(training_payload())
+    first = rig.submit(training_payload())
     second = rig.submit(training_payload(), name="ranker-v2-a1-spot-again")
+    rig.clock.at(600)
+    assert [rig.batch_job(job)["status"] for job in (first, second)] == ["RUNNING", "RUNNING"]
+    assert batch_named([rig.training_name(1, first), rig.training_name(1, second)])
+
+
+def test_a_payload_name_that_batch_makes_too_long_fails_the_job(make_rig: RigFactory) -> None:
+    """Whether Batch truncates AWSBatch<name><id> beyond SageMaker's 63 characters is not documented;
+    the stand-in does not, so CreateTrainingJob refuses it (Spotline's names are at most 23)."""
+    rig = make_rig()
+    job_id = rig.submit(training_payload("x" * 24))
     rig.clock.at(30)
-    assert rig.batch_job(second)["statusReason"].startswith("Received status from SageMaker: ResourceInUse: ")
+    described = rig.batch_job(job_id)
+    assert described["status"] == "FAILED"
+    assert "Member must have length less than or equal to 63" in described["statusReason"]
+    assert described["attempts"] == []
+    fits = rig.submit(training_payload("y" * 23))
+    rig.clock.at(600)
+    assert rig.batch_job(fits)["status"] == "RUNNING"
+    assert len(rig.training_name(1, fits)) == 63

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from conftest import run_upload
 from devtools.standin.fixture_rig import (
     CHECKPOINT,
+    PAYLOAD_NAME,
     REGION,
     T0,
     Rig,
@@ -29,9 +30,10 @@ from devtools.standin.fixture_rig import (
 )
 from spotline_dev.local_aws import LocalStack
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.standin.batch_jobs import batch_training_job_name, service_job_id
 
 GROUP = "/aws/sagemaker/TrainingJobs"
-JOB = "ranker-v2-1a2b3c4d-a1-spot"
+JOB = batch_training_job_name(PAYLOAD_NAME, service_job_id("123456789012", 0), 1)  # Batch's name of the rig's job
 SAVED = f"checkpoint saved to {CHECKPOINT}"
 STARTED = "Container started on spot instance ml.g5.2xlarge (host algo-1 of 1)"
 # Spot interruptions after 1500 s and 2900 s of training in all: at +1830 s (the last checkpoint,
@@ -102,7 +104,7 @@ def read_all(logs: Any, **request: Any) -> list[dict[str, Any]]:
 
 
 def submit_interval(rig: Rig) -> None:
-    rig.submit(training_payload(JOB, interval_minutes=10))
+    rig.submit(training_payload(interval_minutes=10))
 
 
 def test_a_job_interrupted_twice_logs_each_start_in_a_stream_of_its_own(make_rig: RigFactory) -> None:
@@ -204,16 +206,16 @@ def test_a_failed_job_ends_with_its_failure_reason_and_one_failed_at_start_up_ha
     )
 
     rig.standin.fail_next_attempt("ClientError: the training image could not be pulled")
-    rig.submit(training_payload("never-started"), name="never-started")
+    never = rig.submit(training_payload("never-started"), name="never-started")
     rig.clock.at(3000)
-    assert rig.training("never-started")["TrainingJobStatus"] == "Failed"
-    assert read_all(logs, logStreamNamePrefix="never-started/") == []
+    assert rig.training(rig.training_name(1, never))["TrainingJobStatus"] == "Failed"
+    assert read_all(logs, logStreamNamePrefix=f"{rig.training_name(1, never)}/") == []
 
 
 def test_every_instance_has_a_stream_and_only_the_first_logs_checkpoints(make_rig: RigFactory) -> None:
     rig = make_rig()
     logs, _ = logs_client(rig)
-    payload = training_payload(JOB, interval_minutes=30)
+    payload = training_payload(interval_minutes=30)
     payload["ResourceConfig"]["InstanceCount"] = 2
     rig.submit(payload)
     rig.clock.at(5000)

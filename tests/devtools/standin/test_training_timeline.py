@@ -10,6 +10,7 @@ from devtools.standin.fixture_rig import (
     PROJECT_RETRY,
     RigFactory,
     at,
+    batch_named,
     check_shapes,
     ms,
     run_to_end,
@@ -32,7 +33,8 @@ def test_on_demand_job_walks_every_status_to_completed(make_rig: RigFactory) -> 
     assert rig.status_at(4170, job_id) == ("SUCCEEDED", "Completed")
 
     job = rig.batch_job(job_id)
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
+    batch_arn = job["attempts"][0]["serviceResourceId"]["value"]
     assert (job["createdAt"], job["scheduledAt"], job["startedAt"], job["stoppedAt"]) == (
         ms(0),
         ms(30),
@@ -42,16 +44,17 @@ def test_on_demand_job_walks_every_status_to_completed(make_rig: RigFactory) -> 
     assert job["isTerminated"] is False
     assert job["attempts"] == [
         {
-            "serviceResourceId": {"name": "TrainingJobArn", "value": training["TrainingJobArn"]},
+            "serviceResourceId": {"name": "TrainingJobArn", "value": batch_arn},
             "startedAt": ms(30),
             "stoppedAt": ms(4170),
         }
     ]
-    assert job["latestAttempt"]["serviceResourceId"]["value"] == training["TrainingJobArn"]
+    assert job["latestAttempt"]["serviceResourceId"]["value"] == batch_arn
     assert job["retryStrategy"] == PROJECT_RETRY
-    assert training["TrainingJobArn"] == (
-        "arn:aws:sagemaker:us-east-1:123456789012:training-job/ranker-v2-1a2b3c4d-a1-spot"
-    )
+    # SageMaker's ARN has the name in lower case; Batch's attempt keeps it as created (the user guide's examples).
+    assert batch_named([training["TrainingJobName"]])
+    assert batch_arn == f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{training['TrainingJobName']}"
+    assert training["TrainingJobArn"] == batch_arn.lower()
     assert training["TrainingJobStatus"] == "Completed"
     assert statuses(training) == ["Starting", "Downloading", "Training", "Uploading", "Completed"]
     assert (training["CreationTime"], training["TrainingStartTime"], training["TrainingEndTime"]) == (
@@ -65,7 +68,9 @@ def test_on_demand_job_walks_every_status_to_completed(make_rig: RigFactory) -> 
     assert training["HyperParameters"] == {"epochs": "12", "lr": "0.0003"}
     assert training["ResourceConfig"]["InstanceType"] == "ml.g5.2xlarge"
     assert training["CheckpointConfig"]["S3Uri"] == CHECKPOINT
-    assert training["ModelArtifacts"]["S3ModelArtifacts"].endswith("/ranker-v2-1a2b3c4d-a1-spot/output/model.tar.gz")
+    assert training["ModelArtifacts"]["S3ModelArtifacts"].endswith(
+        f"/{training['TrainingJobName']}/output/model.tar.gz"
+    )
     assert "Tags" not in training
     # progress.json every 15 minutes of training and once more at the end, stamped with its own time
     assert [p["step"] for _, p in rig.store.writes] == [15, 30, 45, 60]
@@ -88,7 +93,7 @@ def test_spot_job_bills_a_fraction_of_its_training_time(make_rig: RigFactory) ->
     assert rig.view(job_id).billable_seconds == pytest.approx(61 * 0.3)
     assert rig.status_at(330 + 3600 + 60, job_id) == ("SUCCEEDED", "Completed")
 
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert training["TrainingTimeInSeconds"] == 3720
     assert training["BillableTimeInSeconds"] == round(3720 * 0.3)
     assert training["StoppingCondition"] == {"MaxRuntimeInSeconds": 86_400, "MaxWaitTimeInSeconds": 172_800}
@@ -117,7 +122,7 @@ def test_interrupted_spot_job_resumes_from_its_last_checkpoint(make_rig: RigFact
     assert view.lost_work_seconds < 25 * 60
     end = run_to_end(rig, job_id)
 
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert statuses(training) == [
         "Starting", "Downloading", "Training", "Interrupted", "Starting", "Downloading", "Training",
         "Uploading", "Completed",
@@ -135,7 +140,7 @@ def test_spot_job_waits_out_a_capacity_gap_in_starting(make_rig: RigFactory) -> 
     job_id = rig.submit(training_payload())
 
     assert rig.status_at(1800, job_id) == ("SCHEDULED", "Starting")
-    message = rig.training("ranker-v2-1a2b3c4d-a1-spot")["SecondaryStatusTransitions"][-1]["StatusMessage"]
+    message = rig.training(rig.training_name())["SecondaryStatusTransitions"][-1]["StatusMessage"]
     assert "capacity" in message
     assert rig.status_at(3600 + 301, job_id) == ("RUNNING", "Training")
     assert rig.status_at(3600 + 300 + 3600 + 60, job_id) == ("SUCCEEDED", "Completed")
@@ -147,7 +152,7 @@ def test_capacity_gap_during_training_interrupts_the_job(make_rig: RigFactory) -
 
     assert rig.status_at(3601, job_id) == ("RUNNING", "Interrupted")
     assert rig.status_at(5000, job_id) == ("RUNNING", "Starting")
-    waiting = rig.training("ranker-v2-1a2b3c4d-a1-spot")["SecondaryStatusTransitions"][-1]
+    waiting = rig.training(rig.training_name())["SecondaryStatusTransitions"][-1]
     assert (waiting["Status"], "capacity" in waiting["StatusMessage"]) == ("Starting", True)
     assert rig.status_at(7200 + 301, job_id) == ("RUNNING", "Training")
     view = rig.view(job_id)
@@ -163,7 +168,7 @@ def test_capacity_gap_longer_than_max_wait_stops_the_job(make_rig: RigFactory) -
 
     assert rig.status_at(7000, job_id) == ("SCHEDULED", "Starting")
     assert rig.status_at(7230, job_id) == ("FAILED", "MaxWaitTimeExceeded")
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert training["TrainingJobStatus"] == "Stopped"
     assert training["TrainingEndTime"] == at(7230)
     assert training["TrainingTimeInSeconds"] == 0
@@ -183,7 +188,7 @@ def test_max_runtime_exceeded_stops_with_a_final_checkpoint(make_rig: RigFactory
     # Billed time starts with Downloading at +450 s, so the hour is up at +4050 s.
     assert rig.status_at(4049, job_id) == ("RUNNING", "Training")
     assert rig.status_at(4050, job_id) == ("FAILED", "MaxRuntimeExceeded")
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert (training["TrainingJobStatus"], training["TrainingTimeInSeconds"]) == ("Stopped", 3600)
     assert rig.batch_job(job_id)["statusReason"].startswith("Received status from SageMaker: MaxRuntimeExceeded")
     assert rig.store.files[CHECKPOINT] == {
@@ -200,7 +205,7 @@ def test_algorithm_error_fails_the_batch_job(make_rig: RigFactory) -> None:
 
     assert rig.status_at(330 + 1799, job_id) == ("RUNNING", "Training")
     assert rig.status_at(330 + 1800, job_id) == ("FAILED", "Failed")
-    training = rig.training("ranker-v2-1a2b3c4d-a1-spot")
+    training = rig.training(rig.training_name())
     assert training["TrainingJobStatus"] == "Failed"
     assert training["FailureReason"].startswith("AlgorithmError: ")
     job = rig.batch_job(job_id)

@@ -123,7 +123,7 @@ def record_outcome(
     links_ = links.for_job(
         region,
         execution_arn=execution_arn,
-        training_job_name=training.get("trainingJobName"),
+        training_job_name=(state.get("status") or {}).get("trainingJobName"),  # Batch's name, as last checked
         batch_job_id=training.get("jobId"),
     )
     report = {

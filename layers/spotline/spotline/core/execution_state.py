@@ -160,7 +160,7 @@ def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None
         "attempt": training.get("attempt"),
         "capacity": training.get("capacity"),
         "jobId": training.get("jobId"),
-        "trainingJobName": training.get("trainingJobName"),
+        "trainingJobName": status.get("trainingJobName") if final is not None and status else None,
         "submittedAt": training.get("submittedAt"),
         "finalStatus": final,
     }

@@ -117,9 +117,21 @@ class Attempt:
     team's maxPriority: `spotline.core.queue`); None: the manifest's priority."""
 
 
+BATCH_NAME_PREFIX = "AWSBatch"
+BATCH_ATTEMPT_ID_LENGTH = 32
+MAX_TRAINING_JOB_NAME = 63
+MAX_PAYLOAD_NAME = MAX_TRAINING_JOB_NAME - len(BATCH_NAME_PREFIX) - BATCH_ATTEMPT_ID_LENGTH  # 23
+"""Batch names each attempt's training job `AWSBatch<payload TrainingJobName><32-hex attempt id>`
+(the Batch user guide's examples) and SageMaker allows 63 characters; whether Batch truncates a
+longer name is not documented, so the payload's name is kept to what always fits."""
+
+
 def training_job_name(spec: JobSpec, attempt: Attempt) -> str:
-    suffix = "spot" if attempt.capacity == "spot" else "od"
-    return f"{slug(spec.name, 40)}-{short_hash(attempt.execution_arn)}-a{attempt.number}-{suffix}"
+    """The payload's TrainingJobName, `<job>-a<n>-<spot|od>` in at most 23 characters. The
+    training job's real name is Batch's (DescribeServiceJob's attempts); the execution and attempt
+    are on its tags, and Batch's attempt id keeps the real name unique."""
+    suffix = f"-a{attempt.number}-{'spot' if attempt.capacity == 'spot' else 'od'}"
+    return f"{slug(spec.name, MAX_PAYLOAD_NAME - len(suffix)) or 'job'}{suffix}"
 
 
 def client_token(attempt: Attempt) -> str:
