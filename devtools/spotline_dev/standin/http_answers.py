@@ -4,6 +4,7 @@ response (or error) it hands back for botocore to parse, and the service models'
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 from functools import cache
@@ -80,6 +81,67 @@ def shape_problems(value: Any, shape: Any, path: str = "") -> list[str]:
     if kind == "string" and "enum" in shape.metadata and value not in shape.metadata["enum"]:
         return [f"{path}: {value!r} is not one of {shape.name}"]
     return []
+
+
+def request_problems(value: Any, shape: Any, path: str = "") -> list[str]:
+    """Where a request breaks what the service validates from its model beyond botocore's own
+    client-side checks (required members, types, minimums): enum values, maximum lengths and
+    sizes, string patterns and numeric ranges, as the API references list them under each
+    member's "Length Constraints", "Pattern", "Valid Values" and "Valid Range"."""
+    if shape is None or value is None:
+        return []
+    kind, meta = shape.type_name, shape.metadata
+    if kind == "structure" and isinstance(value, dict):
+        problems = [f"{path}.{k}: is required" for k in shape.required_members if k not in value]
+        for key, item in value.items():
+            if key in shape.members:
+                problems += request_problems(item, shape.members[key], f"{path}.{key}" if path else key)
+        return problems
+    if kind == "list" and isinstance(value, list):
+        problems = _size_problems(len(value), meta, path, "items")
+        return problems + [
+            p for i, item in enumerate(value) for p in request_problems(item, shape.member, f"{path}[{i}]")
+        ]
+    if kind == "map" and isinstance(value, dict):
+        problems = _size_problems(len(value), meta, path, "entries")
+        return problems + [
+            p for key, item in value.items() for p in request_problems(item, shape.value, f"{path}.{key}")
+        ]
+    if kind == "string" and isinstance(value, str):
+        if "enum" in meta and value not in meta["enum"]:
+            return [f"{path}: {value!r} is not one of {', '.join(meta['enum'])}"]
+        problems = _size_problems(len(value), meta, path, "characters")
+        pattern = meta.get("pattern")
+        if pattern and not _matches(pattern, value):
+            problems.append(f"{path}: {value[:80]!r} does not match {pattern}")
+        return problems
+    if kind in ("integer", "long", "double", "float") and isinstance(value, (int, float)):
+        low, high = meta.get("min"), meta.get("max")
+        if (low is not None and value < low) or (high is not None and value > high):
+            return [f"{path}: {value} is outside {low}..{high}"]
+    return []
+
+
+def _size_problems(size: int, meta: dict[str, Any], path: str, unit: str) -> list[str]:
+    low, high = meta.get("min"), meta.get("max")
+    if low is not None and size < low:
+        return [f"{path}: at least {low} {unit}, got {size}"]
+    if high is not None and size > high:
+        return [f"{path}: at most {high} {unit}, got {size}"]
+    return []
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:  # a Java-only construct: left to the service, as botocore leaves it
+        return None
+
+
+def _matches(pattern: str, value: str) -> bool:
+    compiled = _compiled(pattern)
+    return compiled is None or compiled.search(value) is not None
 
 
 class StandInAnswerInvalid(AssertionError):

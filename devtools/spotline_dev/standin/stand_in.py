@@ -18,7 +18,15 @@ from spotline_dev.standin.batch_queues import JobQueues
 from spotline_dev.standin.batch_shares import QuotaShares
 from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt
-from spotline_dev.standin.http_answers import ApiError, StandInAnswerInvalid, answer, json_body, shape, shape_problems
+from spotline_dev.standin.http_answers import (
+    ApiError,
+    StandInAnswerInvalid,
+    answer,
+    json_body,
+    request_problems,
+    shape,
+    shape_problems,
+)
 from spotline_dev.standin.ledger import RunLedger, runs_of
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
@@ -285,8 +293,12 @@ class BatchSageMakerStandIn:
         if self._throttles.get(operation, 0) > 0:
             self._throttles[operation] -= 1
             raise ApiError("ThrottlingException", "Rate exceeded")
+        service = _service_of(operation)
+        refused = request_problems(body, shape(service, operation, "input"))
+        if refused:
+            raise ApiError(_VALIDATION_ERROR[service], "; ".join(refused[:5]))
         result = self._operations[operation](body)
-        problems = shape_problems(result, shape(_service_of(operation), operation, "output"), operation)
+        problems = shape_problems(result, shape(service, operation, "output"), operation)
         if problems:
             raise StandInAnswerInvalid("; ".join(problems[:5]))
         return result
@@ -318,6 +330,14 @@ class BatchSageMakerStandIn:
     @staticmethod
     def _bind(method: Callable[[Any], None], arg: Any) -> Callable[[], None]:
         return lambda: method(arg)
+
+
+_VALIDATION_ERROR = {
+    "batch": "ClientException",
+    "sagemaker": "ValidationException",
+    "logs": "InvalidParameterException",
+}
+"""The error each service answers a request its model refuses with (API references, Errors)."""
 
 
 def _service_of(operation: str) -> str:

@@ -85,12 +85,15 @@ def test_quota_shares_are_created_described_listed_and_updated_through_boto3(mak
     ("change", "message"),
     [
         ({"resourceSharingConfiguration": {"strategy": "RESERVE", "borrowLimit": 50}}, "only be applied"),
-        ({"resourceSharingConfiguration": {"strategy": "SHARE"}}, "strategy must be one of"),
+        (
+            {"resourceSharingConfiguration": {"strategy": "SHARE"}},
+            "'SHARE' is not one of RESERVE, LEND, LEND_AND_BORROW",
+        ),
         ({"capacityLimits": []}, "capacityLimits is required"),
         ({"capacityLimits": [{"maxCapacity": 1, "capacityUnit": f"ml.c5.{n}xlarge"} for n in range(6)]}, "1 and 5"),
         ({"capacityLimits": [{"maxCapacity": 1, "capacityUnit": "NUM_INSTANCES"}]}, "is not an instance type"),
         ({"quotaShareName": "team a"}, "up to 128 letters"),
-        ({"preemptionConfiguration": {"inSharePreemption": "MAYBE"}}, "ENABLED or DISABLED"),
+        ({"preemptionConfiguration": {"inSharePreemption": "MAYBE"}}, "'MAYBE' is not one of ENABLED, DISABLED"),
     ],
 )
 def test_create_quota_share_refuses_what_batch_refuses(
