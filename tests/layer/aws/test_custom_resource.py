@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
@@ -121,7 +121,8 @@ def test_a_long_reason_is_clipped_so_the_body_stays_under_4096_bytes(answers: li
     assert put.body["Reason"].endswith("...") and len(put.body["Reason"]) == custom_resource.MAX_REASON
 
 
-def test_work_still_running_near_the_deadline_answers_failed_once(answers: list[Put]) -> None:
+def _outlasting_the_watchdog(patch: pytest.MonkeyPatch) -> Callable[[Mapping[str, Any]], Result]:
+    """Work that finishes only once the watchdog has answered CloudFormation (too late)."""
     answered = threading.Event()
     original = custom_resource.put
 
@@ -131,10 +132,15 @@ def test_work_still_running_near_the_deadline_answers_failed_once(answers: list[
 
     def slow(event: Mapping[str, Any]) -> Result:
         assert answered.wait(30), "the watchdog did not answer"
-        return Result("queue-arn")  # too late: CloudFormation already has its answer
+        return Result("queue-arn")
 
+    patch.setattr(custom_resource, "put", put)
+    return slow
+
+
+def test_work_still_running_near_the_deadline_answers_failed_once(answers: list[Put]) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(custom_resource, "put", put)
+        slow = _outlasting_the_watchdog(patch)
         status = custom_resource.run(EVENT, Context(remaining_ms=10_000), slow, margin_seconds=10)
     assert status == "FAILED"
     (only,) = answers
@@ -167,20 +173,9 @@ def test_with_delete_succeeds_a_delete_never_answers_failed(answers: list[Put]) 
 
 
 def test_with_delete_succeeds_a_delete_running_out_of_time_answers_success_once(answers: list[Put]) -> None:
-    answered = threading.Event()
-    original = custom_resource.put
-
-    def put(url: str, body: bytes) -> None:
-        original(url, body)
-        answered.set()
-
-    def slow(event: Mapping[str, Any]) -> Result:
-        assert answered.wait(30), "the watchdog did not answer"
-        return Result("queue-arn")
-
     delete = {**EVENT, "RequestType": "Delete", "PhysicalResourceId": "queue-arn"}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(custom_resource, "put", put)
+        slow = _outlasting_the_watchdog(patch)
         status = custom_resource.run(
             delete, Context(remaining_ms=10_000), slow, margin_seconds=10, delete_succeeds=True
         )
