@@ -66,7 +66,8 @@ def test_requests_are_checked_as_the_service_checks_its_model() -> None:
     ]
     # A pattern is not anchored (Smithy's rule), so it refuses only a value with no match in it.
     assert request_problems({**training_payload(), "RoleArn": "role/spotline/x" * 2}, create) == [
-        "RoleArn: 'role/spotline/xrole/spotline/x' does not match arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+"
+        "RoleArn: 'role/spotline/xrole/spotline/x' does not match "
+        "arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+"
     ]
 
 
