@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 
 from spotline_dev.template import powertools_environment
 
@@ -100,6 +102,24 @@ def run_upload(stack: LocalStack, body: bytes, key: str = EXAMPLE_KEY) -> tuple[
     (started,) = stack.deliver_events()
     execution = stack.wait_for_execution(started["executionArn"])
     return execution, stack.history(started["executionArn"])
+
+
+def deny_next(operation: str, code: str = "AccessDenied") -> None:
+    """S3 answers the next call of `operation` (e.g. "s3.GetObject") with 403 `code`, as a bucket
+    policy or an object's KMS key would; moto never does (it enforces no IAM here)."""
+    remaining = {"n": 1}
+
+    def deny(**_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        if remaining["n"] <= 0:
+            return None
+        remaining["n"] -= 1
+        error = {"Code": code, "Message": "Access Denied" if code == "AccessDenied" else "Forbidden"}
+        return AWSResponse("https://s3.amazonaws.com", 403, {}, None), {  # type: ignore[arg-type]
+            "Error": error,
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+
+    boto3.DEFAULT_SESSION.events.register(f"before-call.{operation}", deny)  # type: ignore[union-attr]
 
 
 def entered_states(history: list[dict[str, Any]]) -> list[str]:

@@ -1,6 +1,8 @@
 """LoadManifest: read the exact manifest version, validate it, and either store the normalized
 spec for the later steps (the state carries a reference and a summary) or leave a rejection
-report beside the manifest (never touching it)."""
+report beside the manifest (never touching it). A version deleted before it is read is
+`missing` (the execution ends in ManifestNotFound); S3 refusing the read raises
+ManifestUnreadable (UnexpectedError, for the platform team)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     source = event["input"]
     result = load_and_validate(source, execution=event["execution"], now=clock.now())
     add_team_dimension(source.get("team", ""))
+    if result["missing"]:
+        metrics.add_metric(name="ManifestsMissing", unit=MetricUnit.Count, value=1)
+        logger.warning("Manifest version no longer exists", extra={"key": source["key"], "reason": result["summary"]})
+        return result
     metrics.add_metric(
         name="ManifestsAccepted" if result["valid"] else "ManifestsRejected", unit=MetricUnit.Count, value=1
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import emitted_metrics, sample_event, upload
+from conftest import deny_next, emitted_metrics, sample_event, upload
 from spotline_dev.local_aws import LocalStack
 
 
@@ -225,3 +225,34 @@ def test_a_request_for_a_deleted_or_unknown_version_is_refused(stack: LocalStack
     ]
     assert len(_dead_letters(stack)) == 2
     assert _executions(stack) == []
+
+
+# --- missing or denied: S3's 404 and 403 (issue 26) --------------------------------------------
+
+
+def test_a_request_for_a_missing_manifest_is_refused_once_naming_the_key(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "manifests/search-ranking/never-uploaded.yaml"
+    result = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key))
+    message = _assert_rejected_once(stack, capsys, result, "Training Requested", "detail.key")
+    assert message == f"s3://{stack.bucket}/{key} does not exist (never uploaded, or deleted since)"
+    assert f"s3://{stack.bucket}/{key}" in result["reason"]  # the dead letter's reason attribute too
+
+
+def test_access_denied_is_not_taken_for_a_missing_manifest(stack: LocalStack, example_manifest: bytes) -> None:
+    key = "manifests/search-ranking/ranker-v2.yaml"
+    upload(stack, key, example_manifest)
+    deny_next("s3.HeadObject", code="403")  # HeadObject has no body: a denial is a bare 403
+    with pytest.raises(RuntimeError) as raised:
+        stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key))
+    assert str(raised.value).startswith(
+        f"IntakeFunction failed: ManifestUnreadable: S3 denied Intake access to s3://{stack.bucket}/{key} "
+        "(An error occurred (403) when calling the HeadObject operation: Forbidden). Not a missing manifest"
+    )
+    # Not refused as missing: Lambda retries the event, then its dead-letter queue keeps it with this message.
+    assert _dead_letters(stack) == []
+    assert _executions(stack) == []
+    started = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key))
+    assert started["status"] == "started"
+    stack.wait_for_execution(started["executionArn"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import NOW, upload
+from conftest import NOW, deny_next, emitted_metrics, entered_states, upload
 from spotline.aws.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
 from spotline.core.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
 from spotline_dev.local_aws import LocalStack
@@ -158,10 +158,45 @@ def test_deadlines_are_judged_against_the_clock_handlers_read(stack: LocalStack,
     assert [e["path"] for e in result["errors"]] == ["spec.capacity.deadline"]  # type: ignore[union-attr]
 
 
-def test_a_vanished_version_is_a_rejection_not_a_crash(stack: LocalStack) -> None:
-    result = _load(stack, "no-such-version")
-    assert result["valid"] is False
-    assert "no longer exists" in result["errors"][0]["message"]  # type: ignore[index]
+def test_a_vanished_version_is_missing_named_by_key_not_a_crash(
+    stack: LocalStack, example_manifest: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    version = upload(stack, KEY, example_manifest)
+    stack.client("s3").delete_object(Bucket=stack.bucket, Key=KEY, VersionId=version)  # gone for good
+    result = _load(stack, version)
+
+    message = (
+        f"version {version} of s3://{stack.bucket}/{KEY} no longer exists: it was deleted before Spotline read it. "
+        "Nothing was queued; upload the manifest again if the run is still wanted."
+    )
+    assert result == {
+        "valid": False,
+        "missing": True,
+        "errors": [{"path": "(manifest)", "message": message}],
+        "errorCount": 1,
+        "summary": message,  # the cause of ManifestNotFound
+        "report": None,  # none beside a key whose current version may be another upload's
+        "job": None,
+        "specRef": None,
+    }
+    assert "Contents" not in stack.client("s3").list_objects_v2(Bucket=stack.bucket, Prefix="reports/")
+    counted = [m for m in emitted_metrics(capsys.readouterr().out) if "ManifestsMissing" in m]
+    assert [(m["team"], m["ManifestsMissing"]) for m in counted] == [("search-ranking", [1.0])]
+    assert _load(stack, "no-such-version")["missing"] is True
+
+
+def test_access_denied_is_an_access_error_not_a_missing_manifest(stack: LocalStack, example_manifest: bytes) -> None:
+    version = upload(stack, KEY, example_manifest)
+    deny_next("s3.GetObject")  # a bucket policy or the object's KMS key says no
+    with pytest.raises(RuntimeError) as raised:
+        _load(stack, version)
+    assert str(raised.value).startswith(
+        f"LoadManifestFunction failed: ManifestUnreadable: S3 denied LoadManifest access to version {version} "
+        f"of s3://{stack.bucket}/{KEY} (An error occurred (AccessDenied) when calling the GetObject operation: "
+        "Access Denied). Not a missing manifest: LoadManifest may list the ingest bucket, so S3 would answer 404 "
+        "for one."
+    )
+    assert _load(stack, version)["valid"] is True  # the next read is allowed again
 
 
 def test_the_state_keeps_the_first_errors_bounded_and_the_report_keeps_them_all(
@@ -186,3 +221,22 @@ def test_the_state_keeps_the_first_errors_bounded_and_the_report_keeps_them_all(
     assert result["summary"].endswith("; ... and 11 more (see the report)")
     assert all(len(e["path"]) <= MAX_ERROR_PATH for e in result["errors"])
     assert len(json.dumps(result)) < 32 * 1024
+
+
+def test_a_manifest_deleted_before_loadmanifest_runs_ends_the_execution_in_manifest_not_found(
+    stack: LocalStack, example_manifest: bytes
+) -> None:
+    version = upload(stack, KEY, example_manifest)
+    stack.client("s3").delete_object(Bucket=stack.bucket, Key=KEY, VersionId=version)  # before Intake's event
+    (started,) = stack.deliver_events()  # Intake reads nothing for an upload: the execution starts
+    execution = stack.wait_for_execution(started["executionArn"])
+
+    assert (execution["status"], execution["error"]) == ("FAILED", "ManifestNotFound")
+    assert execution["cause"].startswith(f"version {version} of s3://{stack.bucket}/{KEY} no longer exists")
+    assert entered_states(stack.history(started["executionArn"])) == [
+        "IsItAContinuation?",
+        "LoadManifest",
+        "IsManifestValid?",
+        "ManifestNotFound",
+    ]
+    assert stack.standin.jobs == []

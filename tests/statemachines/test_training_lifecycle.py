@@ -244,6 +244,7 @@ def test_fail_states_carry_the_error_names_of_the_brief() -> None:
         name: name
         for name in (
             "ManifestInvalid",
+            "ManifestNotFound",  # deleted before LoadManifest read it (issue 26)
             "ResourceValidationFailed",
             "TrainingFailed",
             "SpotCapacityExhausted",

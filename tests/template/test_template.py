@@ -207,8 +207,12 @@ def _resources(statement: dict[str, Any]) -> list[Any]:
     return resources if isinstance(resources, list) else [resources]
 
 
+INGEST_BUCKET_ARN = {"Fn::GetAtt": ["IngestBucket", "Arn"]}
+
+
 def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_account() -> None:
-    statements = _with_action("s3:ListBucket") + [
+    listings = [s for s in _with_action("s3:ListBucket") if s["Resource"] != INGEST_BUCKET_ARN]
+    statements = listings + [
         s for s in _with_action("s3:GetObject") if any("progress.json" in str(r) for r in _resources(s))
     ]
     assert len(statements) == 3  # the listing, and progress.json for CheckTrainingStatus and RecordOutcome
@@ -221,14 +225,66 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
         assert keys == {"progress.json", "*/progress.json"}
 
 
-def test_only_spotlines_service_jobs_can_be_terminated() -> None:
+def test_only_intake_and_loadmanifest_may_list_the_ingest_bucket_and_nothing_narrows_it() -> None:
+    """S3 answers HeadObject/GetObject of a missing manifest with 404 only to a caller that has
+    s3:ListBucket on the bucket (403 otherwise): the two functions that read manifests have it,
+    on the bucket itself, without an s3:prefix condition (their requests carry no prefix)."""
+    functions = resources_of_type(TEMPLATE, "AWS::Serverless::Function")
+    listing = {
+        name: [s for s in _statements(f["Properties"].get("Policies", [])) if "s3:ListBucket" in _actions(s)]
+        for name, f in functions.items()
+    }
+    on_ingest = {
+        name: statements
+        for name, statements in listing.items()
+        if any(INGEST_BUCKET_ARN in _resources(s) or "IngestBucket" in str(s["Resource"]) for s in statements)
+    }
+    assert set(on_ingest) == {"IntakeFunction", "LoadManifestFunction"}
+    for name, statements in on_ingest.items():
+        (statement,) = statements
+        assert (_actions(statement), statement["Resource"]) == (["s3:ListBucket"], INGEST_BUCKET_ARN), name
+        assert "Condition" not in statement, name
+    # Nothing else in the template (state machines included) lists the ingest bucket.
+    others = [
+        s
+        for s in _identity_statements()
+        if s["Effect"] == "Allow"
+        and any(a in ("s3:ListBucket", "s3:ListBucketVersions") for a in _actions(s))
+        and "IngestBucket" in str(s["Resource"])
+    ]
+    assert len(others) == 2
+    assert not _denied(S3Request("s3:ListBucket", None, None))  # the bucket policy leaves it to the untagged roles
+
+
+def _function_statements(name: str, action: str) -> list[dict[str, Any]]:
+    policies = TEMPLATE["Resources"][name]["Properties"].get("Policies", [])
+    return [s for s in _statements(policies) if s["Effect"] == "Allow" and action in _actions(s)]
+
+
+def test_only_spotlines_service_jobs_can_be_terminated_but_by_the_reconciler() -> None:
     statements = _with_action("batch:TerminateServiceJob")
     assert len(statements) == 3  # StopSpotJob, StopExecutionJobs, ReconcileTrainingJobs
+    (sweeping,) = _function_statements("ReconcileTrainingJobsFunction", "batch:TerminateServiceJob")
     for statement in statements:
+        assert statement["Resource"] == {
+            "Fn::Sub": "arn:${AWS::Partition}:batch:${AWS::Region}:${AWS::AccountId}:service-job/*"
+        }
+        if statement is sweeping:
+            # A job put on the queue by anyone but Spotline carries none of its tags and must still
+            # be stopped; IAM has no condition to keep this to the queue (the code lists JOB_QUEUE).
+            assert "Condition" not in statement
+            continue
         # The tags spotline.core.training_request puts on every service job it submits.
         assert statement["Condition"] == {
             "Null": {"aws:ResourceTag/spotline:team": "false", "aws:ResourceTag/spotline:execution": "false"}
         }
+
+
+def test_the_reconciler_reads_the_history_of_this_state_machines_executions_only() -> None:
+    """To tell Spotline's job from one with copied tags: the execution's state lists its jobs."""
+    (history,) = _with_action("states:GetExecutionHistory")
+    assert history in _function_statements("ReconcileTrainingJobsFunction", "states:GetExecutionHistory")
+    assert history["Resource"]["Fn::Sub"].endswith(":execution:${TrainingLifecycle.Name}:*")
 
 
 def test_spotlines_own_roles_carry_no_team_tag() -> None:

@@ -30,6 +30,8 @@ ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
 NEXT_STEPS = {
     "ManifestInvalid": "Fix every error listed (each names its manifest field; `spotline validate` checks locally) "
     "and upload the manifest again.",
+    "ManifestNotFound": "The manifest version was deleted before Spotline read it: upload the manifest again if "
+    "the run is still wanted; if nobody deleted it, find the lifecycle rule or script that did.",
 }
 
 

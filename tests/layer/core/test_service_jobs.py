@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,12 +12,17 @@ from spotline.core.execution_state import continuation_name
 from spotline.core.service_jobs import (
     LIVE_STATUSES,
     NO_SUCH_EXECUTION,
+    UNSETTLED,
+    KnownJobs,
     ServiceJob,
     execution_arn,
     execution_name_of,
+    intruder_reason,
+    intruders,
     job_ids_in_state,
     job_name_prefix,
     jobs_to_stop,
+    known_jobs,
     live_run_problem,
     orphans,
     other_live_runs,
@@ -137,3 +143,70 @@ def test_an_execution_arn_names_its_state_machine() -> None:
     assert state_machine_of(execution_arn(machine, "run-a-c1")) == machine
     with pytest.raises(ValueError):
         state_machine_of(machine)
+
+
+# --- jobs Spotline did not submit (issue 26) ------------------------------------------------
+
+
+def _entered(name: str, state: dict[str, Any], event_id: int) -> dict[str, Any]:
+    return {"id": event_id, "stateEnteredEventDetails": {"name": name, "input": json.dumps(state)}}
+
+
+def test_an_executions_latest_state_says_which_jobs_it_submitted() -> None:
+    state = {"training": {"jobId": "j2", "previousAttempts": [{"jobId": "j1"}]}}
+    newest_first = [
+        {"id": 9, "taskScheduledEventDetails": {"parameters": "{}"}},  # no state here: look further back
+        _entered("CheckTrainingStatus", state, 8),
+        _entered("WaitForJobToStart", {}, 7),
+    ]
+    assert known_jobs(newest_first) == KnownJobs(frozenset({"j1", "j2"}), settled=True)
+    exited = {"id": 3, "stateExitedEventDetails": {"name": "SubmitTrainingJob", "output": json.dumps(state)}}
+    assert known_jobs([exited]) == KnownJobs(frozenset({"j1", "j2"}), settled=True)
+    started = {"id": 1, "executionStartedEventDetails": {"input": json.dumps({"continuedFrom": {}, **state})}}
+    assert known_jobs([started]) == KnownJobs(frozenset({"j1", "j2"}), settled=True)  # a continuation's input
+    assert known_jobs([{"id": 5, "taskStartedEventDetails": {}}]) is None
+
+
+def test_while_an_execution_submits_or_its_state_cannot_be_read_no_job_is_judged_by_it() -> None:
+    assert known_jobs([_entered("SubmitTrainingJob", {}, 4)]) == UNSETTLED
+    assert known_jobs([_entered("StopTrainingJobAfterError", {}, 4)]) == UNSETTLED
+    truncated = {"stateEnteredEventDetails": {"name": "X", "input": "{", "inputDetails": {"truncated": True}}}
+    assert known_jobs([truncated]) == UNSETTLED
+    assert known_jobs([{"stateExitedEventDetails": {"name": "X", "output": "not json"}}]) == UNSETTLED
+
+
+def test_jobs_without_spotlines_tags_or_unknown_to_the_execution_they_name_are_intruders() -> None:
+    mine = job("j1")
+    untagged = ServiceJob("u1", "by-hand", "RUNNABLE", False, {"owner": "someone"})
+    half_tagged = ServiceJob("u2", "by-hand", "RUNNING", False, {"spotline:execution": EXECUTION})
+    copied = job("c1")  # the running execution's tags, copied onto another job
+    ended = ServiceJob("u3", "by-hand", "FAILED", False, {})
+    being_stopped = ServiceJob("u4", "by-hand", "RUNNING", True, {})
+    known = {EXECUTION: KnownJobs(frozenset({"j1"}), settled=True)}
+
+    found = intruders([mine, untagged, half_tagged, copied, ended, being_stopped], known)
+
+    assert [(i.job.job_id, i.why) for i in found] == [
+        ("u1", "it carries no spotline:team and spotline:execution tags"),
+        ("u2", "it carries no spotline:team and spotline:execution tags"),
+        ("c1", f"its tags name execution {EXECUTION}, which did not submit it"),
+    ]
+    assert intruders([copied], {EXECUTION: UNSETTLED}) == []  # submitting right now: judged next time
+    assert intruders([copied], {}) == []  # an execution not looked up (not running): the orphan rule's
+    assert orphans([half_tagged], {EXECUTION: "ABORTED"}) == []  # never both an orphan and an intruder
+    reason = intruder_reason("x" * 500)
+    assert reason.startswith("Spotline: not submitted by Spotline (") and len(reason) == 256
+
+
+def test_a_description_names_the_role_and_quota_share_its_payload_asks_for() -> None:
+    described = {
+        "jobId": "u1",
+        "jobName": "by-hand",
+        "status": "RUNNABLE",
+        "serviceRequestPayload": json.dumps({"RoleArn": "arn:aws:iam::123456789012:role/spotline/team-b/training"}),
+        "quotaShareName": "team-b",
+    }
+    parsed = ServiceJob.from_description(described)
+    assert parsed.role_arn == "arn:aws:iam::123456789012:role/spotline/team-b/training"
+    assert parsed.quota_share == "team-b"
+    assert ServiceJob.from_description({"jobId": "u2", "serviceRequestPayload": "{not json"}).role_arn is None

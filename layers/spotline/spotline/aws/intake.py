@@ -9,6 +9,7 @@ from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
+from spotline.aws.s3_answers import is_missing, manifest_uri, unreadable
 from spotline.core.events import TRAINING_REQUESTED, Rejection, TrainingRequest
 from spotline.core.naming import ManifestLocation, execution_name
 
@@ -38,7 +39,9 @@ def requested_manifest(request: TrainingRequest) -> tuple[ManifestLocation, str 
     if current is not None and wanted in (None, current.get("VersionId")):
         head = current
     elif wanted is None:
-        return Rejection.of(TRAINING_REQUESTED, "detail.key", f"{uri} does not exist")
+        return Rejection.of(
+            TRAINING_REQUESTED, "detail.key", f"{uri} does not exist (never uploaded, or deleted since)"
+        )
     else:
         requested = _head(location, wanted)
         if requested is None:
@@ -57,17 +60,22 @@ def requested_manifest(request: TrainingRequest) -> tuple[ManifestLocation, str 
 
 
 def _head(location: ManifestLocation, version: str | None) -> dict[str, Any] | None:
-    """HeadObject of the manifest (a version, or the current one), None if there is none."""
+    """HeadObject of the manifest (a version, or the current one), None if there is none.
+
+    404 (also when the current version is a delete marker; 405 for a version id naming one) and
+    400 (S3's answer to a malformed version id) mean none. A 403 is a real denial, raised as
+    ManifestUnreadable: Intake may list the ingest bucket, so S3 answers 404 for a missing key
+    (`spotline.aws.s3_answers`); Lambda retries it, then the function's dead-letter queue
+    keeps the event with that message."""
     request: dict[str, Any] = {"Bucket": location.bucket, "Key": location.key}
     if version:
         request["VersionId"] = version
     try:
         return client("s3").head_object(**request)  # type: ignore[no-any-return]
     except Exception as exc:
-        # 400: S3's answer to a malformed version id; 404 also when the current version is a delete marker.
-        if error_code(exc) in ("404", "NoSuchKey", "NoSuchVersion", "400"):
+        if is_missing(exc) or error_code(exc) == "400":
             return None
-        raise
+        raise unreadable(exc, manifest_uri(location.bucket, location.key, version), "Intake") from exc
 
 
 def start_for_manifest(

@@ -1,13 +1,16 @@
 """Reading manifest versions from S3 and writing reports beside them. Manifests are only
-ever read: the bucket is versioned and a report goes under reports/, never over the file."""
+ever read: the bucket is versioned and a report goes under reports/, never over the file.
+A version deleted before it is read is "missing" (ManifestNotFound); a 403 is not
+(`spotline.aws.s3_answers`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from spotline.aws.clients import client, error_code
+from spotline.aws.clients import client
 from spotline.aws.reports import write_report
+from spotline.aws.s3_answers import is_missing, manifest_uri, unreadable
 from spotline.aws.spec_store import store_spec
 from spotline.core.errors import DOCUMENT, ManifestError
 from spotline.core.execution_state import JobSummary, rejection_for_state
@@ -15,8 +18,6 @@ from spotline.core.loader import MAX_BYTES
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
-
-MISSING_OBJECT_CODES = {"NoSuchKey", "NoSuchVersion", "404"}
 
 
 def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
@@ -41,22 +42,22 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
     try:
         data = read_manifest(bucket, key, version_id)
     except Exception as exc:
-        if error_code(exc) not in MISSING_OBJECT_CODES:
-            raise
-        errors = [ManifestError(DOCUMENT, f"version {version_id} of s3://{bucket}/{key} no longer exists")]
-    else:
-        result = validate_bytes(data, now=now, expected_team=source.get("team"))
-        if result.spec is not None:
-            return {
-                "valid": True,
-                "errors": [],
-                "errorCount": 0,
-                "summary": "valid",
-                "report": None,
-                "job": JobSummary.of(result.spec).to_dict(),
-                "specRef": store_spec(bucket, execution, result.spec),
-            }
-        errors = result.errors
+        if not is_missing(exc):
+            raise unreadable(exc, manifest_uri(bucket, key, version_id), "LoadManifest") from exc
+        return missing(bucket, key, version_id)
+    result = validate_bytes(data, now=now, expected_team=source.get("team"))
+    if result.spec is not None:
+        return {
+            "valid": True,
+            "missing": False,
+            "errors": [],
+            "errorCount": 0,
+            "summary": "valid",
+            "report": None,
+            "job": JobSummary.of(result.spec).to_dict(),
+            "specRef": store_spec(bucket, execution, result.spec),
+        }
+    errors = result.errors
     report = {
         "outcome": "rejected",
         "manifest": {"bucket": bucket, "key": key, "versionId": version_id, "etag": source.get("etag")},
@@ -66,4 +67,30 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
         "help": "Fix every error listed and upload the manifest again; `spotline validate FILE` checks it locally.",
     }
     location = write_report(bucket, report_key(key, "rejected"), report)
-    return {"valid": False, **rejection_for_state(errors), "report": location, "job": None, "specRef": None}
+    return {
+        "valid": False,
+        "missing": False,
+        **rejection_for_state(errors),
+        "report": location,
+        "job": None,
+        "specRef": None,
+    }
+
+
+def missing(bucket: str, key: str, version_id: str | None) -> dict[str, Any]:
+    """The LoadManifest result for a manifest version deleted before it was read (the execution
+    ends in ManifestNotFound). No report: it would land beside a key whose current version may
+    be another upload, with its own execution and report."""
+    message = (
+        f"{manifest_uri(bucket, key, version_id)} no longer exists: it was deleted before Spotline read it. "
+        "Nothing was queued; upload the manifest again if the run is still wanted."
+    )
+    return {
+        "valid": False,
+        "missing": True,
+        **rejection_for_state([ManifestError(DOCUMENT, message)]),
+        "summary": message,
+        "report": None,
+        "job": None,
+        "specRef": None,
+    }

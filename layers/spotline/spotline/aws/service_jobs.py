@@ -1,6 +1,7 @@
 """Finding and stopping Spotline's service jobs on the job queue: an execution's own jobs when
 it fails or ends (by job-name prefix, confirmed by tag), every live Spotline job whose execution
-no longer runs (the scheduled sweep), and another run of the same job before a submission.
+no longer runs and every live job Spotline did not submit (the scheduled sweep), and another run
+of the same job before a submission.
 
 Terminating is idempotent: a job already terminated (`isTerminated`) or ended is left alone, so
 the state machine, the end-of-execution rule and the sweep may all look at the same job.
@@ -22,29 +23,42 @@ from spotline.core.quota_shares import quota_share_name
 from spotline.core.service_jobs import (
     LIVE_STATUSES,
     NO_SUCH_EXECUTION,
+    RUNNING_EXECUTION,
+    UNSETTLED,
+    Intruder,
+    KnownJobs,
     ServiceJob,
     execution_arn,
+    intruder_reason,
+    intruders,
     jobs_to_stop,
+    known_jobs,
     orphans,
     other_live_runs,
     run_job_name_pattern,
     stop_reason,
 )
 
+HISTORY_PAGE = 20
+"""Events per GetExecutionHistory page (newest first): the latest state is almost always in the first."""
+HISTORY_PAGES = 5
+
 
 @dataclass(frozen=True, slots=True)
 class Stopped:
     """What one clean-up found and terminated."""
 
-    checked: list[ServiceJob] = field(default_factory=list)  # Spotline jobs it looked at closely
-    stopped: list[ServiceJob] = field(default_factory=list)  # those it asked Batch to terminate
+    checked: list[ServiceJob] = field(default_factory=list)  # jobs it looked at closely
+    stopped: list[ServiceJob] = field(default_factory=list)  # Spotline's it asked Batch to terminate
     executions: dict[str, str] = field(default_factory=dict)  # the sweep: execution name -> status
+    foreign: list[Intruder] = field(default_factory=list)  # the sweep: jobs Spotline did not submit, terminated
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "checked": len(self.checked),
             "stopped": [job.to_dict() for job in self.stopped],
             "executions": dict(self.executions),
+            "foreign": [intruder.to_dict() for intruder in self.foreign],
         }
 
 
@@ -108,20 +122,42 @@ def execution_status(state_machine_arn: str, execution_name: str) -> str:
     return str(described["status"])
 
 
-def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
-    """Terminate every Spotline job on the queue that is queued or running while its execution
-    is not (it ended, or Step Functions does not know it). Jobs without a `spotline:execution`
-    tag are not Spotline's and are left alone."""
-    ids = [i for status in LIVE_STATUSES for i in _untouched_live_ids(summaries(queue, status=status))]
-    jobs = [job for job in describe(ids) if job.execution]
-    statuses = {
-        name: execution_status(state_machine_arn, name)
-        for name in sorted({j.execution for j in jobs if j.execution and j.needs_stopping})
+def jobs_known_to(state_machine_arn: str, execution_name: str) -> KnownJobs:
+    """The service jobs a running execution's latest state lists, read from its history."""
+    request: dict[str, Any] = {
+        "executionArn": execution_arn(state_machine_arn, execution_name),
+        "reverseOrder": True,
+        "maxResults": HISTORY_PAGE,
     }
+    for _ in range(HISTORY_PAGES):
+        page = client("stepfunctions").get_execution_history(**request)
+        # Newest first by event id, whatever order a page comes in (moto ignores reverseOrder).
+        known = known_jobs(sorted(page.get("events", []), key=lambda e: int(e.get("id", 0)), reverse=True))
+        if known is not None:
+            return known
+        if not page.get("nextToken"):
+            break
+        request["nextToken"] = page["nextToken"]
+    return UNSETTLED
+
+
+def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
+    """Terminate every job on the queue that is queued or running and that no running execution
+    watches: Spotline's jobs whose execution is not running (it ended, or Step Functions does not
+    know it), and jobs Spotline did not submit (`spotline.core.service_jobs.intruders`): without
+    its tags, or tagged with a running execution that does not list them."""
+    ids = [i for status in LIVE_STATUSES for i in _untouched_live_ids(summaries(queue, status=status))]
+    jobs = describe(ids)
+    claimed = sorted({str(j.execution) for j in jobs if j.tagged_as_spotlines and j.needs_stopping})
+    statuses = {name: execution_status(state_machine_arn, name) for name in claimed}
+    known = {name: jobs_known_to(state_machine_arn, name) for name in claimed if statuses[name] == RUNNING_EXECUTION}
+    foreign = intruders(jobs, known)
+    for intruder in foreign:
+        terminate([intruder.job], intruder_reason(intruder.why))
     found = orphans(jobs, statuses)
     for job in found:
         terminate([job], stop_reason(str(job.execution), f"{why} (its execution is {statuses[str(job.execution)]})"))
-    return Stopped(checked=jobs, stopped=found, executions=statuses)
+    return Stopped(checked=jobs, stopped=found, executions=statuses, foreign=foreign)
 
 
 def live_runs(queue: str, *, team: str, name: str, execution_name: str) -> list[ServiceJob]:
@@ -157,7 +193,7 @@ def alert_stopped(
     Returns how many were sent."""
     sent = 0
     for job in jobs:
-        execution = str(job.execution)
+        execution = job.execution
         sent += try_publish_alert(
             topic_arn,
             kind=kind,
@@ -169,7 +205,7 @@ def alert_stopped(
             next_step=next_step,
             links_=links.for_job(
                 region,
-                execution_arn=execution_arn(state_machine_arn, execution),
+                execution_arn=execution_arn(state_machine_arn, execution) if execution else None,
                 training_job_name=job.training_job_name,
                 batch_job_id=job.job_id,
             ),

@@ -32,6 +32,12 @@ class ManifestInvalid(SpotlineError):
         super().__init__(summarize(errors))
 
 
+class ManifestUnreadable(SpotlineError):
+    """S3 refused to hand over a manifest that may well exist (403 AccessDenied: a bucket policy,
+    an object's KMS key, the function's role). Not "missing": with s3:ListBucket granted, S3
+    answers 404 for a missing object, so a 403 is a real denial for the platform team."""
+
+
 def summarize(errors: list[ManifestError], limit: int = 20) -> str:
     """One human line per error, capped so a Step Functions cause stays readable."""
     lines = [str(e) for e in errors[:limit]]

@@ -7,10 +7,19 @@ Every service job Spotline submits is named `<execution name>-a<attempt>-spot|od
 filter of ListServiceJobs takes a prefix); the tag decides, so a job whose name merely starts
 the same way is never touched. A job that a later execution takes over must be re-tagged with
 that execution's name: the tag is the one statement of who watches a job.
+
+Tags can be copied, though: anyone allowed to call SubmitServiceJob on the queue can put a job
+there, with Spotline's tags or without, naming any role in its payload (Batch passes the payload
+through without validation and its service-linked role passes the role to SageMaker). Such a job
+is not Spotline's when it lacks the tags, or when the execution its tag names does not know its
+job id: an execution's state (`$.training`) lists every job it submitted
+(`job_ids_in_state`), read back from its history (`known_jobs`). The reconciler terminates
+those (`intruders`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +62,8 @@ class ServiceJob:
     terminating: bool  # isTerminated: someone asked Batch to terminate it; it may still be stopping
     tags: Mapping[str, str] = field(default_factory=dict)
     training_job_name: str | None = None
+    role_arn: str | None = None  # the payload's RoleArn: the role SageMaker runs the job with
+    quota_share: str | None = None
 
     @classmethod
     def from_description(cls, described: Mapping[str, Any]) -> ServiceJob:
@@ -65,6 +76,8 @@ class ServiceJob:
             terminating=bool(described.get("isTerminated")),
             tags={str(k): str(v) for k, v in (described.get("tags") or {}).items()},
             training_job_name=arn.rpartition("training-job/")[2] or None,
+            role_arn=_payload_role(described.get("serviceRequestPayload")),
+            quota_share=described.get("quotaShareName"),
         )
 
     @property
@@ -82,6 +95,11 @@ class ServiceJob:
         return self.tags.get(EXECUTION_TAG)
 
     @property
+    def tagged_as_spotlines(self) -> bool:
+        """It carries the tags Spotline submits every job with (which anyone may copy)."""
+        return bool(self.execution and self.team)
+
+    @property
     def team(self) -> str | None:
         return self.tags.get(TEAM_TAG)
 
@@ -97,6 +115,14 @@ class ServiceJob:
             "trainingJobName": self.training_job_name,
             "execution": self.execution,
         }
+
+
+def _payload_role(payload: Any) -> str | None:
+    try:
+        role = json.loads(str(payload)).get("RoleArn")
+    except (ValueError, AttributeError):
+        return None
+    return str(role) if role else None
 
 
 def execution_name_of(execution: str) -> str:
@@ -150,9 +176,98 @@ def orphans(jobs: Iterable[ServiceJob], execution_statuses: Mapping[str, str]) -
         job
         for job in jobs
         if job.execution is not None
+        and job.tagged_as_spotlines
         and job.needs_stopping
         and execution_statuses.get(job.execution, RUNNING_EXECUTION) != RUNNING_EXECUTION
     ]
+
+
+SUBMITTING_STATES = frozenset({"SubmitTrainingJob", "StopTrainingJobAfterError"})
+"""States in which an execution may have a job on the queue that its state does not list yet
+(submitted a moment ago, or by a try that failed after SubmitServiceJob)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KnownJobs:
+    """The service jobs an execution's latest state lists (`$.training`)."""
+
+    job_ids: frozenset[str]
+    settled: bool
+    """False: the execution is submitting right now, or its state could not be read: judge no
+    job by it this time."""
+
+
+UNSETTLED = KnownJobs(frozenset(), settled=False)
+
+
+def known_jobs(events_newest_first: Iterable[Mapping[str, Any]]) -> KnownJobs | None:
+    """The job ids of the latest state an execution history's events carry (GetExecutionHistory
+    with reverseOrder): a state's input on entering it, its output on leaving it, or the
+    execution's input. None when none of these events carries one (read further back)."""
+    for event in events_newest_first:
+        entered = event.get("stateEnteredEventDetails")
+        if entered is not None:
+            if entered.get("name") in SUBMITTING_STATES:
+                return UNSETTLED
+            return _jobs_in(entered.get("input"), entered.get("inputDetails"))
+        exited = event.get("stateExitedEventDetails")
+        if exited is not None:
+            return _jobs_in(exited.get("output"), exited.get("outputDetails"))
+        started = event.get("executionStartedEventDetails")
+        if started is not None:
+            return _jobs_in(started.get("input"), started.get("inputDetails"))
+    return None
+
+
+def _jobs_in(document: Any, details: Any) -> KnownJobs:
+    if isinstance(details, Mapping) and details.get("truncated"):
+        return UNSETTLED
+    try:
+        state = json.loads(str(document))
+    except ValueError:
+        return UNSETTLED
+    if not isinstance(state, dict):
+        return UNSETTLED
+    return KnownJobs(frozenset(job_ids_in_state(state.get("training"))), settled=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Intruder:
+    """A job on Spotline's queue that Spotline did not submit, and how the reconciler knows."""
+
+    job: ServiceJob
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.job.to_dict(),
+            "team": self.job.team,
+            "roleArn": self.job.role_arn,
+            "quotaShareName": self.job.quota_share,
+            "why": self.why,
+        }
+
+
+def intruders(jobs: Iterable[ServiceJob], known: Mapping[str, KnownJobs]) -> list[Intruder]:
+    """Queued or running jobs Spotline did not submit: those without its tags, and those whose
+    `spotline:execution` tag names a running execution (looked up in `known`) whose state does
+    not list them. A job whose execution was not looked up, or is unsettled, is left alone."""
+    found = []
+    for job in jobs:
+        if not job.needs_stopping:
+            continue
+        if not job.tagged_as_spotlines:
+            found.append(Intruder(job, f"it carries no {TEAM_TAG} and {EXECUTION_TAG} tags"))
+            continue
+        claimed = known.get(str(job.execution))
+        if claimed is not None and claimed.settled and job.job_id not in claimed.job_ids:
+            found.append(Intruder(job, f"its tags name execution {job.execution}, which did not submit it"))
+    return found
+
+
+def intruder_reason(why: str) -> str:
+    """The TerminateServiceJob reason for a job Spotline did not submit."""
+    return clip(f"Spotline: not submitted by Spotline ({why}); only Spotline may submit to this queue", REASON_LIMIT)
 
 
 def stop_reason(execution_name: str, why: str) -> str:
