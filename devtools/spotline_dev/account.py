@@ -180,12 +180,11 @@ def played_capacity(specs: Sequence[JobSpec], scenario: Mapping[str, int] | None
     with a capacity limit."""
     if scenario is not None:
         return dict(scenario)
-    capacity = parse_capacity(str(load_template()["Parameters"]["TrainingCapacity"]["Default"]))
-    for spec in specs:
-        if spec.instance_type not in capacity:
-            capacity[spec.instance_type] = max(
-                spec.instance_count, *(s.instance_count for s in specs if s.instance_type == spec.instance_type)
-            )
+    default = parse_capacity(str(load_template()["Parameters"]["TrainingCapacity"]["Default"]))
+    capacity = dict(default)
+    for spec in specs:  # a type the default lacks: as many instances as its largest job
+        if spec.instance_type not in default:
+            capacity[spec.instance_type] = max(capacity.get(spec.instance_type, 0), spec.instance_count)
     if len(capacity) > MAX_CAPACITY_LIMITS:
         raise ScenarioError(
             f"the manifests use {len(capacity)} instance types with the template's default, and a service "

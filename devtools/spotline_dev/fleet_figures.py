@@ -182,7 +182,7 @@ def fleet_figures(
         "capacityUtilization": round(sum(by_type.values()) / (total_capacity * span), 4) if total_capacity else None,
         "instanceTypes": {
             unit: {
-                "capacityInstances": (capacity or {}).get(unit) if capacity else None,
+                "capacityInstances": capacity.get(unit) if capacity else None,
                 "peakInstances": peaks.get(unit, 0),
                 "capacityUtilization": (
                     round(by_type[unit] / (capacity[unit] * span), 4) if capacity and capacity.get(unit) else None
