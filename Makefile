@@ -104,6 +104,7 @@ simulate_traces = if [ -d "$(1)" ]; then echo "$(BIN)/spotline simulate --traces
   else echo "bench: skipped spotline simulate: no spot traces at $(1) (set $(2)=DIR)"; fi
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/state_cost.py
 	$(BIN)/python benchmarks/lifecycle_72h.py
 	$(BIN)/python benchmarks/history_worst_case.py
 	$(BIN)/python benchmarks/handler_import_time.py

@@ -24,6 +24,7 @@ from functools import partial
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
+from urllib.parse import urlparse
 
 import boto3
 from moto import mock_aws
@@ -31,8 +32,11 @@ from moto.awslambda.exceptions import LambdaClientError
 from moto.moto_api._internal import mock_random
 from moto.moto_api._internal.moto_random import MotoRandom
 from moto.s3 import models as moto_s3_models
+from moto.sqs.models import sqs_backends
 from moto.stepfunctions.parser.asl.component.common.path import result_path as moto_result_path
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils as moto_lambda_eval
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils import json_path as moto_json_path
 
 from spotline.aws import clients as spotline_aws
@@ -41,7 +45,7 @@ from spotline_dev.lambda_context import LocalLambdaContext
 from spotline_dev.local_cloudformation import install_stack_description
 from spotline_dev.local_custom_resources import with_parameters
 from spotline_dev.local_events import install_service_events
-from spotline_dev.local_executions import ExecutionRecord, Executions
+from spotline_dev.local_executions import ExecutionRecord, Executions, history_of
 from spotline_dev.local_faults import Fault, Faults
 from spotline_dev.local_resources import ACCOUNT, REGION, STACK, create_resources
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
@@ -53,6 +57,7 @@ from spotline_dev.virtual_time import POLL_SECONDS, VirtualClock, install_time_h
 RANDOM_SEED = 12
 STOP_TASKS_SECONDS = 30.0
 _STACKS_STARTED = itertools.count()
+_MOTO_ASL_PARSE = AmazonStateLanguageParser.parse
 Handler = Callable[[Any, Any], Any]
 Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
@@ -61,12 +66,30 @@ def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
     return TrainingBehaviour(duration=2 * 3600)
 
 
+@functools.lru_cache(maxsize=32)
+def _asl_syntax_tree(definition: str) -> Any:
+    """antlr's parse of a state machine definition, the costly part of moto's
+    AmazonStateLanguageParser.parse (a third of a second for Spotline's), which moto runs at
+    CreateStateMachine twice and at every StartExecution. The tree is only read afterwards (the
+    static analyser and the Preprocessor visit it), so it is parsed once per definition per process;
+    a definition that does not parse raises each time (a raised call is not cached)."""
+    return _MOTO_ASL_PARSE(definition)[1]
+
+
+def _parse_asl(definition: str) -> tuple[Any, Any]:
+    """moto's parse, with the syntax tree cached: a fresh program (the evaluation components) each
+    time, as moto builds one per execution."""
+    tree = _asl_syntax_tree(definition)
+    return Preprocessor().visit(tree), tree
+
+
 def _skip_repeated_moto_work(exits: ExitStack) -> None:
     """moto's Step Functions interpreter parses every JSONPath again at each use (jsonpath_ng
     builds a ply parser each time), a large part of a replay's time. A parsed path is only read
     (find and update act on the data), so each path is parsed once per stack."""
     for module in (moto_json_path, moto_result_path):
         exits.enter_context(mock.patch.object(module, "parse", functools.lru_cache(maxsize=4096)(module.parse)))
+    exits.enter_context(mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(_parse_asl)))
     # Its Lambda tasks likewise create a boto3 client for every invocation; one per region is enough.
     # (moto signs them with fixed keys, whatever the state's credentials).
     clients: dict[tuple[str, str], Any] = {}
@@ -198,7 +221,7 @@ class LocalStack:
         for queue_url, (function, rule) in self.rule_taps.items():
             if sources is not None and not set(self.rule_sources.get(rule, ())) & set(sources):
                 continue
-            while True:
+            while _tap_has_messages(queue_url):
                 messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
                 if not messages:
                     break
@@ -223,29 +246,35 @@ class LocalStack:
     # --- executions ----------------------------------------------------------------------
 
     def wait_for_execution(self, execution_arn: str, timeout: float = 120.0) -> dict[str, Any]:
-        """Describe the execution once it has ended and its status change event has been put."""
+        """Describe the execution once it has ended and its status change event has been put.
+        An execution of this stack is waited for on its end (`ExecutionRecord.ended`), not polled:
+        a poll is a whole DescribeExecution through moto, taken from the execution's own thread."""
         sfn = self.client("stepfunctions")
+        record = self.executions.records.get(execution_arn) if self.executions else None
+        if record is not None:
+            if not record.ended.wait(timeout):
+                raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s of wall time")
+            return sfn.describe_execution(executionArn=execution_arn)  # type: ignore[no-any-return]
         deadline = time.monotonic() + timeout
-        while True:
+        while True:  # not started through this stack's hooks: no record to wait on
             described = sfn.describe_execution(executionArn=execution_arn)
             if described["status"] != "RUNNING":
-                record = self.executions.records.get(execution_arn) if self.executions else None
-                if record is None or record.ended.wait(max(0.0, deadline - time.monotonic())):
-                    return described  # type: ignore[no-any-return]
+                return described  # type: ignore[no-any-return]
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s of wall time")
             time.sleep(0.005)
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
-        sfn, events, token = self.client("stepfunctions"), [], None
-        while True:
-            page = sfn.get_execution_history(
-                executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {})
-            )
-            events.extend(page["events"])
-            token = page.get("nextToken")
-            if not token:
-                return events
+        """The execution's history events, as GetExecutionHistory answers them (read in-process)."""
+        return history_of(execution_arn)
+
+
+def _tap_has_messages(queue_url: str) -> bool:
+    """Whether a rule's tap holds a message to deliver, asked of moto's queue in-process: most taps
+    are empty at most deliveries, and an empty ReceiveMessage is a whole request through moto."""
+    account, name = queue_url.rsplit("/", 2)[1:]
+    region = urlparse(queue_url).netloc.split(".")[1]
+    return bool(sqs_backends[account][region].get_queue(name).messages)
 
 
 class S3CheckpointStore:

@@ -12,6 +12,7 @@ reacts to an execution's start.
 
 from __future__ import annotations
 
+import enum
 import json
 import threading
 from collections.abc import Callable
@@ -21,8 +22,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
 
+from botocore.utils import parse_timestamp
 from moto.core.responses import ActionResult
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 from moto.stepfunctions.responses import StepFunctionResponse
 
 from spotline_dev.virtual_time import VirtualClock
@@ -178,3 +181,24 @@ class Executions:
         finally:
             self.clock.leave(record.arn)
             record.ended.set()
+
+
+def history_of(execution_arn: str) -> list[dict[str, Any]]:
+    """GetExecutionHistory's events, read from moto's execution in-process: what boto3 returns for
+    it (enums as their names, timestamps parsed as botocore parses them), without serializing
+    hundreds of events to JSON and parsing them back (tests/devtools/test_local_history.py holds
+    the two equal)."""
+    region, account = execution_arn.split(":")[3:5]
+    execution: Any = stepfunctions_parser_backends[account][region].describe_execution(execution_arn=execution_arn)
+    return [
+        {**_plain(event), "timestamp": parse_timestamp(event["timestamp"])}
+        for event in execution.to_history_output()["events"]
+    ]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value.value if isinstance(value, enum.Enum) else value

@@ -36,8 +36,14 @@ class RawBody(BytesIO):
 
 
 @cache
+def _service_model(service: str) -> Any:
+    """One model per service per process: a session and its model load cost a tenth of a second."""
+    return botocore.session.get_session().get_service_model(service)
+
+
+@cache
 def shape(service: str, operation: str, which: str) -> Any:
-    model = botocore.session.get_session().get_service_model(service).operation_model(operation)
+    model = _service_model(service).operation_model(operation)
     return model.input_shape if which == "input" else model.output_shape
 
 
