@@ -27,6 +27,8 @@ from unittest import mock
 from urllib.parse import urlparse
 
 import boto3
+import botocore.session
+from botocore.loaders import Loader, create_loader
 from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 from moto.moto_api._internal import mock_random
@@ -81,6 +83,24 @@ def _parse_asl(definition: str) -> tuple[Any, Any]:
     time, as moto builds one per execution."""
     tree = _asl_syntax_tree(definition)
     return Preprocessor().visit(tree), tree
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_loader(data_path: str | None) -> Loader:
+    return create_loader(data_path)
+
+
+def _share_botocore_data(exits: ExitStack) -> None:
+    """Every botocore session (the stack's, the handlers' default one, moto's) reads its API
+    models and endpoints through one loader per process, as one session's clients already do:
+    each new session would otherwise parse the same JSON again (a second per replay)."""
+
+    def register(session: botocore.session.Session) -> None:
+        session._components.lazy_register_component(
+            "data_loader", lambda: _shared_loader(session.get_config_variable("data_path"))
+        )
+
+    exits.enter_context(mock.patch.object(botocore.session.Session, "_register_data_loader", register))
 
 
 def _skip_repeated_moto_work(exits: ExitStack) -> None:
@@ -430,6 +450,7 @@ def start_local_stack(
         seed = RANDOM_SEED + next(_STACKS_STARTED)
         mock_random.seed(seed)
         _skip_repeated_moto_work(exits)
+        _share_botocore_data(exits)
         exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
