@@ -12,7 +12,7 @@ the training job ends; a job that does not fit stays RUNNABLE. Waiting jobs are 
 submission order, except in a queue with a scheduling policy, where `schedulingPriority` comes
 first: "This only affects jobs in job queues with a quota-share or fair-share scheduling policy.
 Jobs with a higher scheduling priority are scheduled before jobs with a lower scheduling
-priority within a share" (API reference, SubmitServiceJob and UpdateServiceJob). A job that does
+priority within a share" (API reference, UpdateServiceJob.schedulingPriority). A job that does
 not fit holds back those behind it (no backfilling).
 
 Partial: the order between fair-share shares (usage and weights) is not modelled; priority

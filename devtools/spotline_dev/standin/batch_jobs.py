@@ -6,11 +6,11 @@ is retried or failed, as the AWS Batch user guide documents it:
 
 - "Service job retry strategies": "When a SageMaker Training job fails due to insufficient
   capacity, AWS Batch retries the job automatically until capacity becomes available", and
-  "these capacity-based retries don't consume your configured retry attempts". The job is back
+  "These capacity-based retries don't consume your configured retry attempts". The job is back
   in RUNNABLE meanwhile, its statusReason CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY ("Jobs stuck in
   RUNNABLE due to capacity": a training job whose FailureReason begins with CapacityError).
 - Other failures follow `retryStrategy`: the first `evaluateOnExit` rule whose `onStatusReason`
-  matches "Received status from SageMaker: <reason>" decides RETRY or EXIT, and `attempts` is "the
+  matches "Received status from SageMaker: <reason>" decides RETRY or EXIT, and `attempts` is "The
   number of times to move a service job to RUNNABLE status" (API reference, ServiceJobRetryStrategy).
 - Every retry is a new SageMaker training job: `attempts[]` grows, the latest is the current one.
 - In a queue with quota shares, admission, borrowing and preemption follow `batch_capacity`
@@ -27,10 +27,8 @@ scheduler picking the job up again).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +41,7 @@ from spotline_dev.standin.batch_capacity import (
     quota_schedule,
 )
 from spotline_dev.standin.batch_listing import capacity_usage, list_page
+from spotline_dev.standin.batch_names import batch_training_job_name, service_job_id
 from spotline_dev.standin.batch_preemption import (
     IN_PROGRESS,
     Preemption,
@@ -54,6 +53,7 @@ from spotline_dev.standin.batch_preemption import (
 )
 from spotline_dev.standin.batch_queues import JobQueues, Queue
 from spotline_dev.standin.batch_shares import QuotaShare
+from spotline_dev.standin.batch_tags import merged_tags
 from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, ms
 from spotline_dev.standin.http_answers import ApiError
@@ -61,11 +61,17 @@ from spotline_dev.standin.spot_weather import SpotWeather
 from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob
 from spotline_dev.standin.training_timeline import Plan
 
-__all__ = ["CAPACITY_REASON", "SAGEMAKER_PREFIX", "ServiceJob", "ServiceJobView", "ServiceJobs"]
+__all__ = [
+    "CAPACITY_REASON",
+    "SAGEMAKER_PREFIX",
+    "ServiceJob",
+    "ServiceJobView",
+    "ServiceJobs",
+    "batch_training_job_name",
+    "service_job_id",
+]
 
 SAGEMAKER_PREFIX = "Received status from SageMaker: "
-BATCH_NAME_PREFIX = "AWSBatch"
-MAX_TRAINING_JOB_NAME = 63  # SageMaker CreateTrainingJob TrainingJobName: length 1 to 63
 # "Jobs stuck in RUNNABLE due to capacity": the statusReason while the job waits for capacity.
 CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"
 
@@ -106,31 +112,6 @@ class ServiceJob:
     @property
     def retry_attempts(self) -> int:
         return int((self.request.get("retryStrategy") or {}).get("attempts", 1))
-
-
-def service_job_id(account: str, index: int) -> str:
-    """The stand-in's id of the account's `index`-th service job (0 first): a UUID, as Batch's, but
-    the same in every replay."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"standin/{account}/service-job/{index}"))
-
-
-def batch_training_job_name(payload_name: str, job_id: str, number: int) -> str:
-    """The name Batch gives each attempt's SageMaker training job. The Batch user guide's examples
-    show `training-job/AWSBatch<TrainingJobName><attempt id>` (ListServiceJobs: "AWSBatch
-    <my-simple-training-job><your-attempt-id>"; an event:
-    "AWSBatchmy-training-job88b610a69aa8380ca5b0a7aba3f81cb8"),
-    and Batch's service-linked role may create only `training-job/AWSBatch*`. Whether Batch
-    truncates a name beyond SageMaker's 63 characters is not documented: the stand-in does not,
-    so such an attempt fails as CreateTrainingJob refuses the name (Spotline's names fit)."""
-    attempt_id = hashlib.sha256(f"{job_id}/{number}".encode()).hexdigest()[:32]
-    name = f"{BATCH_NAME_PREFIX}{payload_name}{attempt_id}"
-    if len(name) > MAX_TRAINING_JOB_NAME:
-        raise ApiError(
-            "ValidationException",
-            f"1 validation error detected: Value '{name}' at 'trainingJobName' failed to satisfy constraint: "
-            f"Member must have length less than or equal to {MAX_TRAINING_JOB_NAME}",
-        )
-    return name
 
 
 class ServiceJobs:
@@ -215,7 +196,9 @@ class ServiceJobs:
 
     @staticmethod
     def _retry_action(sjob: ServiceJob, reason: str) -> str:
-        """First evaluateOnExit entry whose onStatusReason matches wins; none matching means RETRY."""
+        """First evaluateOnExit entry whose onStatusReason matches wins; none matching means RETRY (documented
+        for container jobs, EvaluateOnExit: "If none of the EvaluateOnExit conditions in a RetryStrategy match,
+        then the job is retried."; ServiceJobEvaluateOnExit says nothing of it)."""
         for rule in (sjob.request.get("retryStrategy") or {}).get("evaluateOnExit") or []:
             if _glob(rule.get("onStatusReason", "*"), reason):
                 return str(rule.get("action", "RETRY")).upper()
@@ -247,6 +230,8 @@ class ServiceJobs:
             request = self.trainings.validated_payload(sjob.request["serviceRequestPayload"])
             name = batch_training_job_name(request["TrainingJobName"], sjob.job_id, len(sjob.attempts) + 1)
             request["TrainingJobName"] = name
+            # AWS: sagemaker CreateTrainingJob.TrainingJobName: "The name must be unique within an Amazon Web
+            # Services Region in an Amazon Web Services account."
             if name.lower() in self.trainings.jobs:
                 raise ApiError(
                     "ResourceInUse",
@@ -290,24 +275,24 @@ class ServiceJobs:
 
     # --- Batch operations -------------------------------------------------------------------
 
-    def _find(self, job_id: str | None) -> ServiceJob:
-        job = self.jobs.get(job_id or "") or next((j for j in self.jobs.values() if j.arn == job_id), None)
-        if job is None:
-            raise ApiError("ClientException", f"Job {job_id} not found")
+    def _find(self, job_id: str) -> ServiceJob:
+        """The job of a jobId (DescribeServiceJob: "The job ID for the service job to describe"; not its ARN)."""
+        # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
+        if (job := self.jobs.get(job_id)) is None:
+            raise ApiError("ClientException", f"jobId: no service job has the ID {job_id}")
         return job
 
     def submit_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
         token = body.get("clientToken")
         request = {k: v for k, v in body.items() if k != "clientToken"}
         if token is not None and token in self._tokens:
-            # AWS Batch API reference, SubmitServiceJob, clientToken: "If this parameter is
-            # specified and two submit requests with identical payloads and clientTokens are
-            # received, these requests are considered the same request and the second request is
-            # rejected." The reference names no error of its own for it, so it is the operation's
-            # ClientException (HTTP 400); the messages are the stand-in's. The reference says
-            # nothing of the same token with other parameters: rejected too, for another reason.
+            # Stand-in: the API reference says nothing of a clientToken sent again with other parameters;
+            # the stand-in rejects it too (another request under the same token), as ClientException.
             if self._tokens[token] != request:
                 raise ApiError("ClientException", f"clientToken {token} was already used with different parameters")
+            # AWS: batch SubmitServiceJob.clientToken: "If this parameter is specified and two submit requests
+            # with identical payloads and clientToken ... are received, these requests are considered the same
+            # request and the second request is rejected."
             raise ApiError(
                 "ClientException",
                 f"clientToken {token} was already used: the request is the same as an earlier one and is rejected",
@@ -385,7 +370,7 @@ class ServiceJobs:
         return times
 
     def describe_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self.describe(self._find(body.get("jobId")), self.clock.now)
+        return self.describe(self._find(body["jobId"]), self.clock.now)
 
     def describe(self, job: ServiceJob, now: float) -> dict[str, Any]:
         """DescribeServiceJob's answer as of `now` (any moment up to the stand-in's last advance)."""
@@ -442,15 +427,14 @@ class ServiceJobs:
         return list_page(jobs, body, self.clock.now, self.batch_status, self._times)
 
     def tag_resource(self, body: dict[str, Any]) -> dict[str, Any]:
-        """TagResource on a service job: the tags DescribeServiceJob shows from now on."""
-        job = self._find(body["resourceArn"])
-        job.request["tags"] = {**(job.request.get("tags") or {}), **body.get("tags", {})}
+        """TagResource on a service job (stand_in routes only its jobs' ARNs here): the tags
+        DescribeServiceJob shows from now on."""
+        job = next(j for j in self.jobs.values() if j.arn == body["resourceArn"])
+        job.request["tags"] = merged_tags(job.request.get("tags"), body["tags"])
         return {}
 
     def terminate_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
-        job = self._find(body.get("jobId"))
-        if not body.get("reason"):
-            raise ApiError("ClientException", "reason is required")
+        job = self._find(body["jobId"])
         if job.final_status is not None or job.terminate_reason is not None:
             return {}
         job.terminate_reason, job.terminated_at = str(body["reason"]), self.clock.now
@@ -464,10 +448,13 @@ class ServiceJobs:
     def update_service_job(self, body: dict[str, Any]) -> dict[str, Any]:
         """UpdateServiceJob: a new schedulingPriority (0 to 9999, API reference) for a job not yet
         ended; a job waiting for capacity is admitted by it from now on (batch_capacity)."""
-        job = self._find(body.get("jobId"))
-        priority = body.get("schedulingPriority")
-        if not isinstance(priority, int) or not 0 <= priority <= 9999:
-            raise ApiError("ClientException", "schedulingPriority must be between 0 and 9999")
+        job, priority = self._find(body["jobId"]), body["schedulingPriority"]
+        # AWS: batch UpdateServiceJob.schedulingPriority: "The minimum supported value is 0 and the maximum
+        # supported value is 9999."
+        if not 0 <= priority <= 9999:
+            raise ApiError("ClientException", f"schedulingPriority: {priority} is not between 0 and 9999")
+        # Stand-in: the API reference says nothing of updating a job that has ended; the stand-in refuses
+        # it rather than change a priority that can no longer schedule anything.
         if job.final_at_or_before(self.clock.now):
             raise ApiError("ClientException", f"Job {job.job_id} has ended ({job.final_status}): it cannot be updated")
         job.request["schedulingPriority"] = priority
@@ -505,6 +492,8 @@ class ServiceJobs:
 
 
 def _glob(pattern: str, text: str) -> bool:
-    """Batch's onStatusReason glob: `*` matches anything, everything else literally."""
+    """Batch's onStatusReason glob ("Contains a glob pattern to match against the StatusReason returned for a
+    job"): `*` matches anything, everything else literally. The API reference documents only a trailing `*`;
+    a `*` elsewhere (the tests' "*CapacityError*") is the stand-in's reading of "glob"."""
     regex = ".*".join(re.escape(part) for part in pattern.split("*"))
     return re.fullmatch(regex, text, re.DOTALL) is not None

@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # a service environment's unit for instances of every type
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")
-BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MAX_RETRY_RULES = 5
+MAX_STATUS_REASON_PATTERN = 512
 
 
 @dataclass
@@ -63,24 +65,48 @@ class Queue:
 
 def _checked_capacity(capacity: int | Mapping[str, int] | None, policy: str | None) -> dict[str, int] | None:
     """The service environment's capacityLimits as CreateServiceEnvironment takes them: an int is
-    NUM_INSTANCES; per instance type only for quota management (a queue with a scheduling policy)."""
+    NUM_INSTANCES; per instance type only for quota management (a queue with a scheduling policy).
+    Only `register_queue` (local_resources, tests) calls this: the stand-in serves no
+    CreateServiceEnvironment."""
     if capacity is None:
         return None
     limits = {ANY_INSTANCE_TYPE: capacity} if isinstance(capacity, int) else dict(capacity)
+    # Stand-in: CreateServiceEnvironment requires capacityLimits (botocore's model lists it among the
+    # required members); an empty mapping would be an environment without limits, which is
+    # `capacity=None` here, so it is refused as a missing capacityLimits.
     if not limits:
-        raise ApiError("ClientException", "capacityLimits is required")
+        raise ApiError("ClientException", "capacityLimits is required: give at least one capacity limit")
     for unit, count in limits.items():
+        # AWS: batch CapacityLimit.capacityUnit: "For SAGEMAKER_TRAINING jobs in a quota management enabled
+        # service environment, specify the instance type ... Otherwise, use NUM_INSTANCES"
         if unit != ANY_INSTANCE_TYPE and not INSTANCE_TYPE.match(unit):
-            raise ApiError("ClientException", f"capacityUnit {unit} is neither NUM_INSTANCES nor an instance type")
-        if not isinstance(count, int) or count < 0:
-            raise ApiError("ClientException", f"maxCapacity for {unit} must be a whole number")
+            raise ApiError(
+                "ClientException",
+                f"capacityLimits[].capacityUnit {unit!r} is neither NUM_INSTANCES nor an instance type "
+                "(for example, ml.m5.large)",
+            )
+        # Stand-in: maxCapacity is an Integer in botocore's model (its client refuses other types);
+        # AWS documents no lower bound, and a negative quantity of instances means nothing here.
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ApiError(
+                "ClientException", f"capacityLimits[].maxCapacity for {unit} must be a whole number (0 or more)"
+            )
+    # AWS: batch CapacityLimit.capacityUnit: "For SAGEMAKER_TRAINING jobs in a quota management enabled
+    # service environment, specify the instance type ... Otherwise, use NUM_INSTANCES"
     if ANY_INSTANCE_TYPE in limits and len(limits) > 1:
-        raise ApiError("ClientException", "capacityLimits mixes NUM_INSTANCES with instance types")
+        raise ApiError(
+            "ClientException",
+            "capacityLimits mixes NUM_INSTANCES with instance types: use instance types for quota management, "
+            "otherwise NUM_INSTANCES",
+        )
+    # AWS: batch CapacityLimit.capacityUnit: "For SAGEMAKER_TRAINING jobs in a quota management enabled
+    # service environment, specify the instance type ... Otherwise, use NUM_INSTANCES"
+    # Stand-in: a queue with a scheduling policy stands for a quota management one (see the module).
     if ANY_INSTANCE_TYPE not in limits and policy is None:
         raise ApiError(
             "ClientException",
-            "capacityUnit must be NUM_INSTANCES outside quota management (instance types need a quota share "
-            "scheduling policy)",
+            "capacityLimits[].capacityUnit must be NUM_INSTANCES outside quota management (instance types need a "
+            "quota share scheduling policy)",
         )
     return limits
 
@@ -114,54 +140,95 @@ class JobQueues:
         return any(self.queue(n) for n in names) if names else bool(self.queues)
 
     def validate_submit(self, body: dict[str, Any]) -> Queue:
-        """SubmitServiceJob's own checks (Batch does not look inside the payload)."""
+        """SubmitServiceJob's own checks against the queue and what botocore's model leaves to the
+        service (Batch does not look inside the payload). Required members, serviceJobType,
+        evaluateOnExit actions and the sizes of tags and clientToken are the model's, checked
+        before this (botocore's client, then `request_problems`). Not checked yet: the user guide's
+        service quota "Maximum job service request payload size (for SubmitServiceJob API
+        operations)", 10 KiB, which the largest manifest of tests/devtools/test_sandbox.py exceeds."""
 
         def reject(message: str) -> ApiError:
             return ApiError("ClientException", message)
 
-        for name in ("jobName", "jobQueue", "serviceJobType", "serviceRequestPayload"):
-            if not body.get(name):
-                raise reject(f"{name} is required")
-        if not BATCH_JOB_NAME.match(body["jobName"]):
+        # AWS: batch SubmitServiceJob.jobName: "It can be up to 128 characters long. It can contain uppercase
+        # and lowercase letters, numbers, hyphens (-), and underscores (_)."
+        if not BATCH_JOB_NAME.match(str(body.get("jobName") or "")):
             raise reject(
-                "Job name must start with a letter or number and contain up to 128 letters (uppercase and "
-                "lowercase), numbers, hyphens, and underscores"
+                "jobName must be 1 to 128 characters long and contain only uppercase and lowercase letters, "
+                "numbers, hyphens (-), and underscores (_)"
             )
-        if body["serviceJobType"] != "SAGEMAKER_TRAINING":
-            raise reject(f"serviceJobType {body['serviceJobType']} is not supported")
-        queue = self.queue(body["jobQueue"])
+        payload = str(body.get("serviceRequestPayload") or "")
+        # AWS: batch SubmitServiceJob.serviceRequestPayload: "The request, in JSON, for the service that the
+        # SubmitServiceJob operation is queueing."
+        # Stand-in: botocore's client refuses a request without it; an empty one is no request at
+        # all, and AWS documents no answer for it: refused as missing.
+        if not payload:
+            raise reject("serviceRequestPayload is required: the SageMaker request, in JSON")
+        queue = self.queue(str(body.get("jobQueue") or ""))
+        # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
         if queue is None:
-            raise reject(f"Job queue {body['jobQueue']} does not exist")
-        if queue.state != "ENABLED" or queue.status != "VALID":
-            raise reject(f"Job queue {queue.name} is {queue.state}/{queue.status}: it does not accept jobs")
+            raise reject(f"jobQueue {body.get('jobQueue')} does not exist")
+        # AWS: batch JobQueueDetail.state: "If the job queue state is DISABLED , new jobs can't be added to the
+        # queue, but jobs already in the queue can finish."
+        if queue.state != "ENABLED":
+            raise reject(f"Job queue {queue.name} is {queue.state}: new jobs can't be added to the queue")
+        # Stand-in: AWS documents no answer for a submission to a queue whose status is not VALID
+        # (JobQueueDetail.status: "for example, CREATING or VALID"); the stand-in's queues are VALID
+        # unless a test registers one otherwise, to see a submission refused.
+        if queue.status != "VALID":
+            raise reject(f"Job queue {queue.name} is {queue.status}, not VALID: it does not accept jobs")
         priority = body.get("schedulingPriority")
+        # AWS: batch SubmitServiceJob.schedulingPriority: "Valid values are integers between 0 and 9999."
         if priority is not None and not 0 <= priority <= 9999:
-            raise reject("schedulingPriority must be between 0 and 9999")
-        retry = body.get("retryStrategy")
-        if retry is not None:
-            if not 1 <= int(retry.get("attempts", 0)) <= 10:
-                raise reject("retryStrategy.attempts must be between 1 and 10")
-            rules = retry.get("evaluateOnExit") or []
-            if len(rules) > 5:
-                raise reject("retryStrategy.evaluateOnExit can have at most 5 entries")
-            if any(str(rule.get("action", "")).upper() not in ("RETRY", "EXIT") for rule in rules):
-                raise reject("retryStrategy.evaluateOnExit[].action must be RETRY or EXIT")
+            raise reject(f"schedulingPriority {priority} is not an integer between 0 and 9999")
+        self._check_retry_strategy(body.get("retryStrategy"))
         self._check_quota_share(queue, body)
-        if queue.scheduling_policy_arn and not queue.quota_shares and not body.get("shareIdentifier"):
-            raise reject(f"shareIdentifier is required: job queue {queue.name} has a fair-share scheduling policy")
+        self._check_share_identifier(queue, body)
         retries = (body.get("preemptionConfiguration") or {}).get("preemptionRetriesBeforeTermination")
+        # Stand-in: ServiceJobPreemptionConfiguration.preemptionRetriesBeforeTermination is "The number
+        # of times a service job can be retried after it is preempted"; AWS documents no range, and a
+        # negative number of retries means nothing.
         if retries is not None and retries < 0:
-            raise reject("preemptionConfiguration.preemptionRetriesBeforeTermination must be 0 or more")
-        if len(body.get("tags") or {}) > 50:
-            raise reject("A job can have at most 50 tags")
-        if len(body.get("clientToken") or "") > 64:
-            raise reject("clientToken can be at most 64 characters")
+            raise ApiError(
+                "ClientException", f"preemptionConfiguration.preemptionRetriesBeforeTermination {retries} is negative"
+            )
         return queue
+
+    @staticmethod
+    def _check_retry_strategy(retry: dict[str, Any] | None) -> None:
+        if retry is None:
+            return
+        attempts = retry.get("attempts")
+        # AWS: batch ServiceJobRetryStrategy.attempts: "You can specify between 1 and 10 attempts."
+        if not isinstance(attempts, int) or not 1 <= attempts <= 10:
+            raise ApiError("ClientException", f"retryStrategy.attempts {attempts} is not between 1 and 10")
+        rules = retry.get("evaluateOnExit") or []
+        # AWS: batch RetryStrategy.evaluateOnExit: "Array of up to 5 objects that specify the conditions where
+        # jobs are retried or failed."
+        # Stand-in: that is the container jobs' RetryStrategy; ServiceJobRetryStrategy.evaluateOnExit
+        # names no limit, but the user guide's "Service job retry strategies" sets the same 5 (its
+        # English sentence was not at hand to quote).
+        if len(rules) > MAX_RETRY_RULES:
+            raise ApiError(
+                "ClientException", f"retryStrategy.evaluateOnExit has {len(rules)} entries: at most {MAX_RETRY_RULES}"
+            )
+        for index, rule in enumerate(rules):
+            pattern = str(rule.get("onStatusReason") or "")
+            # AWS: batch ServiceJobEvaluateOnExit.onStatusReason: "The pattern can contain up to 512 characters
+            # and can contain all printable characters."
+            if len(pattern) > MAX_STATUS_REASON_PATTERN or not pattern.isprintable():
+                raise ApiError(
+                    "ClientException",
+                    f"retryStrategy.evaluateOnExit[{index}].onStatusReason must be at most "
+                    f"{MAX_STATUS_REASON_PATTERN} printable characters",
+                )
 
     @staticmethod
     def _check_quota_share(queue: Queue, body: dict[str, Any]) -> None:
         name = body.get("quotaShareName")
         if not queue.quota_shares:
+            # AWS: batch SubmitServiceJob.quotaShareName: "Don't specify this parameter if the job queue doesn't
+            # have a quota share scheduling policy."
             if name:
                 raise ApiError(
                     "ClientException",
@@ -169,15 +236,44 @@ class JobQueues:
                     "scheduling policy",
                 )
             return
+        # AWS: batch SubmitServiceJob.quotaShareName: "If the job queue has a quota share scheduling policy,
+        # then this parameter must be specified."
         if not name:
             raise ApiError(
                 "ClientException", f"quotaShareName is required: job queue {queue.name} uses quota management"
             )
         share = queue.quota_shares.get(name)
+        # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
         if share is None:
             raise ApiError("ClientException", f"Quota share {name} does not exist in job queue {queue.name}")
+        # AWS: batch CreateQuotaShare.state: "If the quota share is DISABLED , new jobs won't be accepted but
+        # jobs already submitted can finish."
         if share.state != "ENABLED":
             raise ApiError("ClientException", f"Quota share {name} is {share.state}: it does not accept new jobs")
+
+    @staticmethod
+    def _check_share_identifier(queue: Queue, body: dict[str, Any]) -> None:
+        """A queue with a scheduling policy and no quota share yet is a fair-share queue here; with
+        shares, a quota management one. Without a policy (FIFO) shareIdentifier is not checked:
+        fixtures of other modules still send one there."""
+        if queue.scheduling_policy_arn is None:
+            return
+        identifier = body.get("shareIdentifier")
+        # AWS: batch SubmitServiceJob.shareIdentifier: "Don't specify this parameter if the job queue doesn't
+        # have a fair-share scheduling policy."
+        if queue.quota_shares and identifier:
+            raise ApiError(
+                "ClientException",
+                f"shareIdentifier cannot be used: job queue {queue.name} has a quota share scheduling policy, "
+                "not a fair-share one (use quotaShareName)",
+            )
+        # AWS: batch SubmitServiceJob.shareIdentifier: "If the job queue has a fair-share scheduling policy,
+        # then this parameter must be specified."
+        if not queue.quota_shares and not identifier:
+            raise ApiError(
+                "ClientException",
+                f"shareIdentifier is required: job queue {queue.name} has a fair-share scheduling policy",
+            )
 
     def describe_job_queues(self, body: dict[str, Any]) -> dict[str, Any]:
         names = body.get("jobQueues") or []

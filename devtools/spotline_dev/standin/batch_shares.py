@@ -2,16 +2,18 @@
 ListQuotaShares, UpdateQuotaShare and DeleteQuotaShare (shapes from botocore's model), as the AWS
 Batch user guide documents them:
 
-- "Quota shares": "virtual queues that are nested under a job queue. A maximum of 20 can be
-  attached to any job queue", each with "at least one capacity limit ... and ... a maximum of 5";
-  resource sharing RESERVE (idle compute "reserved for only its jobs"), LEND (lent to other
-  shares) or LEND_AND_BORROW ("jobs from the quota share should be allowed to borrow idle
-  compute ... with a configured borrow limit").
+- "Quota shares": "Quota shares are virtual queues that are nested under a job queue. A maximum
+  of 20 can be attached to any job queue." "... a quota share requires at least one capacity limit
+  be provided and supports a maximum of 5 capacity limits." Resource sharing RESERVE (idle compute
+  "reserved for only its jobs"), LEND (lent to other shares) or LEND_AND_BORROW ("jobs from the
+  quota share should be allowed to borrow idle compute, select LEND_AND_BORROW with a configured
+  borrow limit").
 - API reference, QuotaShareResourceSharingConfiguration: borrowLimit is "the maximum percentage of
   additional capacity that the quota share can borrow", applied to each capacity unit, "can only
   be applied to quota shares with a strategy of LEND_AND_BORROW", default -1 ("unlimited").
 - CreateQuotaShare: "A job queue must be in the VALID state before you can associate it with a
-  quota share"; "Creating quota shares" needs a quota management scheduling policy on the queue.
+  quota share"; "Creating quota shares" needs "A quota management scheduling policy, service
+  environment, and job queue with quota management enabled".
   A DISABLED share accepts no new jobs, "but jobs already submitted can finish".
 - DeleteQuotaShare: "You must first disable submissions for the share by updating the state to
   DISABLED using the UpdateQuotaShare operation. All jobs in the share are eventually terminated
@@ -45,6 +47,7 @@ STRATEGIES = ("RESERVE", "LEND", "LEND_AND_BORROW")
 MAX_SHARES_PER_QUEUE = 20
 MAX_CAPACITY_LIMITS = 5
 SHARE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MAX_TAGS = 50
 _ON_OFF = ("ENABLED", "DISABLED")
 
 
@@ -126,31 +129,50 @@ class QuotaShares:
         """CreateQuotaShare's checks, then the share. `capacity`: {instance type: instances}, one
         capacity limit each."""
         queue = self.queues.queue(queue_name_or_arn)
+        # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
         if queue is None:
-            raise _reject(f"Job queue {queue_name_or_arn} does not exist")
+            raise _reject(f"jobQueue {queue_name_or_arn} does not exist")
+        # AWS: batch CreateQuotaShare.jobQueue: "A job queue must be in the VALID state before you can associate
+        # it with a quota share."
         if queue.status != "VALID":
             raise _reject(f"Job queue {queue.name} is {queue.status}: it must be VALID to have quota shares")
+        # AWS guide: AWS Batch User Guide, "Creating quota shares": "A quota management scheduling policy,
+        # service environment, and job queue with quota management enabled."
         if not queue.scheduling_policy_arn:
             raise _reject(f"Job queue {queue.name} has no quota management scheduling policy")
+        # AWS: batch CapacityLimit.capacityUnit: "For SAGEMAKER_TRAINING jobs in a quota management enabled
+        # service environment, specify the instance type ... Otherwise, use NUM_INSTANCES"
         if queue.capacity is not None and not queue.counts_instance_types:
             raise _reject(
                 f"Job queue {queue.name}'s service environment counts {ANY_INSTANCE_TYPE}: a quota management "
                 "service environment's capacity limits name instance types"
             )
+        # AWS: batch CreateQuotaShare.quotaShareName: "It can be up to 128 characters long. It can contain
+        # uppercase and lowercase letters, numbers, hyphens (-), and underscores (_)."
         if not SHARE_NAME.match(share_name or ""):
             raise _reject(
-                "quotaShareName must contain up to 128 letters (uppercase and lowercase), numbers, hyphens, "
-                "and underscores"
+                "quotaShareName must be 1 to 128 characters long and contain only uppercase and lowercase letters, "
+                "numbers, hyphens (-), and underscores (_)"
             )
+        # Stand-in: a queue's scheduling policy type cannot change, and the stand-in's queue becomes a
+        # quota management queue with its first share, so that share must come before any job.
+        # AWS: batch CreateSchedulingPolicy.quotaSharePolicy: "Once set, this policy type cannot be removed or
+        # changed to a fairSharePolicy."
         if not queue.quota_shares and self._unshared(queue):
-            # A queue's scheduling policy type cannot change (API reference, CreateSchedulingPolicy:
-            # "Once set, this policy type cannot be removed or changed"): the stand-in's queue
-            # becomes a quota management queue with its first share, before any job is submitted.
             raise _reject(f"Job queue {queue.name} already has jobs without a quota share")
+        # Stand-in: the share's name makes its ARN (job-queue/<queue>/quota-share/<name>), so two shares
+        # of one queue cannot have the same name; AWS documents no message for it.
         if share_name in queue.quota_shares:
             raise _reject(f"Quota share {share_name} already exists in job queue {queue.name}")
+        # AWS guide: AWS Batch User Guide, "Quota shares": "A maximum of 20 can be attached to any job queue."
         if len(queue.quota_shares) >= MAX_SHARES_PER_QUEUE:
-            raise _reject(f"Job queue {queue.name} already has {MAX_SHARES_PER_QUEUE} quota shares")
+            raise _reject(
+                f"Job queue {queue.name} already has {MAX_SHARES_PER_QUEUE} quota shares, the most it can have"
+            )
+        # Stand-in: botocore's model caps CreateQuotaShare's tags (TagrisTagsMap) at 50, which
+        # request_problems checks over HTTP; `register` takes them from Python callers too.
+        if len(tags or {}) > MAX_TAGS:
+            raise _reject(f"tags has {len(tags or {})} entries: a quota share can have at most {MAX_TAGS}")
         limits = dict(capacity)
         share = QuotaShare(
             share_name,
@@ -163,8 +185,6 @@ class QuotaShares:
             _checked_state(state),
             dict(tags or {}),
         )
-        if len(share.tags) > 50:
-            raise _reject("A quota share can have at most 50 tags")
         queue.quota_shares[share_name] = share
         return share
 
@@ -173,6 +193,7 @@ class QuotaShares:
             for share in queue.quota_shares.values():
                 if share.arn == arn:
                     return share
+        # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
         raise _reject(f"Quota share {arn} does not exist")
 
     def serves(self, operation: str, body: dict[str, Any]) -> bool:
@@ -185,11 +206,8 @@ class QuotaShares:
     # --- Batch operations -------------------------------------------------------------------
 
     def create_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
-        for name in ("quotaShareName", "jobQueue", "capacityLimits", "resourceSharingConfiguration"):
-            if not body.get(name):
-                raise _reject(f"{name} is required")
-        if "inSharePreemption" not in (body.get("preemptionConfiguration") or {}):
-            raise _reject("preemptionConfiguration.inSharePreemption is required")
+        """CreateQuotaShare over HTTP: botocore's client and `request_problems` have checked the
+        required members and the enums (strategy, inSharePreemption, state) already."""
         sharing = body["resourceSharingConfiguration"]
         share = self.register(
             body["jobQueue"],
@@ -209,11 +227,14 @@ class QuotaShares:
 
     def list_quota_shares(self, body: dict[str, Any]) -> dict[str, Any]:
         queue = self.queues.queue(str(body.get("jobQueue") or ""))
+        # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
         if queue is None:
-            raise _reject(f"Job queue {body.get('jobQueue')} does not exist")
-        size = int(body.get("maxResults") or 100)
-        if not 1 <= size <= 100:
-            raise _reject("maxResults must be between 1 and 100")
+            raise _reject(f"jobQueue {body.get('jobQueue')} does not exist")
+        size = body.get("maxResults")
+        size = 100 if size is None else size
+        # AWS: batch ListQuotaShares.maxResults: "This value can be between 1 and 100."
+        if not isinstance(size, int) or not 1 <= size <= 100:
+            raise _reject(f"maxResults {size} is not between 1 and 100")
         offset = _offset(body.get("nextToken"))
         details = [share.detail() for share in queue.quota_shares.values()]
         page: dict[str, Any] = {"quotaShares": details[offset : offset + size]}
@@ -223,9 +244,9 @@ class QuotaShares:
 
     def update_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
         """UpdateQuotaShare: what is given replaces what was there; a lowered limit can make the
-        share's running jobs preemptible ("Preemption": "Administrators lowering a quota share's
+        share's running jobs preemptible ("Administrators lowering a quota share's
         capacity limits can also make SCHEDULED, STARTING, or RUNNING jobs within that quota share
-        eligible for preemption")."""
+        eligible for preemption", user guide, "Quota shares", "Capacity restoration via preemption")."""
         share = self.share(body.get("quotaShareArn"))
         limits = _checked_limits(_limits_of(body["capacityLimits"])) if "capacityLimits" in body else share.limits
         strategy, borrow_limit = share.strategy, share.borrow_limit
@@ -252,9 +273,9 @@ class QuotaShares:
         ListQuotaShares and DescribeQuotaShare at once: QuotaShareStatus has a DELETING value, but
         the reference does not say how long a share stays in it. The answer is empty, as
         botocore's output shape has no member."""
-        if not body.get("quotaShareArn"):
-            raise _reject("quotaShareArn is required")
         share = self.share(body.get("quotaShareArn"))
+        # AWS: batch DeleteQuotaShare: "You must first disable submissions for the share by updating the state
+        # to DISABLED using the UpdateQuotaShare operation."
         if share.state != "DISABLED":
             raise _reject(
                 f"Quota share {share.name} is {share.state}: you must first disable submissions for the share by "
@@ -271,6 +292,8 @@ def _limits_of(entries: Any) -> dict[str, int]:
     limits: dict[str, int] = {}
     for entry in entries or []:
         unit = str(entry.get("capacityUnit") or "")
+        # Stand-in: a share has one maxCapacity per capacity unit (batch_capacity counts by unit); AWS
+        # documents nothing of a unit listed twice.
         if unit in limits:
             raise _reject(f"capacityLimits names {unit} more than once")
         limits[unit] = entry.get("maxCapacity")
@@ -278,31 +301,54 @@ def _limits_of(entries: Any) -> dict[str, int]:
 
 
 def _checked_limits(limits: dict[str, int]) -> dict[str, int]:
+    # AWS guide: AWS Batch User Guide, "Quota shares": "Quota shares enable allocating a compute quota to a
+    # team or project, via the use of capacity limits; a quota share requires at least one capacity limit
+    # be provided and supports a maximum of 5 capacity limits."
     if not 1 <= len(limits) <= MAX_CAPACITY_LIMITS:
-        raise _reject(f"A quota share needs between 1 and {MAX_CAPACITY_LIMITS} capacity limits")
+        raise _reject(
+            f"capacityLimits has {len(limits)} entries: a quota share needs between 1 and {MAX_CAPACITY_LIMITS} "
+            "capacity limits"
+        )
     for unit, count in limits.items():
-        if not unit:
-            raise _reject("capacityLimits[].capacityUnit is required")
+        # AWS: batch QuotaShareCapacityLimit.capacityUnit: "The unit of compute capacity for the capacityLimit.
+        # For example, ml.m5.large"
+        # AWS guide: AWS Batch User Guide, "Quota shares": "Each capacity limit should be expressed as instance
+        # limits for supported SageMaker Training job instances types."
         if not INSTANCE_TYPE.match(unit):
-            raise _reject(f"capacityUnit {unit} is not an instance type (for example, ml.m5.large)")
+            raise _reject(f"capacityLimits[].capacityUnit {unit!r} is not an instance type (for example, ml.m5.large)")
+        # Stand-in: maxCapacity is an Integer in botocore's model (its client refuses other types over
+        # HTTP; `register` takes Python values); AWS documents no lower bound, and a negative
+        # quantity of instances means nothing.
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise _reject(f"capacityLimits[].maxCapacity for {unit} must be a whole number of instances")
+            raise _reject(f"capacityLimits[].maxCapacity for {unit} must be a whole number of instances (0 or more)")
     return limits
 
 
 def _checked_strategy(strategy: str, borrow_limit: int) -> str:
+    # Stand-in: botocore's model lists the strategies (QuotaShareResourceSharingStrategy), which
+    # request_problems checks over HTTP; `register` takes the strategy from Python callers too.
     if strategy not in STRATEGIES:
-        raise _reject(f"resourceSharingConfiguration.strategy must be one of {', '.join(STRATEGIES)}")
+        raise _reject(f"resourceSharingConfiguration.strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    # AWS: batch QuotaShareResourceSharingConfiguration.borrowLimit: "borrowLimit can only be applied to quota
+    # shares with a strategy of LEND_AND_BORROW"
     if borrow_limit != -1 and strategy != "LEND_AND_BORROW":
-        raise _reject("borrowLimit can only be applied to quota shares with a strategy of LEND_AND_BORROW")
+        raise _reject(
+            f"borrowLimit {borrow_limit}: borrowLimit can only be applied to quota shares with a strategy of "
+            "LEND_AND_BORROW"
+        )
+    # Stand-in: borrowLimit is a percentage, and "The default borrowLimit is -1, which indicates
+    # unlimited borrowing" (QuotaShareResourceSharingConfiguration.borrowLimit); AWS documents no
+    # value below -1.
     if borrow_limit < -1:
-        raise _reject("borrowLimit must be -1 (unlimited) or a percentage of at least 0")
+        raise _reject(f"borrowLimit {borrow_limit} must be -1 (unlimited) or a percentage of 0 or more")
     return strategy
 
 
 def _checked_state(state: str) -> str:
+    # Stand-in: botocore's model lists ENABLED and DISABLED (QuotaShareState), which request_problems
+    # checks over HTTP; `register` takes the state from Python callers too.
     if state not in _ON_OFF:
-        raise _reject("state must be ENABLED or DISABLED")
+        raise _reject(f"state {state!r} is not ENABLED or DISABLED")
     return state
 
 
@@ -312,10 +358,8 @@ def _borrow_limit_of(sharing: dict[str, Any]) -> int:
 
 
 def _in_share_of(preemption: dict[str, Any]) -> bool:
-    value = preemption.get("inSharePreemption")
-    if value not in _ON_OFF:
-        raise _reject("preemptionConfiguration.inSharePreemption must be ENABLED or DISABLED")
-    return bool(value == "ENABLED")
+    """ENABLED or DISABLED: botocore's client requires it, and request_problems checks the enum."""
+    return bool(preemption.get("inSharePreemption") == "ENABLED")
 
 
 def _offset(token: str | None) -> int:
@@ -324,4 +368,7 @@ def _offset(token: str | None) -> int:
     try:
         return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
     except (ValueError, KeyError, TypeError) as error:
-        raise _reject("nextToken is not valid") from error
+        # AWS: batch ListQuotaShares.nextToken: "The nextToken value that's returned from a previous paginated
+        # ListQuotaShares request where maxResults was used and the results exceeded the value of that parameter."
+        # Stand-in: a token the stand-in never returned is refused; AWS names no message for it.
+        raise _reject("nextToken is not valid: pass the nextToken of a previous ListQuotaShares answer") from error

@@ -292,10 +292,17 @@ class BatchSageMakerStandIn:
         self._advance()
         if self._throttles.get(operation, 0) > 0:
             self._throttles[operation] -= 1
+            # Stand-in: a throttle a test asked for (`throttle`); AWS documents no rate for these
+            # operations, and botocore retries ThrottlingException as it would AWS's.
             raise ApiError("ThrottlingException", "Rate exceeded")
         service = _service_of(operation)
         refused = request_problems(body, shape(service, operation, "input"))
         if refused:
+            # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
+            # AWS: logs InvalidParameterException: "A parameter is specified incorrectly."
+            # Stand-in: SageMaker's model names no validation error shape; the API reference's Common
+            # Errors list ValidationError, "The input fails to satisfy the constraints specified by an
+            # AWS service", which SageMaker answers with the code ValidationException.
             raise ApiError(_VALIDATION_ERROR[service], "; ".join(refused[:5]))
         result = self._operations[operation](body)
         problems = shape_problems(result, shape(service, operation, "output"), operation)

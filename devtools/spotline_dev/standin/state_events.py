@@ -2,7 +2,7 @@
 
 - AWS Batch, "Service job state change events": one `Batch Service Job State Change` from
   `aws.batch` each time a service job's status changes, none for the submission itself; the
-  detail "resembles the response that's returned from a DescribeServiceJob", and "the `tags` and
+  detail "resembles the response that's returned from a DescribeServiceJob", and "The `tags` and
   `serviceRequestPayload` fields are not included" (timestamps in epoch milliseconds, as there).
 - SageMaker (EventBridge reference, "SageMaker Training Job State Change"): one from
   `aws.sagemaker` each time a training job's TrainingJobStatus or SecondaryStatus changes; the

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.validate import ParamValidator
 
-from spotline.core.manifest import MAX_KEEP_ALIVE_SECONDS  # SageMaker's limit, the one manifests check
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, rfc3339
-from spotline_dev.standin.http_answers import ApiError, shape
+from spotline_dev.standin.http_answers import ApiError, request_problems, shape
 from spotline_dev.standin.ledger import EXECUTION_TAG, LedgerEntry, billed_seconds, lost_work
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.training_timeline import BILLED, Plan, cut, plan_training
@@ -26,8 +25,9 @@ if TYPE_CHECKING:
 
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
 DEFAULT_CHECKPOINT_INTERVAL_S = 15 * 60
-DEFAULT_MAX_RUNTIME_S = 86_400  # SageMaker's default when StoppingCondition omits it
-MAX_RUNTIME_LIMIT_S = 28 * 86_400
+DEFAULT_MAX_RUNTIME_S = 86_400  # MaxRuntimeInSeconds: "The default value is 1 day."
+MAX_RUNTIME_LIMIT_S = 28 * 86_400  # StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days."
+MAX_WARM_POOL_S = 3600  # the warm pools guide's limit on KeepAlivePeriodInSeconds
 
 TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
@@ -141,50 +141,97 @@ class SageMakerTrainingJobs:
         return f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}"
 
     def validated_payload(self, payload: str) -> dict[str, Any]:
-        """What SageMaker's CreateTrainingJob would reject (botocore's model plus its own rules)."""
+        """What SageMaker's CreateTrainingJob would reject: botocore's model (what botocore's client
+        checks, then what request_problems checks), then the rules the model cannot express."""
         try:
             request = json.loads(payload)
         except json.JSONDecodeError as error:
-            raise ApiError("ValidationException", f"The request payload is not valid JSON: {error}") from error
+            # AWS: batch SubmitServiceJob.serviceRequestPayload: "The request, in JSON, for the service that the
+            # SubmitServiceJob operation is queueing."
+            raise _reject(f"serviceRequestPayload is not valid JSON: {error}") from error
         if not isinstance(request, dict):
-            raise ApiError("ValidationException", "The request payload must be a JSON object")
-        report = ParamValidator().validate(request, shape("sagemaker", "CreateTrainingJob", "input"))
+            # AWS: batch SubmitServiceJob.serviceRequestPayload: "The request, in JSON, for the service"
+            # Stand-in: a CreateTrainingJob request is a JSON object; any other JSON value cannot be one.
+            raise _reject("serviceRequestPayload must be a JSON object (a CreateTrainingJob request)")
+        model = shape("sagemaker", "CreateTrainingJob", "input")
+        report = ParamValidator().validate(request, model)
         if report.has_errors():
             lines = report.generate_report().splitlines()
-            raise ApiError("ValidationException", "; ".join(line.strip() for line in lines[1:] or lines))
+            # Stand-in: the payload is a string inside SubmitServiceJob's request, so botocore's client never
+            # validates it; SageMaker validates CreateTrainingJob's input against the same model (required
+            # members, types, minimums), and these are botocore's own messages for it.
+            raise _reject("; ".join(line.strip() for line in lines[1:] or lines))
+        refused = request_problems(request, model)
+        if refused:
+            # Stand-in: the model's other constraints (enum values, maximum lengths and sizes, patterns,
+            # ranges: the API reference's "Valid Values", "Length Constraints", "Pattern", "Valid Range"),
+            # which stand_in.py checks on every HTTP request and SageMaker checks on this one.
+            raise _reject("; ".join(refused[:5]))
         name = request["TrainingJobName"]
+        # Stand-in: the API reference gives TrainingJobName's pattern anchored (^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62});
+        # request_problems searches the model's unanchored pattern, which any name with one letter passes.
         if not TRAINING_JOB_NAME.match(name):
-            raise ApiError(
-                "ValidationException",
+            raise _reject(
                 f"1 validation error detected: Value '{name}' at 'trainingJobName' failed to satisfy constraint: "
                 "Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
             )
-        for required in ("AlgorithmSpecification", "ResourceConfig"):
-            if required not in request:
-                raise ApiError("ValidationException", f"{required} is required for a training job")
+        serverless = "ServerlessJobConfig" in request
+        algorithm = request.get("AlgorithmSpecification") or {}
+        # AWS: sagemaker AlgorithmSpecification.TrainingImage: "You must specify either the algorithm name to the
+        # AlgorithmName parameter or the image URI of the algorithm container to the TrainingImage parameter."
+        # Stand-in: the model leaves AlgorithmSpecification optional only for serverless training jobs
+        # (ServerlessJobConfig), where SageMaker picks the training configuration.
+        if not serverless and not (algorithm.get("TrainingImage") or algorithm.get("AlgorithmName")):
+            raise _reject("AlgorithmSpecification: TrainingImage or AlgorithmName is required")
+        resources = request.get("ResourceConfig") or {}
+        # Stand-in: the model leaves ResourceConfig optional for serverless training jobs ("SageMaker
+        # automatically selects the volume size for serverless training jobs"); a job on ML instances (the
+        # only kind a Batch service environment runs) says which ones, and Batch counts its capacity by them.
+        if not serverless and "ResourceConfig" not in request:
+            raise _reject("ResourceConfig is required for a training job on ML instances")
+        # AWS: sagemaker ResourceConfig.SelectedInstanceType: "This field is read-only and isn't accepted in
+        # CreateTrainingJob requests."
+        if "SelectedInstanceType" in resources or "SelectedInstanceCount" in resources:
+            raise _reject("ResourceConfig.SelectedInstanceType and SelectedInstanceCount are read-only")
+        spot = bool(request.get("EnableManagedSpotTraining"))
+        exclusive = [k for k in ("InstanceType", "InstanceGroups", "InstancePlacementConfig") if k in resources]
+        clash = ", ".join(exclusive + (["EnableManagedSpotTraining"] if spot else []))
+        # AWS: sagemaker ResourceConfig.InstancePreferences: "InstancePreferences is mutually exclusive with
+        # InstanceType ... InstanceGroups ... InstancePlacementConfig ... and EnableManagedSpotTraining"
+        if "InstancePreferences" in resources and clash:
+            raise _reject(f"ResourceConfig.InstancePreferences is mutually exclusive with {clash}")
         stopping = request.get("StoppingCondition") or {}
         max_runtime = stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S)
         max_wait = stopping.get("MaxWaitTimeInSeconds")
+        # AWS: sagemaker StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days."
         if max_runtime > MAX_RUNTIME_LIMIT_S:
-            raise ApiError(
-                "ValidationException", f"MaxRuntimeInSeconds must be less than or equal to {MAX_RUNTIME_LIMIT_S}"
+            raise _reject(f"StoppingCondition.MaxRuntimeInSeconds must be at most {MAX_RUNTIME_LIMIT_S} (28 days)")
+        # AWS: sagemaker StoppingCondition.MaxWaitTimeInSeconds: "The maximum length of time, in seconds, that a
+        # managed Spot training job has to complete."
+        # Stand-in: SageMaker's message for it, as users report it (github.com/Kenza-AI/sagify/issues/111).
+        if max_wait is not None and not spot:
+            raise _reject(
+                "Invalid MaxWaitTimeInSeconds. It is only supported when EnableManagedSpotTraining is set to true"
             )
-        if max_wait is not None and not request.get("EnableManagedSpotTraining"):
-            raise ApiError(
-                "ValidationException",
-                "Invalid MaxWaitTimeInSeconds. It is only supported when EnableManagedSpotTraining is set to true",
-            )
-        keep_alive = (request.get("ResourceConfig") or {}).get("KeepAlivePeriodInSeconds")
-        if keep_alive and request.get("EnableManagedSpotTraining"):
-            raise ApiError("ValidationException", "Warm pools (KeepAlivePeriodInSeconds) are not supported with spot")
-        if keep_alive is not None and not 0 <= keep_alive <= MAX_KEEP_ALIVE_SECONDS:
-            limit = MAX_KEEP_ALIVE_SECONDS
-            raise ApiError("ValidationException", f"KeepAlivePeriodInSeconds must be between 0 and {limit}")
+        # AWS guide: SageMaker Developer Guide (Managed Spot Training), "Using Managed Spot Training":
+        # "Set EnableManagedSpotTraining to True and specify the MaxWaitTimeInSeconds."
+        if spot and max_wait is None:
+            raise _reject("StoppingCondition.MaxWaitTimeInSeconds is required when EnableManagedSpotTraining is true")
+        # AWS: sagemaker StoppingCondition.MaxWaitTimeInSeconds: "It must be equal to or greater than
+        # MaxRuntimeInSeconds"
         if max_wait is not None and max_wait < max_runtime:
-            raise ApiError(
-                "ValidationException",
+            raise _reject(
                 "Invalid MaxWaitTimeInSeconds. It must be greater than or equal to MaxRuntimeInSeconds",
             )
+        keep_alive = resources.get("KeepAlivePeriodInSeconds")
+        # AWS guide: SageMaker Developer Guide (SageMaker AI Managed Warm Pools), "Considerations": "SageMaker
+        # Managed Warm Pools cannot be used with spot instances."
+        if keep_alive and spot:
+            raise _reject("ResourceConfig.KeepAlivePeriodInSeconds (warm pools) cannot be used with spot instances")
+        # AWS guide: SageMaker Developer Guide (SageMaker AI Managed Warm Pools), "Warm pool lifecycle":
+        # "The maximum length of time allowed for the KeepAlivePeriodInSeconds is 3600 seconds (60 minutes)."
+        if keep_alive is not None and keep_alive > MAX_WARM_POOL_S:
+            raise _reject(f"ResourceConfig.KeepAlivePeriodInSeconds must be at most {MAX_WARM_POOL_S}")
         return request
 
     def create_training(self, request: dict[str, Any], created: float, sjob: ServiceJob) -> TrainingJob:
@@ -335,6 +382,10 @@ class SageMakerTrainingJobs:
     def stop_training_job(self, body: dict[str, Any]) -> dict[str, Any]:
         job = self.jobs[body["TrainingJobName"].lower()]
         status, _ = self.training_status(job, self.clock.now)
+        # AWS: sagemaker StopTrainingJob: "When it receives a StopTrainingJob request, SageMaker changes the status
+        # of the job to Stopping"
+        # Stand-in: only an InProgress job can move to Stopping; the API reference names no error for the others,
+        # and this is SageMaker's answer for a job that is Stopping or has ended.
         if status != "InProgress":
             raise ApiError(
                 "ValidationException", f"The request was rejected because the training job is in status {status}."
@@ -429,3 +480,8 @@ def _transitions(plan: Plan, now: float) -> list[dict[str, Any]]:
             {"Status": plan.final, "StartTime": plan.end, "EndTime": plan.end, "StatusMessage": plan.message}
         )
     return entries
+
+
+def _reject(message: str) -> ApiError:
+    """CreateTrainingJob's refusal of the payload (SageMaker answers ValidationException)."""
+    return ApiError("ValidationException", message)

@@ -2,7 +2,9 @@
 (`spotline logs NAME`) can be tested against the local stack.
 
 SageMaker sends each instance's container output to the log group `/aws/sagemaker/TrainingJobs`,
-one stream per instance, named `<TrainingJobName>/algo-<n>-<epoch seconds of the instance start>`.
+one stream per instance, named `<TrainingJobName>/algo-<n>-<epoch seconds of the instance start>`
+(SageMaker Developer Guide, "Log Amazon SageMaker AI events with Amazon CloudWatch": log group
+`/aws/sagemaker/TrainingJobs`, stream `[training-job-name]/algo-[instance-number-in-cluster]-[epoch_timestamp]`).
 A managed spot restart continues the same training job on new instances, so each restart opens
 new streams (the same `algo-<n>`, a later epoch suffix); the stand-in does the same. A stream
 appears when its instances start (the Downloading segment of the job's plan: no stream for a job
@@ -171,6 +173,8 @@ class TrainingLogs:
     def filter_log_events(self, body: dict[str, Any]) -> dict[str, Any]:
         _check_group(body)
         names, prefix = body.get("logStreamNames"), body.get("logStreamNamePrefix")
+        # AWS: logs FilterLogEvents.logStreamNames: "If you specify a value for both logStreamNames and
+        # logStreamNamePrefix ... the action returns an InvalidParameterException error."
         if names and prefix:
             raise ApiError(_INVALID, "logStreamNames and logStreamNamePrefix are mutually exclusive parameters.")
         limit = _limit(body, 10_000)
@@ -180,6 +184,8 @@ class TrainingLogs:
         ascending = bool(body.get("startFromHead", True))
         if "nextToken" in body:  # the token's direction wins, as AWS documents
             after, ascending = _decode(body["nextToken"], _filter_position)
+        # AWS: logs FilterLogEvents.startFromHead: "A request with startFromHead set to false and a startTime before
+        # this date returns an InvalidParameterException"
         if not ascending and start is not None and start < _START_FROM_TAIL_SINCE_MS:
             raise ApiError(_INVALID, "startFromHead=false requires a startTime on or after 2024-01-01T00:00:00Z.")
         events = sorted(
@@ -203,9 +209,9 @@ class TrainingLogs:
 
     def describe_log_streams(self, body: dict[str, Any]) -> dict[str, Any]:
         _check_group(body)
-        order, prefix = body.get("orderBy", "LogStreamName"), body.get("logStreamNamePrefix")
-        if order not in ("LogStreamName", "LastEventTime"):
-            raise ApiError(_INVALID, f"Invalid orderBy: {order}")
+        order, prefix = body.get("orderBy", "LogStreamName"), body.get("logStreamNamePrefix")  # an OrderBy value
+        # AWS: logs DescribeLogStreams.orderBy: "If you order the results by event time, you cannot specify the
+        # logStreamNamePrefix parameter."
         if order == "LastEventTime" and prefix:
             raise ApiError(_INVALID, "Cannot order by LastEventTime with a logStreamNamePrefix.")
         limit = _limit(body, 50)
@@ -225,6 +231,7 @@ class TrainingLogs:
         (`f/`: forward, `b/`: backward), returned unchanged at either end as AWS does."""
         _check_group(body)
         stream = next((s for s in self.streams() if s.name == body["logStreamName"]), None)
+        # AWS: logs ResourceNotFoundException: "The specified resource does not exist."
         if stream is None:
             raise ApiError("ResourceNotFoundException", "The specified log stream does not exist.")
         start, end = body.get("startTime"), body.get("endTime")  # end exclusive here
@@ -232,6 +239,8 @@ class TrainingLogs:
         limit = _limit(body, 10_000)
         if "nextToken" in body:
             found = _GET_TOKEN.match(str(body["nextToken"]))
+            # AWS: logs InvalidParameterException: "A parameter is specified incorrectly."
+            # Stand-in: a token this stand-in did not give (AWS's tokens are opaque; its wording for them is kept).
             if found is None:
                 raise ApiError(_INVALID, "The specified nextToken is invalid.")
             forward, position = found[1] == "f", min(int(found[2]), len(events))
@@ -272,19 +281,16 @@ def _group(body: dict[str, Any]) -> str | None:
 
 
 def _check_group(body: dict[str, Any]) -> None:
+    # AWS: logs FilterLogEvents: "You must include one of these two parameters, but you can't include both."
+    # Stand-in: GetLogEvents and DescribeLogStreams say the same; with neither, `serves` leaves the request to moto.
     if body.get("logGroupName") and body.get("logGroupIdentifier"):
         raise ApiError(_INVALID, "LogGroup name and LogGroup ARN are mutually exclusive parameters.")
 
 
 def _limit(body: dict[str, Any], maximum: int) -> int:
-    limit = body.get("limit", maximum)
-    if not isinstance(limit, int) or not 1 <= limit <= maximum:
-        raise ApiError(
-            _INVALID,
-            f"1 validation error detected: Value '{limit}' at 'limit' failed to satisfy constraint: "
-            f"Member must have value between 1 and {maximum}",
-        )
-    return limit
+    """The page size: `limit`, else the operation's default (its maximum). Its range (EventsLimit
+    1..10000, DescribeLimit 1..50) is checked before the operation runs (stand_in.py, botocore)."""
+    return int(body.get("limit", maximum))
 
 
 def _matcher(pattern: str | None) -> Callable[[str], bool]:
@@ -296,6 +302,9 @@ def _matcher(pattern: str | None) -> Callable[[str], bool]:
     terms: list[str] = []
     for found in _TERM.finditer(text):
         quoted, plain = found[1], found[2]
+        # Stand-in: CloudWatch also accepts OR terms (?term), exclusions (-term), regular expressions
+        # (%...%), JSON and space-delimited patterns; the stand-in refuses them rather than match them
+        # wrongly (Spotline's reader sends no filterPattern).
         if plain is not None and (plain[0] in '?-{[%"' or '"' in plain):
             raise ApiError(
                 _INVALID,
@@ -329,6 +338,8 @@ def _decode[T](token: Any, parse: Callable[[Any], T]) -> T:
     try:
         return parse(json.loads(base64.urlsafe_b64decode(str(token).encode())))
     except (ValueError, TypeError, KeyError) as error:  # binascii, JSON and Unicode errors are ValueErrors
+        # AWS: logs InvalidParameterException: "A parameter is specified incorrectly."
+        # Stand-in: a token this stand-in did not give (AWS's tokens are opaque; its wording for them is kept).
         raise ApiError(_INVALID, "The specified nextToken is invalid.") from error
 
 

@@ -20,12 +20,16 @@ from spotline_dev.standin.spot_weather import (
 DOWNLOAD_SECONDS = 60.0  # last part of every start delay: instances up, input data downloading
 INTERRUPTED_SECONDS = 120.0  # first part of a restart: the two-minute spot notice and teardown
 STARTUP_FAILURE_SECONDS = 60.0  # a job failed by fail_next_attempt fails this long after creation
-STOPPING_SECONDS = 30.0  # StopTrainingJob: SIGTERM, last checkpoint, instances released
+STOPPING_SECONDS = 30.0  # any stop: SIGTERM, last checkpoint, instances released (AWS allows up to 120 s)
 
 BILLED = frozenset({"Downloading", "Training", "Uploading"})
 
+# StatusMessages as SecondaryStatusTransition.StatusMessage lists them ("Starting Starting the training
+# job. Launching requested ML instances. Insufficient capacity error from EC2 while launching
+# instances, retrying! ... Training Training image download completed. Training in progress.");
+# the others are the stand-in's wording ("Status messages are subject to change").
 _WAITING = "Insufficient capacity error from EC2 while launching instances, retrying!"
-_LAUNCHING = "Launching requested ML instances"
+_LAUNCHING = "Launching requested ML instances."
 _DOWNLOADING = "Downloading input data"
 _TRAINING = "Training image download completed. Training in progress."
 _UPLOADING = "Uploading generated training model"
@@ -155,7 +159,13 @@ def plan_training(
 def cut(
     plan: Plan, at: float, *, behaviour: TrainingBehaviour, checkpointed: bool, final: str, message: str, kind: str
 ) -> Plan:
-    """The plan stopped at `at`: training saves once more on SIGTERM, later events vanish.
+    """The plan stopped at `at`: training saves once more on SIGTERM, later events vanish, and the
+    job is Stopping (SecondaryStatus Stopping) before it ends Stopped with `final` as its
+    SecondaryStatus (Stopped, or MaxRuntimeExceeded / MaxWaitTimeExceeded for a limit). The
+    SageMaker guide ("Managed Spot Training Lifecycle") shows a job that exceeded
+    MaxWaitTimeInSeconds going InProgress, then "`Stopping`: `Stopping`", then "`Stopped`:
+    `MaxWaitTimeExceeded`"; StoppingCondition: "To stop a training job, SageMaker sends the
+    algorithm the SIGTERM signal, which delays job termination for 120 seconds."
 
     A stop comes at the moment of a call (StopTrainingJob, TerminateServiceJob): what began by
     then stays, since it may have been seen already. A limit or timeout is planned at creation:
@@ -173,12 +183,8 @@ def cut(
         if not checkpoints or checkpoints[-1][0] < at - EPS:
             checkpoints.append((at, step))
     interruptions = [i for i in plan.interruptions if kept(i[0])]
-    if kind in ("user", "terminate", "timeout"):
-        segments.append(Segment("Stopping", at, "Stopping the training job"))
-        return Plan(
-            segments, at + STOPPING_SECONDS, "Stopped", "Stopped", message, None, checkpoints, interruptions, kind
-        )
-    return Plan(segments, at, "Stopped", final, message, None, checkpoints, interruptions, kind)
+    segments.append(Segment("Stopping", at, "Stopping the training job"))
+    return Plan(segments, at + STOPPING_SECONDS, "Stopped", final, message, None, checkpoints, interruptions, kind)
 
 
 def _step(behaviour: TrainingBehaviour, progress: float) -> int:

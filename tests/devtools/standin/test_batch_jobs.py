@@ -220,3 +220,96 @@ def test_list_service_jobs_filters_by_queue_and_status(make_rig: RigFactory) -> 
     )
     assert [j["jobId"] for page in pages for j in page["jobSummaryList"]] == [failed]
     check_shapes(rig)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # ListServiceJobs.filters: "Only one filter can be used at a time."
+        (
+            {
+                "filters": [
+                    {"name": "JOB_NAME", "values": ["ranker-*"]},
+                    {"name": "AFTER_CREATED_AT", "values": ["0"]},
+                ]
+            },
+            "only one filter",
+        ),
+        ({"filters": [{"name": "JOB_STATUS", "values": ["RUNNING"]}]}, "not a filter name"),  # not documented
+        ({"filters": [{"name": "job_name", "values": ["ranker-*"]}]}, "not a filter name"),  # "case sensitive"
+        # "a string representation of the number of milliseconds since 00:00:00 UTC (midnight) on January 1, 1970"
+        ({"filters": [{"name": "BEFORE_CREATED_AT", "values": ["2026-11-29"]}]}, "milliseconds"),
+        ({"maxResults": 0}, "maxResults"),  # "This value can be between 1 and 100."
+        ({"maxResults": 101}, "maxResults"),
+        ({"nextToken": "not-a-token"}, "nextToken"),
+    ],
+)
+def test_list_service_jobs_refuses_what_the_api_reference_refuses(
+    make_rig: RigFactory, query: dict[str, Any], expected: str
+) -> None:
+    rig = make_rig()
+    rig.submit(training_payload(), name="ranker-a")
+    with pytest.raises(ClientError, match=expected) as refused:
+        rig.batch.list_service_jobs(jobQueue="spotline-training", **query)
+    assert refused.value.response["Error"]["Code"] == "ClientException"
+
+
+def test_list_service_jobs_reads_the_created_at_filters_and_leaves_out_is_terminated_when_false(
+    make_rig: RigFactory,
+) -> None:
+    rig = make_rig()
+    early = rig.submit(training_payload("job-a"), name="ranker-a")
+    rig.clock.at(600)
+    late = rig.submit(training_payload("job-b"), name="ranker-b")
+    middle = str(int(rig.clock.now.timestamp() * 1000) - 1)
+
+    def ids(name: str) -> list[str]:
+        page = rig.batch.list_service_jobs(jobQueue=rig.queue, filters=[{"name": name, "values": [middle]}])
+        return [job["jobId"] for job in page["jobSummaryList"]]
+
+    assert (ids("BEFORE_CREATED_AT"), ids("AFTER_CREATED_AT")) == ([early], [late])
+    summaries = rig.batch.list_service_jobs(jobQueue=rig.queue, jobStatus="SUBMITTED")["jobSummaryList"]
+    # ServiceJobSummary.isTerminated: "This field is only present when the value is true."
+    assert [("isTerminated" in summary) for summary in summaries] == [False]
+
+
+def test_service_jobs_are_found_by_their_id_only(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    job_id = rig.submit(training_payload())
+    arn = rig.batch_job(job_id)["jobArn"]
+    for call in (
+        lambda: rig.batch.describe_service_job(jobId=arn),  # "The job ID for the service job to describe."
+        lambda: rig.batch.terminate_service_job(jobId=arn, reason="stop"),
+        lambda: rig.batch.update_service_job(jobId="00000000-0000-0000-0000-000000000000", schedulingPriority=1),
+    ):
+        with pytest.raises(ClientError, match="no service job has the ID") as refused:
+            call()
+        assert refused.value.response["Error"]["Code"] == "ClientException"
+    assert rig.batch_job(job_id)["isTerminated"] is False
+
+
+def test_update_service_job_keeps_the_priority_within_its_range(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    job_id = rig.submit(training_payload())
+    # UpdateServiceJob: "The minimum supported value is 0 and the maximum supported value is 9999."
+    # The model gives the Integer no range, so neither botocore nor request_problems checks it.
+    with pytest.raises(ClientError, match="schedulingPriority: 10000 is not between 0 and 9999"):
+        rig.batch.update_service_job(jobId=job_id, schedulingPriority=10000)
+    rig.batch.update_service_job(jobId=job_id, schedulingPriority=9999)
+    assert rig.batch_job(job_id)["schedulingPriority"] == 9999
+
+
+def test_tag_resource_keeps_the_user_guides_tag_restrictions(make_rig: RigFactory) -> None:
+    rig = make_rig()
+    job_id = rig.submit(training_payload(), tags={f"submitted-{n}": "x" for n in range(30)})
+    arn = rig.batch_job(job_id)["jobArn"]
+    # "Tag restrictions": at most 50 tags per resource, counting the job's own tags.
+    with pytest.raises(ClientError, match="51 tags"):
+        rig.batch.tag_resource(resourceArn=arn, tags={f"added-{n}": "y" for n in range(21)})
+    # "Don't use aws:, AWS:, or any upper or lowercase combination of such as a prefix for either keys or values"
+    for tags in ({"AWS:team": "a"}, {"team": "aws:a"}):
+        with pytest.raises(ClientError, match="reserved for AWS use"):
+            rig.batch.tag_resource(resourceArn=arn, tags=tags)
+    rig.batch.tag_resource(resourceArn=arn, tags={"submitted-0": "changed", **{f"added-{n}": "y" for n in range(20)}})
+    tags = rig.batch_job(job_id)["tags"]
+    assert (len(tags), tags["submitted-0"]) == (50, "changed")

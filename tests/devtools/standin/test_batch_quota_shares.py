@@ -89,10 +89,12 @@ def test_quota_shares_are_created_described_listed_and_updated_through_boto3(mak
             {"resourceSharingConfiguration": {"strategy": "SHARE"}},
             "'SHARE' is not one of RESERVE, LEND, LEND_AND_BORROW",
         ),
-        ({"capacityLimits": []}, "capacityLimits is required"),
+        ({"capacityLimits": []}, "a quota share needs between 1 and 5 capacity limits"),
         ({"capacityLimits": [{"maxCapacity": 1, "capacityUnit": f"ml.c5.{n}xlarge"} for n in range(6)]}, "1 and 5"),
         ({"capacityLimits": [{"maxCapacity": 1, "capacityUnit": "NUM_INSTANCES"}]}, "is not an instance type"),
-        ({"quotaShareName": "team a"}, "up to 128 letters"),
+        ({"quotaShareName": "team a"}, "1 to 128 characters"),
+        ({"quotaShareName": "t" * 129}, "1 to 128 characters"),
+        ({"resourceSharingConfiguration": {"strategy": "LEND_AND_BORROW", "borrowLimit": -2}}, "-1 (unlimited)"),
         ({"preemptionConfiguration": {"inSharePreemption": "MAYBE"}}, "'MAYBE' is not one of ENABLED, DISABLED"),
     ],
 )
@@ -125,6 +127,72 @@ def test_a_quota_share_needs_a_queue_with_a_scheduling_policy_and_a_name_of_its_
     rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
     with pytest.raises(ApiError, match="already exists"):
         rig.standin.register_quota_share(QUEUE, "team-a", {G5: 2})
+
+
+def test_a_job_queue_holds_at_most_20_quota_shares(make_rig: RigFactory) -> None:
+    # User guide, "Quota shares": "A maximum of 20 can be attached to any job queue."
+    rig = quota_rig(make_rig)
+    for n in range(20):
+        rig.standin.register_quota_share(QUEUE, f"team-{n:02d}", {G5: 1})
+    with pytest.raises(ClientError) as excinfo:
+        rig.batch.create_quota_share(
+            quotaShareName="team-20",
+            jobQueue=QUEUE,
+            capacityLimits=[{"maxCapacity": 1, "capacityUnit": G5}],
+            resourceSharingConfiguration={"strategy": "LEND"},
+            preemptionConfiguration={"inSharePreemption": "DISABLED"},
+        )
+    assert _error(excinfo) == (
+        "ClientException",
+        "Job queue spotline-training already has 20 quota shares, the most it can have",
+    )
+
+
+@pytest.mark.parametrize(
+    ("queue", "share", "message"),
+    [
+        ({"status": "INVALID"}, {}, "is INVALID: it must be VALID to have quota shares"),
+        ({}, {"tags": {f"k{n}": "v" for n in range(51)}}, "tags has 51 entries: a quota share can have at most 50"),
+        ({}, {"strategy": "SHARE"}, "strategy 'SHARE' is not one of RESERVE, LEND, LEND_AND_BORROW"),
+        ({}, {"strategy": "LEND", "borrow_limit": 10}, "can only be applied to quota shares with a strategy of"),
+        ({}, {"state": "PAUSED"}, "state 'PAUSED' is not ENABLED or DISABLED"),
+        ({}, {"capacity": {G5: -1}}, "must be a whole number of instances"),
+        (
+            {},
+            {
+                "capacity": {
+                    G5: 1,
+                    "ml.c5.xlarge": 1,
+                    "ml.c5.2xlarge": 1,
+                    "ml.c5.4xlarge": 1,
+                    "ml.c5.9xlarge": 1,
+                    "ml.c5.18xlarge": 1,
+                }
+            },
+            "capacityLimits has 6 entries",
+        ),
+        ({}, {"capacity": {"": 1}}, "capacityUnit '' is not an instance type"),
+    ],
+)
+def test_register_quota_share_refuses_what_create_quota_share_refuses(
+    make_rig: RigFactory, queue: dict[str, str], share: dict[str, object], message: str
+) -> None:
+    rig = make_rig(capacity={G5: 2}, scheduling_policy_arn=POLICY, **queue)
+    arguments: dict[str, object] = {"capacity": {G5: 1}, **share}
+    with pytest.raises(ApiError, match=message) as raised:
+        rig.standin.register_quota_share(QUEUE, "team-a", **arguments)
+    assert raised.value.code == "ClientException"
+
+
+@pytest.mark.parametrize("size", [0, 101])
+def test_list_quota_shares_takes_max_results_between_1_and_100(make_rig: RigFactory, size: int) -> None:
+    # API reference, ListQuotaShares.maxResults: "This value can be between 1 and 100."
+    rig = quota_rig(make_rig)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
+    with pytest.raises(ClientError) as excinfo:
+        rig.batch.list_quota_shares(jobQueue=QUEUE, maxResults=size)
+    assert _error(excinfo) == ("ClientException", f"maxResults {size} is not between 1 and 100")
+    assert len(rig.batch.list_quota_shares(jobQueue=QUEUE, maxResults=100)["quotaShares"]) == 1
 
 
 # --- SubmitServiceJob's checks ------------------------------------------------------------
@@ -201,6 +269,20 @@ def test_delete_quota_share_takes_only_a_disabled_share_and_terminates_its_jobs(
     assert rig.batch_job(other)["status"] == "RUNNING"  # the other share's jobs go on
     check_bodies(bodies)
     assert "DeleteQuotaShare" in {operation for operation, _ in bodies}
+
+
+def test_share_identifier_is_refused_on_a_quota_management_queue(make_rig: RigFactory) -> None:
+    # API reference, SubmitServiceJob.shareIdentifier: "Don't specify this parameter if the job queue
+    # doesn't have a fair-share scheduling policy."
+    rig = quota_rig(make_rig)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 1})
+    with pytest.raises(ClientError) as excinfo:
+        submit(rig, "both", "team-a", shareIdentifier="team-a")
+    assert _error(excinfo) == (
+        "ClientException",
+        "shareIdentifier cannot be used: job queue spotline-training has a quota share scheduling policy, not a "
+        "fair-share one (use quotaShareName)",
+    )
 
 
 def test_quota_share_name_is_refused_on_a_queue_without_quota_shares(make_rig: RigFactory) -> None:

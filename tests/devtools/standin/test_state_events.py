@@ -121,7 +121,7 @@ def test_each_detail_describes_the_job_as_of_its_own_moment(make_rig: RigFactory
         "Status": "Starting",
         "StartTime": ms(30),
         "EndTime": ms(270),
-        "StatusMessage": "Launching requested ML instances",
+        "StatusMessage": "Launching requested ML instances.",
     }
     assert all(d["Tags"] == SPOTLINE_TAGS for d in trainings)  # the payload's Tags, as a map
 

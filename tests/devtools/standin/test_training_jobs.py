@@ -27,6 +27,17 @@ def test_stop_training_job_directly_fails_the_batch_job(make_rig: RigFactory) ->
         (lambda p: p.update(TrainingJobName="ranker_v2"), "failed to satisfy constraint"),
         (lambda p: p["StoppingCondition"].update(MaxWaitTimeInSeconds=60), "greater than or equal"),
         (lambda p: p.update(EnableManagedSpotTraining=False), "only supported when EnableManagedSpotTraining"),
+        (lambda p: p["StoppingCondition"].pop("MaxWaitTimeInSeconds"), "MaxWaitTimeInSeconds is required when"),
+        (lambda p: p["StoppingCondition"].update(MaxRuntimeInSeconds=28 * 86_400 + 1), "at most 2419200 (28 days)"),
+        (lambda p: p["AlgorithmSpecification"].update(TrainingInputMode="Streaming"), "is not one of Pipe, File"),
+        (lambda p: p["AlgorithmSpecification"].pop("TrainingImage"), "TrainingImage or AlgorithmName is required"),
+        (lambda p: p.pop("ResourceConfig"), "ResourceConfig is required"),
+        (lambda p: p["ResourceConfig"].update(SelectedInstanceType="ml.g5.2xlarge"), "are read-only"),
+        (
+            lambda p: p["ResourceConfig"].update(InstancePreferences=[{"InstanceType": "ml.g5.2xlarge"}]),
+            "InstancePreferences is mutually exclusive with InstanceType, EnableManagedSpotTraining",
+        ),
+        (lambda p: p["ResourceConfig"].update(KeepAlivePeriodInSeconds=600), "cannot be used with spot instances"),
     ],
 )
 def test_invalid_payload_fails_when_sagemaker_sees_it(
@@ -72,3 +83,17 @@ def test_a_payload_name_that_batch_makes_too_long_fails_the_job(make_rig: RigFac
     rig.clock.at(600)
     assert rig.batch_job(fits)["status"] == "RUNNING"
     assert len(rig.training_name(1, fits)) == 63
+
+
+@pytest.mark.parametrize(("keep_alive", "refused"), [(3600, False), (3601, True)])
+def test_an_on_demand_warm_pool_is_kept_up_to_an_hour(make_rig: RigFactory, keep_alive: int, refused: bool) -> None:
+    """The warm pools guide limits KeepAlivePeriodInSeconds to 3600 seconds, on on-demand jobs only."""
+    rig = make_rig()
+    payload = training_payload(spot=False)
+    payload["ResourceConfig"]["KeepAlivePeriodInSeconds"] = keep_alive
+    job_id = rig.submit(payload, name="ranker-v2-a1-od")
+    rig.clock.at(30)
+    job = rig.batch_job(job_id)
+    assert (job["status"] == "FAILED") is refused
+    if refused:
+        assert "KeepAlivePeriodInSeconds must be at most 3600" in job["statusReason"]

@@ -166,11 +166,23 @@ def test_capacity_gap_longer_than_max_wait_stops_the_job(make_rig: RigFactory) -
     rig = make_rig(SpotWeather(capacity_gaps=[(at(0), at(10 * 3600))]))
     job_id = rig.submit(training_payload(max_runtime=3600, max_wait=7200))
 
+    # The guide's "Spot instances were never launched": Starting, then Stopping, then Stopped
+    # (MaxWaitTimeExceeded); the training job was created at +30 s, so its wait is up at +7230 s.
     assert rig.status_at(7000, job_id) == ("SCHEDULED", "Starting")
-    assert rig.status_at(7230, job_id) == ("FAILED", "MaxWaitTimeExceeded")
+    assert rig.status_at(7230, job_id) == ("SCHEDULED", "Stopping")
+    assert [t["Status"] for t in rig.training(rig.training_name())["SecondaryStatusTransitions"]] == [
+        "Starting",
+        "Stopping",
+    ]
+    assert rig.status_at(7260, job_id) == ("FAILED", "MaxWaitTimeExceeded")
     training = rig.training(rig.training_name())
     assert training["TrainingJobStatus"] == "Stopped"
-    assert training["TrainingEndTime"] == at(7230)
+    assert [t["Status"] for t in training["SecondaryStatusTransitions"]] == [
+        "Starting",
+        "Stopping",
+        "MaxWaitTimeExceeded",
+    ]
+    assert training["TrainingEndTime"] == at(7260)
     assert training["TrainingTimeInSeconds"] == 0
     assert "TrainingStartTime" not in training
     job = rig.batch_job(job_id)
@@ -187,7 +199,8 @@ def test_max_runtime_exceeded_stops_with_a_final_checkpoint(make_rig: RigFactory
 
     # Billed time starts with Downloading at +450 s, so the hour is up at +4050 s.
     assert rig.status_at(4049, job_id) == ("RUNNING", "Training")
-    assert rig.status_at(4050, job_id) == ("FAILED", "MaxRuntimeExceeded")
+    assert rig.status_at(4050, job_id) == ("RUNNING", "Stopping")  # SIGTERM: the job saves and stops
+    assert rig.status_at(4080, job_id) == ("FAILED", "MaxRuntimeExceeded")
     training = rig.training(rig.training_name())
     assert (training["TrainingJobStatus"], training["TrainingTimeInSeconds"]) == ("Stopped", 3600)
     assert rig.batch_job(job_id)["statusReason"].startswith("Received status from SageMaker: MaxRuntimeExceeded")
