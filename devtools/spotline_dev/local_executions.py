@@ -174,6 +174,10 @@ class Executions:
             aborted_by_us = record.status == "ABORTED" and record.stopped_at is not None
             record.ended_at = record.stopped_at if aborted_by_us else self.clock.now()
             execution.stop_date = record.ended_at
+            if self.clock.closed:
+                # The stack is gone (a test that did not wait for its execution, which then failed
+                # on the mocks' absence): its status change must not land on the next stack's bus.
+                return
             record.event = status_change_entry(execution, record)
             self._put_event(record.event)
             if self.on_end is not None:

@@ -17,6 +17,7 @@ limit, and jobs requiring other instance types wait until a matching capacity li
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # a service environment's unit for instance
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_RETRY_RULES = 5
+MAX_PAYLOAD_BYTES = 10 * 1024  # "Maximum job service request payload size", AWS Batch service quotas
+MAX_REQUEST_BYTES = 30 * 1024  # "Maximum size of SubmitServiceJob request", AWS Batch service quotas
 MAX_STATUS_REASON_PATTERN = 512
 
 
@@ -143,9 +146,8 @@ class JobQueues:
         """SubmitServiceJob's own checks against the queue and what botocore's model leaves to the
         service (Batch does not look inside the payload). Required members, serviceJobType,
         evaluateOnExit actions and the sizes of tags and clientToken are the model's, checked
-        before this (botocore's client, then `request_problems`). Not checked yet: the user guide's
-        service quota "Maximum job service request payload size (for SubmitServiceJob API
-        operations)", 10 KiB, which the largest manifest of tests/devtools/test_sandbox.py exceeds."""
+        before this (botocore's client, then `request_problems`). The size quotas answer
+        ClientException: the guide names no error for them."""
 
         def reject(message: str) -> ApiError:
             return ApiError("ClientException", message)
@@ -164,6 +166,18 @@ class JobQueues:
         # all, and AWS documents no answer for it: refused as missing.
         if not payload:
             raise reject("serviceRequestPayload is required: the SageMaker request, in JSON")
+        # AWS guide: AWS Batch User Guide, "AWS Batch service quotas": "Maximum job
+        # service request payload size (for SubmitServiceJob API operations) | 10 KiB"
+        if (size := len(payload.encode())) > MAX_PAYLOAD_BYTES:
+            raise reject(
+                f"serviceRequestPayload is {size} bytes, more than the {MAX_PAYLOAD_BYTES} (10 KiB) Batch takes"
+            )
+        # AWS guide: AWS Batch User Guide, "AWS Batch service quotas": "Maximum size
+        # of SubmitServiceJob request | 30 KiB"
+        if (size := len(json.dumps(body, separators=(",", ":")).encode())) > MAX_REQUEST_BYTES:
+            raise reject(
+                f"The SubmitServiceJob request is {size} bytes, more than the {MAX_REQUEST_BYTES} (30 KiB) Batch takes"
+            )
         queue = self.queue(str(body.get("jobQueue") or ""))
         # AWS: batch ClientException: "Another cause is specifying an identifier that's not valid."
         if queue is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -101,3 +102,32 @@ def test_a_service_environment_s_capacity_limits_are_checked(
     with pytest.raises(ApiError, match=message) as raised:
         make_rig(capacity=capacity, scheduling_policy_arn=policy)
     assert raised.value.code == "ClientException"
+
+
+def _payload_of_size(size: int) -> dict[str, Any]:
+    payload = training_payload()
+    payload["HyperParameters"] = {"pad": ""}
+    payload["HyperParameters"]["pad"] = "x" * (size - len(json.dumps(payload).encode()))
+    assert len(json.dumps(payload).encode()) == size
+    return payload
+
+
+def test_submit_takes_a_payload_of_10_kib_and_refuses_one_byte_more(make_rig: RigFactory) -> None:
+    # User guide, "AWS Batch service quotas": "Maximum job service request payload size (for
+    # SubmitServiceJob API operations) | 10 KiB".
+    rig = make_rig()
+    assert rig.submit(_payload_of_size(10 * 1024))
+    with pytest.raises(ClientError, match="serviceRequestPayload is 10241 bytes") as raised:
+        rig.submit(_payload_of_size(10 * 1024 + 1))
+    assert raised.value.response["Error"]["Code"] == "ClientException"
+
+
+def test_submit_refuses_a_request_over_30_kib(make_rig: RigFactory) -> None:
+    # User guide, "AWS Batch service quotas": "Maximum size of SubmitServiceJob request | 30 KiB".
+    rig = make_rig()
+    tags = {f"{i:03d}" + "k" * 125: "v" * 256 for i in range(50)}
+    payload = _payload_of_size(10 * 1024)
+    payload["HyperParameters"]["pad"] = '"' * (len(payload["HyperParameters"]["pad"]) // 2)  # sent as \"
+    with pytest.raises(ClientError, match=r"The SubmitServiceJob request is 3\d+ bytes") as raised:
+        rig.submit(payload, tags=tags)
+    assert raised.value.response["Error"]["Code"] == "ClientException"

@@ -179,3 +179,18 @@ def test_settings_from_the_environment() -> None:
 def test_unusable_settings_are_named(variables: dict[str, str], message: str) -> None:
     with pytest.raises(TrainingSettingsInvalid, match=message):
         training_settings.from_environment(variables)
+
+
+def test_a_request_over_batchs_payload_quota_is_refused_before_it_is_sent(spec: JobSpec) -> None:
+    """Validation allowed for a stack with EC2-style ids and key ARNs (SETTINGS_ALLOWANCE); a stack
+    set with KMS aliases near SageMaker's 2,048 characters can still push a large spec over the
+    10 KiB quota, and the exact request is measured at submission."""
+    hyperparameters = {f"h{i}": "x" * 2500 for i in range(3)}
+    large = replace(spec, hyperparameters=hyperparameters)
+    alias = "alias/" + "k" * 2000
+    settings = TrainingSettings(volume_kms_key_id=alias, output_kms_key_id=alias)
+    fits = submit_service_job_request(large, Attempt(EXECUTION, 1, "spot"), QUEUE)
+    assert 7_500 < len(str(fits["serviceRequestPayload"]).encode()) <= 10 * 1024
+
+    with pytest.raises(TrainingRequestInvalid, match=r"serviceRequestPayload is 1[0-9],\d{3} bytes; AWS Batch takes"):
+        submit_service_job_request(large, Attempt(EXECUTION, 1, "spot"), QUEUE, settings)

@@ -14,6 +14,7 @@ import botocore.session
 from botocore.validate import ParamValidator
 
 from spotline.core.model import JobSpec
+from spotline.core.request_size import request_size_problems
 from spotline.core.training_request import (
     BATCH_JOB_NAME,
     DEFAULT_SETTINGS,
@@ -35,6 +36,8 @@ def submit_service_job_request(
     request = service_job_request(spec, attempt, job_queue, settings)
     validate("sagemaker", "CreateTrainingJob", json.loads(request["serviceRequestPayload"]))
     validate("batch", "SubmitServiceJob", request)
+    if problems := request_size_problems(request):
+        raise TrainingRequestInvalid("SubmitServiceJob request is too large: " + "; ".join(problems))
     return request
 
 

@@ -40,6 +40,7 @@ from spotline.core.model import (
     scalar_to_string,
     to_rfc3339,
 )
+from spotline.core.request_size import manifest_size_errors
 
 SCHEMA_FILE = "manifest-v1.schema.json"
 MAX_BACKOFF_SECONDS = 6 * 3600
@@ -81,7 +82,11 @@ def validate_document(document: dict[str, Any], *, now: datetime, expected_team:
     errors = sorted(set(errors), key=lambda e: (not e.message.startswith("unknown field"), e.path, e.message))
     if errors:
         return ValidationResult(None, _capped(errors))
-    return ValidationResult(_build_spec(document), [])
+    spec = _build_spec(document)
+    # Only a valid manifest has a request to measure; its size is Batch's quota, not a shape rule.
+    if size_errors := manifest_size_errors(spec):
+        return ValidationResult(None, size_errors)
+    return ValidationResult(spec, [])
 
 
 def _capped(errors: list[ManifestError]) -> list[ManifestError]:

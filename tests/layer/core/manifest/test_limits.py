@@ -60,47 +60,76 @@ def _spec_schema(*keys: str) -> Any:
 # --- the exact limits are accepted ---------------------------------------------------------------
 
 
-def _at_every_limit() -> dict[str, Any]:
-    s3_uri = "s3://bkt/" + "p" * (1024 - len("s3://bkt/"))
-    return _with(
-        metadata={
+S3_URI_AT_LIMIT = "s3://bkt/" + "p" * (1024 - len("s3://bkt/"))
+AT_THE_LIMITS: dict[str, dict[str, Any]] = {
+    "names": {
+        "metadata": {
             "team": "a" * 24,
             "name": "r" * 40,
             "owner": "a" * (254 - len("@example.com")) + "@example.com",
             "labels": {**{f"k{i}": "v" for i in range(19)}, "k" * 128: "v" * 256},
         },
-        image=IMAGE_PREFIX + "r" * (255 - len(IMAGE_PREFIX) - len(":v1")) + ":v1",
+        "image": IMAGE_PREFIX + "r" * (255 - len(IMAGE_PREFIX) - len(":v1")) + ":v1",
         # The pattern leaves the partition open (aws, aws-cn, aws-us-gov, ...); SageMaker bounds the ARN.
-        roleArn="arn:aws" + "-" * (2048 - len("arn:aws:iam::123456789012:role/x")) + ":iam::123456789012:role/x",
-        hyperparameters={
-            **{f"h{i}": i for i in range(97)},
-            "n" * 256: "name at the limit",
-            "text": "x" * 2500,
-            "number": int("9" * 2500),
-        },
-        environment={
-            **{f"VAR_{i}": i for i in range(96)},
-            "N" * 512: "name at the limit",
-            "TEXT": "x" * 512,
-            "NUMBER": int("7" * 512),
-        },
-        inputs=[{"name": "c" * 64, "s3Uri": s3_uri}, *({"name": f"c{i}", "s3Uri": s3_uri} for i in range(19))],
-        output={"s3Uri": s3_uri},
-        checkpoint={"s3Uri": s3_uri},
-        capacity={
+        "roleArn": "arn:aws" + "-" * (2048 - len("arn:aws:iam::123456789012:role/x")) + ":iam::123456789012:role/x",
+        "capacity": {
             "maxRuntime": "0" * 37 + "30h",
             "maxWait": "P" + "0" * 37 + "2D",
             "expectedDuration": "8h",
             "deadline": "2026-12-02T06:00:00." + "0" * 14 + "+00:00",
             "retry": {"backoff": "0" * 38 + "2m"},
         },
-        dependsOn=[{"dataset": "d" * 128}],
-        dependencyTimeout="0" * 38 + "1d",
-    )
+        "dependsOn": [{"dataset": "d" * 128}],
+        "dependencyTimeout": "0" * 38 + "1d",
+    },
+    "hyperparameters": {
+        "hyperparameters": {
+            **{f"h{i}": i for i in range(97)},
+            "n" * 256: "name at the limit",
+            "text": "x" * 2500,
+            "number": int("9" * 2500),
+        }
+    },
+    "environment": {
+        "environment": {
+            **{f"VAR_{i}": i for i in range(96)},
+            "N" * 512: "name at the limit",
+            "TEXT": "x" * 512,
+            "NUMBER": int("7" * 512),
+        }
+    },
+    "storage": {
+        "inputs": [
+            {"name": "c" * 64, "s3Uri": S3_URI_AT_LIMIT},
+            *({"name": f"c{i}", "s3Uri": "s3://bkt/"} for i in range(19)),
+        ],
+        "output": {"s3Uri": S3_URI_AT_LIMIT},
+        "checkpoint": {"s3Uri": S3_URI_AT_LIMIT},
+    },
+}
+"""Every bounded value at its limit, in groups: each group fits AWS Batch's 10 KiB service
+request payload; all of them at once do not (test_every_limit_at_once_breaks_batchs_payload_quota_only)."""
 
 
-def test_a_manifest_with_every_value_exactly_at_its_limit_is_valid() -> None:
-    document = _at_every_limit()
+def _at_the_limits(*groups: str) -> dict[str, Any]:
+    document = copy.deepcopy(MINIMAL)
+    for group in groups or tuple(AT_THE_LIMITS):
+        values = copy.deepcopy(AT_THE_LIMITS[group])
+        document["metadata"].update(values.pop("metadata", {}))
+        document["spec"].update(values)
+    return document
+
+
+@pytest.mark.parametrize("group", AT_THE_LIMITS)
+def test_each_value_exactly_at_its_limit_is_valid(group: str) -> None:
+    result = _check(_at_the_limits(group))
+
+    assert result.valid, "\n".join(map(str, result.errors))
+    assert result.spec is not None
+
+
+def test_names_durations_and_ids_at_their_limits_are_taken_whole() -> None:
+    document = _at_the_limits("names")
     metadata, spec = document["metadata"], document["spec"]
     capacity = spec["capacity"]
     assert [len(metadata["owner"]), len(spec["image"]), len(spec["roleArn"])] == [254, 255, 2048]
@@ -109,24 +138,40 @@ def test_a_manifest_with_every_value_exactly_at_its_limit_is_valid() -> None:
 
     result = _check(document)
 
-    assert result.valid, "\n".join(map(str, result.errors))
+    assert result.spec is not None and result.spec.role_arn == spec["roleArn"]
+
+
+def test_100_hyperparameters_at_their_limits_are_taken_as_strings() -> None:
+    result = _check(_at_the_limits("hyperparameters"))
+
     assert result.spec is not None
     assert len(result.spec.hyperparameters) == 100
     assert result.spec.hyperparameters["number"] == "9" * 2500
-    assert len(result.spec.environment) == 99
-    assert result.spec.environment["NUMBER"] == "7" * 512
 
 
 def test_the_99_environment_variables_allowed_fill_sagemakers_100_with_spotlines_own() -> None:
-    result = _check(_at_every_limit())
+    result = _check(_at_the_limits("environment"))
     assert result.spec is not None and result.spec.checkpoint_s3_uri is not None
+    assert len(result.spec.environment) == 99
+    assert result.spec.environment["NUMBER"] == "7" * 512
 
     request = create_training_job_request(result.spec, Attempt(EXECUTION, 1, "spot"))
 
     assert CHECKPOINT_INTERVAL_ENV in request["Environment"]
     assert len(request["Environment"]) == _sagemaker_limits()["Environment"][0] == 100
-    assert len(request["HyperParameters"]) == _sagemaker_limits()["HyperParameters"][0]
-    assert all(type(value) is str for value in [*request["Environment"].values(), *request["HyperParameters"].values()])
+    assert all(type(value) is str for value in request["Environment"].values())
+
+
+def test_every_limit_at_once_breaks_batchs_payload_quota_only() -> None:
+    """SageMaker's per-field limits add up to far more than the 10 KiB Batch takes as one service
+    request payload: such a manifest is refused once, for its size, naming the largest fields."""
+    result = _check(_at_the_limits())
+
+    assert not result.valid
+    (error,) = result.errors
+    assert error.path == "spec.hyperparameters"
+    assert "serviceRequestPayload is" in error.message and "at most 10,240 (10 KiB)" in error.message
+    assert "spec.hyperparameters is 6,349 bytes of it, spec.inputs is 4,267 bytes of it" in error.message
 
 
 # --- the schema's numbers are SageMaker's ---------------------------------------------------------
