@@ -1,6 +1,7 @@
-"""The fleet week (benchmarks/fleet-week.yaml) run as Spotline runs it and as teams would
-run it on plain Batch (same queue, same quota shares, spot jobs submitted straight to the queue:
-no deadline policy, no resubmission, no priority raise, no on-demand fallback), side by side.
+"""A fleet scenario (default: the week, benchmarks/fleet-week.yaml; `make bench` also runs the
+month, benchmarks/fleet-month.yaml) run as Spotline runs it and as teams would run it on plain
+Batch (same queue, same quota shares, spot jobs submitted straight to the queue: no deadline
+policy, no resubmission, no priority raise, no on-demand fallback), side by side.
 
     .venv/bin/python benchmarks/fleet_week.py [SCENARIO]
 """

@@ -165,7 +165,10 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         delivery_errors: list[str] = []
         started = _play(stack, scenario, uploads, delivery_errors)
         settle(stack)
-        runs = [_summarize_run(stack, scenario, upload, arn, delivery_errors) for upload, arn in started]
+        reports = _outcome_reports(stack)
+        runs = [
+            _summarize_run(stack, scenario, upload, arn, delivery_errors, reports=reports) for upload, arn in started
+        ]
         jobs = stack.standin.jobs
         virtual_end = stack.clock.now()
         quotas = quota_capacity(stack)
@@ -234,7 +237,13 @@ def _play(
 
 
 def _summarize_run(
-    stack: LocalStack, scenario: Scenario, upload: Upload, arn: str, delivery_errors: list[str]
+    stack: LocalStack,
+    scenario: Scenario,
+    upload: Upload,
+    arn: str,
+    delivery_errors: list[str],
+    *,
+    reports: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     execution, history = follow_run(stack, arn, delivery_errors, timeout=5)
     names = _chain(stack, arn)
@@ -245,7 +254,7 @@ def _summarize_run(
         execution=execution,
         history=history,
         jobs=jobs,
-        reports={"outcome": _report_of(stack, upload.key, arn, execution["executionArn"])},
+        reports={"outcome": reports.get(arn) or reports.get(execution["executionArn"])},
     )
     return run | {
         "team": upload.spec.team,
@@ -275,19 +284,20 @@ def _chain(stack: LocalStack, arn: str) -> list[str]:
     return names
 
 
-def _report_of(stack: LocalStack, key: str, *arns: str) -> dict[str, Any] | None:
-    """The run's outcome report: the version of `reports/<key>.outcome.json` its execution wrote
-    (a manifest uploaded again writes the same key)."""
-    s3, report_key = stack.client("s3"), f"reports/{key}.outcome.json"
-    versions = s3.list_object_versions(Bucket=stack.bucket, Prefix=report_key).get("Versions", [])
-    for version in versions:
-        if version["Key"] != report_key:
-            continue
-        body = s3.get_object(Bucket=stack.bucket, Key=report_key, VersionId=version["VersionId"])["Body"].read()
-        report = json.loads(body)
-        if report.get("execution") in arns:
-            return report  # type: ignore[no-any-return]
-    return None
+def _outcome_reports(stack: LocalStack) -> dict[str, dict[str, Any]]:
+    """Every run's outcome report, by the execution that wrote it: each version of
+    `reports/<key>.outcome.json` (a manifest uploaded again writes the same key), newest first,
+    read once for the whole fleet (a listing per run made a month's replay quadratic)."""
+    s3 = stack.client("s3")
+    reports: dict[str, dict[str, Any]] = {}
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=stack.bucket, Prefix="reports/"):
+        for version in page.get("Versions", []):
+            if not version["Key"].endswith(".outcome.json"):
+                continue
+            body = s3.get_object(Bucket=stack.bucket, Key=version["Key"], VersionId=version["VersionId"])["Body"]
+            report = json.loads(body.read())
+            reports.setdefault(str(report.get("execution")), report)
+    return reports
 
 
 def _run_of(job: ServiceJobView, runs: list[dict[str, Any]]) -> str:

@@ -9,7 +9,6 @@ are moto internals, which is why moto's version is pinned exactly.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import os
@@ -27,19 +26,13 @@ from unittest import mock
 from urllib.parse import urlparse
 
 import boto3
-import botocore.session
-from botocore.loaders import Loader, create_loader
 from moto import mock_aws
 from moto.awslambda.exceptions import LambdaClientError
 from moto.moto_api._internal import mock_random
 from moto.moto_api._internal.moto_random import MotoRandom
 from moto.s3 import models as moto_s3_models
 from moto.sqs.models import sqs_backends
-from moto.stepfunctions.parser.asl.component.common.path import result_path as moto_result_path
-from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils as moto_lambda_eval
-from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
-from moto.stepfunctions.parser.asl.utils import json_path as moto_json_path
+from moto.utilities.utils import get_partition
 
 from spotline.aws import clients as spotline_aws
 from spotline.core.quota_shares import format_capacity
@@ -49,6 +42,7 @@ from spotline_dev.local_custom_resources import with_parameters
 from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions, history_of
 from spotline_dev.local_faults import Fault, Faults
+from spotline_dev.local_moto_shortcuts import share_botocore_data, skip_repeated_moto_work
 from spotline_dev.local_resources import ACCOUNT, REGION, STACK, create_resources
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import (
@@ -59,69 +53,12 @@ from spotline_dev.virtual_time import POLL_SECONDS, VirtualClock, install_time_h
 RANDOM_SEED = 12
 STOP_TASKS_SECONDS = 30.0
 _STACKS_STARTED = itertools.count()
-_MOTO_ASL_PARSE = AmazonStateLanguageParser.parse
 Handler = Callable[[Any, Any], Any]
 Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
 
 def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
     return TrainingBehaviour(duration=2 * 3600)
-
-
-@functools.lru_cache(maxsize=32)
-def _asl_syntax_tree(definition: str) -> Any:
-    """antlr's parse of a state machine definition, the costly part of moto's
-    AmazonStateLanguageParser.parse (a third of a second for Spotline's), which moto runs at
-    CreateStateMachine twice and at every StartExecution. The tree is only read afterwards (the
-    static analyser and the Preprocessor visit it), so it is parsed once per definition per process;
-    a definition that does not parse raises each time (a raised call is not cached)."""
-    return _MOTO_ASL_PARSE(definition)[1]
-
-
-def _parse_asl(definition: str) -> tuple[Any, Any]:
-    """moto's parse, with the syntax tree cached: a fresh program (the evaluation components) each
-    time, as moto builds one per execution."""
-    tree = _asl_syntax_tree(definition)
-    return Preprocessor().visit(tree), tree
-
-
-@functools.lru_cache(maxsize=8)
-def _shared_loader(data_path: str | None) -> Loader:
-    return create_loader(data_path)
-
-
-def _share_botocore_data(exits: ExitStack) -> None:
-    """Every botocore session (the stack's, the handlers' default one, moto's) reads its API
-    models and endpoints through one loader per process, as one session's clients already do:
-    each new session would otherwise parse the same JSON again (a second per replay)."""
-
-    def register(session: botocore.session.Session) -> None:
-        components = getattr(session, "_components")  # noqa: B009 (botocore keeps it private)
-        components.lazy_register_component(
-            "data_loader", lambda: _shared_loader(session.get_config_variable("data_path"))
-        )
-
-    exits.enter_context(mock.patch.object(botocore.session.Session, "_register_data_loader", register))
-
-
-def _skip_repeated_moto_work(exits: ExitStack) -> None:
-    """moto's Step Functions interpreter parses every JSONPath again at each use (jsonpath_ng
-    builds a ply parser each time), a large part of a replay's time. A parsed path is only read
-    (find and update act on the data), so each path is parsed once per stack."""
-    for module in (moto_json_path, moto_result_path):
-        exits.enter_context(mock.patch.object(module, "parse", functools.lru_cache(maxsize=4096)(module.parse)))
-    exits.enter_context(mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(_parse_asl)))
-    # Its Lambda tasks likewise create a boto3 client for every invocation; one per region is enough.
-    # (moto signs them with fixed keys, whatever the state's credentials).
-    clients: dict[tuple[str, str], Any] = {}
-    create = getattr(moto_lambda_eval, "boto_client_for")  # noqa: B009 (moto does not export it)
-
-    def client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-        if (region, service) not in clients:
-            clients[(region, service)] = create(region=region, service=service, state_credentials=state_credentials)
-        return clients[(region, service)]
-
-    exits.enter_context(mock.patch.object(moto_lambda_eval, "boto_client_for", client_for))
 
 
 class _OwnVersionIds:
@@ -299,17 +236,19 @@ def _tap_has_messages(queue_url: str) -> bool:
 
 
 class S3CheckpointStore:
-    """progress.json under a checkpoint prefix, in the local stack's S3 (as training code writes it)."""
+    """progress.json under a checkpoint prefix, in the local stack's S3 (as training code writes it).
+    The stand-in's SageMaker writes and reads it in moto's S3 directly, as S3 stores a PutObject
+    (the bucket's default encryption and versioning apply); Spotline's handlers read it through
+    the S3 API."""
 
-    def __init__(self, region: str) -> None:
-        self._s3: Any = None
-        self.region = region
+    def __init__(self, region: str, account: str = ACCOUNT) -> None:
+        self.region, self.account = region, account
 
-    @property
-    def s3(self) -> Any:
-        if self._s3 is None:
-            self._s3 = boto3.client("s3", region_name=self.region)
-        return self._s3
+    def _backend(self, bucket: str) -> Any:
+        """The S3 backend holding `bucket` (S3's names are global; moto keeps them per account)."""
+        backends = moto_s3_models.s3_backends
+        partition, account = backends.bucket_accounts.get(bucket, (get_partition(self.region), self.account))
+        return backends[account][partition]
 
     def _location(self, s3_uri: str) -> tuple[str, str]:
         bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
@@ -318,14 +257,14 @@ class S3CheckpointStore:
     def read(self, s3_uri: str) -> dict[str, Any] | None:
         bucket, key = self._location(s3_uri)
         try:
-            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except Exception:
+            stored = self._backend(bucket).get_object(bucket, key)
+        except Exception:  # no such bucket (moto raises it): nothing written yet, as a 404 would say
             return None
-        return json.loads(body)  # type: ignore[no-any-return]
+        return json.loads(stored.value) if stored is not None else None
 
     def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
         bucket, key = self._location(s3_uri)
-        self.s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(progress).encode())
+        self._backend(bucket).put_object(bucket, key, json.dumps(progress).encode())
 
 
 def _as_eventbridge_delivers(event: dict[str, Any], now: datetime, account: str) -> dict[str, Any]:
@@ -450,8 +389,8 @@ def start_local_stack(
         # differ between the stacks of one process (the layer caches by version id, as per Lambda process).
         seed = RANDOM_SEED + next(_STACKS_STARTED)
         mock_random.seed(seed)
-        _skip_repeated_moto_work(exits)
-        _share_botocore_data(exits)
+        skip_repeated_moto_work(exits)
+        share_botocore_data(exits)
         exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
@@ -462,8 +401,9 @@ def start_local_stack(
         exits.enter_context(
             mock.patch.object(spotline_aws, "boto3", SimpleNamespace(client=session.client, resource=session.resource))
         )
+        checkpoints = S3CheckpointStore(region, account)
         standin = BatchSageMakerStandIn(
-            clock.now, weather or SpotWeather(), behaviour, S3CheckpointStore(region), account=account, region=region
+            clock.now, weather or SpotWeather(), behaviour, checkpoints, account=account, region=region
         )
         standin.install(session)
         stack = LocalStack(

@@ -21,6 +21,7 @@ team without quotas).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -90,7 +91,13 @@ class TeamPolicy:
 
     @classmethod
     def from_json(cls, text: str) -> TeamPolicy:
-        """Parse and validate the policy; raises TeamPolicyInvalid naming every bad field."""
+        """Parse and validate the policy; raises TeamPolicyInvalid naming every bad field. A warm
+        Lambda reads the same TEAM_POLICY at every invocation: each text is validated once per
+        process (a refusal is raised again each time) and the same policy is shared, read-only."""
+        return _policy_of(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> TeamPolicy:
         try:
             raw = json.loads(text or "{}")
         except json.JSONDecodeError as exc:
@@ -226,3 +233,8 @@ def _some(patterns: tuple[str, ...]) -> str:
         return "none"
     shown = ", ".join(patterns[:SHOWN_PATTERNS])
     return f"allowed: {shown}, ..." if len(patterns) > SHOWN_PATTERNS else f"allowed: {shown}"
+
+
+@functools.lru_cache(maxsize=16)
+def _policy_of(text: str) -> TeamPolicy:
+    return TeamPolicy._parse(text)
