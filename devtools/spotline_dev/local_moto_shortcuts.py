@@ -22,7 +22,9 @@ from unittest import mock
 import botocore.session
 import botocore.signers
 import botocore.useragent
+import jsonpath_ng.ext
 import moto
+import moto.core.responses as moto_core_responses
 import moto.core.utils as moto_core_utils
 from botocore.loaders import Loader, create_loader
 from moto.dynamodb.parsing import expressions as moto_dynamodb_expressions
@@ -154,8 +156,10 @@ def skip_repeated_moto_work(exits: ExitStack) -> None:
     """moto's Step Functions interpreter parses every JSONPath again at each use (jsonpath_ng
     builds a ply parser each time), a large part of a replay's time. A parsed path is only read
     (find and update act on the data), so each path is parsed once per stack."""
-    for module in (moto_json_path, moto_result_path):
+    for module in (moto_json_path, moto_result_path, jsonpath_ng.ext):
         exits.enter_context(mock.patch.object(module, "parse", functools.lru_cache(maxsize=4096)(module.parse)))
+    # (jsonpath_ng.ext's own parse too: moto's EventBridge imports it at each rule target's input
+    # transformation, and each parse built a ply parser, a tenth of a fleet replay.)
     exits.enter_context(mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(_parse_asl)))
     # Its Lambda tasks likewise create a boto3 client for every invocation; one per region is enough.
     # (moto signs them with fixed keys, whatever the state's credentials).
@@ -170,6 +174,10 @@ def skip_repeated_moto_work(exits: ExitStack) -> None:
     exits.enter_context(mock.patch.object(moto_lambda_eval, "boto_client_for", client_for))
     for module in _COPYING_STATE:
         exits.enter_context(mock.patch.object(module, "copy", _JSON_COPY))
+    # Its response classes list their own methods (inspect.getmembers) at every request.
+    # (moto only asks whether an action is among them: a frozenset per class answers that.)
+    method_names = functools.cache(lambda owner: frozenset(moto_core_utils.method_names_from_class(owner)))
+    exits.enter_context(mock.patch.object(moto_core_responses, "method_names_from_class", method_names))
     # Its DynamoDB parses an UpdateExpression at each UpdateItem (twice); the tree is only read
     # (its validator works on a deep copy), so each expression is parsed once per stack.
     update_parser = getattr(moto_dynamodb_expressions, "UpdateExpressionParser")  # noqa: B009 (not in its stubs)
