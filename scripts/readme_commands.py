@@ -6,7 +6,7 @@ PATH, so `spotline` and `.venv/bin/spotline` are the same program. Every output 
 any date: a command whose output depends on the day pins `--now`.
 
     .venv/bin/python scripts/readme_commands.py            # the quick ones (what the tests run)
-    .venv/bin/python scripts/readme_commands.py --all      # and the simulations and benchmarks (~13 min)
+    .venv/bin/python scripts/readme_commands.py --all      # and the simulations and benchmarks (~20 min)
     .venv/bin/python scripts/readme_commands.py --list     # every command, and how it is checked
 
 A simulation's block is an excerpt (its summary table): it must appear, exact, in what the
@@ -88,10 +88,20 @@ def without_timings(text: str) -> str:
     return MEASURED.sub(lambda m: m.group(1) + "#", text)
 
 
+COMMAND_TIMEOUT = 1200
+"""Seconds one command may take: the fleet month replays in about 6 minutes here."""
+
+
 def run(command: str) -> str:
     environment = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"}
     done = subprocess.run(
-        ["bash", "-c", command], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300, check=False
+        ["bash", "-c", command],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        check=False,
     )
     return (done.stdout + done.stderr).rstrip("\n")
 
