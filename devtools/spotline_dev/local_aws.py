@@ -42,7 +42,11 @@ from spotline_dev.local_custom_resources import with_parameters
 from spotline_dev.local_events import install_service_events
 from spotline_dev.local_executions import ExecutionRecord, Executions, history_of
 from spotline_dev.local_faults import Fault, Faults
-from spotline_dev.local_moto_shortcuts import share_botocore_data, skip_repeated_moto_work
+from spotline_dev.local_moto_shortcuts import (
+    share_botocore_data,
+    skip_repeated_botocore_work,
+    skip_repeated_moto_work,
+)
 from spotline_dev.local_resources import ACCOUNT, REGION, STACK, create_resources
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.template import (
@@ -391,6 +395,7 @@ def start_local_stack(
         mock_random.seed(seed)
         skip_repeated_moto_work(exits)
         share_botocore_data(exits)
+        skip_repeated_botocore_work(exits)
         exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session

@@ -133,6 +133,10 @@ def share_botocore_data(exits: ExitStack) -> None:
     # moto's own model reads (its response serializers, paginators) make a new loader each time,
     # which lists every botocore service folder again before reading the file.
     exits.enter_context(mock.patch.object(moto_core_utils, "create_loader", lambda: _shared_loader(None)))
+
+
+def skip_repeated_botocore_work(exits: ExitStack) -> None:
+    """What botocore does for every request that a request to moto in this process can skip."""
     # Requests to moto need no signature: it takes the account from MOTO_ACCOUNT_ID and the region
     # from the URL or AWS_DEFAULT_REGION (both set by the local stack). S3 is the exception: moto
     # applies bucket policies, and an unsigned request is anonymous there. Signing was a tenth of a
