@@ -71,6 +71,8 @@ def test_a_new_version_of_the_same_manifest_gets_its_own_execution(stack: LocalS
     assert first["status"] == second["status"] == "started"
     assert first["name"] != second["name"]
     assert len(_executions(stack)) == 2
+    for started in (first, second):
+        stack.wait_for_execution(started["executionArn"])  # nothing left running into the teardown
 
 
 def test_keys_outside_manifests_team_folders_are_ignored(stack: LocalStack) -> None:
