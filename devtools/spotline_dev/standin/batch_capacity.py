@@ -51,14 +51,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spotline_dev.standin.clock import EPS
-
-if TYPE_CHECKING:
-    from spotline_dev.standin.batch_jobs import ServiceJob
-    from spotline_dev.standin.batch_queues import Queue
-    from spotline_dev.standin.batch_shares import QuotaShare
+from spotline_dev.standin.records import Queue, QuotaShare, ServiceJob
 
 CROSS_SHARE_REASON = "Cross-share preemption triggered to reclaim borrowed capacity"  # "Service job preemption events"
 IN_SHARE_REASON = "In-share preemption triggered by a higher priority job"  # the stand-in's wording

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from spotline_dev.standin.batch_capacity import (
@@ -44,21 +43,20 @@ from spotline_dev.standin.batch_listing import capacity_usage, list_page
 from spotline_dev.standin.batch_names import batch_training_job_name, service_job_id
 from spotline_dev.standin.batch_preemption import (
     IN_PROGRESS,
-    Preemption,
     exhausted,
     preempt,
     preemption_of,
     preemption_summary,
     stopped_preemptions,
 )
-from spotline_dev.standin.batch_queues import JobQueues, Queue
-from spotline_dev.standin.batch_shares import QuotaShare
+from spotline_dev.standin.batch_queues import JobQueues
 from spotline_dev.standin.batch_tags import merged_tags
 from spotline_dev.standin.batch_views import ServiceJobView
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, ms
 from spotline_dev.standin.http_answers import ApiError
+from spotline_dev.standin.records import Queue, QuotaShare, ServiceJob, TrainingJob
 from spotline_dev.standin.spot_weather import SpotWeather
-from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob
+from spotline_dev.standin.training_jobs import SageMakerTrainingJobs
 from spotline_dev.standin.training_timeline import Plan
 
 __all__ = [
@@ -74,44 +72,6 @@ __all__ = [
 SAGEMAKER_PREFIX = "Received status from SageMaker: "
 # "Jobs stuck in RUNNABLE due to capacity": the statusReason while the job waits for capacity.
 CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"
-
-
-@dataclass
-class ServiceJob:
-    job_id: str
-    name: str
-    arn: str
-    queue: Queue
-    created: float
-    request: dict[str, Any]
-    runnable_at: float
-    next_attempt_at: float | None
-    attempts: list[TrainingJob] = field(default_factory=list)
-    counted_attempts: int = 0  # attempts that use up retryStrategy.attempts (capacity retries do not)
-    final_status: str | None = None
-    final_at: float = 0.0
-    final_reason: str | None = None
-    terminate_reason: str | None = None
-    terminated_at: float | None = None  # when TerminateServiceJob was called
-    instances: int = 1  # what it holds of the queue's capacity while an attempt runs
-    sequence: int = 0  # submission order (jobs submitted at the same moment keep it)
-    awaiting_capacity: bool = False  # RUNNABLE until the queue's capacity lets it start (batch_capacity)
-    quota_share: QuotaShare | None = None  # its quota share (queues with quota shares)
-    instance_type: str = ""  # the payload's, the capacity unit it uses
-    admitted: bool = False  # quota_schedule let it start now: its next attempt starts without checks
-    blocked_reason: str | None = None  # statusReason while it waits and can never start (misconfiguration)
-    preemptions: list[Preemption] = field(default_factory=list)
-
-    def attempts_at(self, t: float) -> list[TrainingJob]:
-        """The attempts Batch had started by `t` (every attempt, once the stand-in is past `t`)."""
-        return [a for a in self.attempts if a.created <= t + EPS]
-
-    def final_at_or_before(self, t: float) -> bool:
-        return self.final_status is not None and self.final_at <= t + EPS
-
-    @property
-    def retry_attempts(self) -> int:
-        return int((self.request.get("retryStrategy") or {}).get("attempts", 1))
 
 
 class ServiceJobs:

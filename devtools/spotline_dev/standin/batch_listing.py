@@ -9,13 +9,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spotline_dev.standin.clock import EPS, ms
 from spotline_dev.standin.http_answers import ApiError
-
-if TYPE_CHECKING:
-    from spotline_dev.standin.batch_jobs import ServiceJob
+from spotline_dev.standin.records import ServiceJob
 
 # The filter names ListServiceJobs documents (its `filters` member; "Filter names are case sensitive").
 FILTER_NAMES = ("JOB_NAME", "BEFORE_CREATED_AT", "AFTER_CREATED_AT", "SHARE_IDENTIFIER", "QUOTA_SHARE_NAME")

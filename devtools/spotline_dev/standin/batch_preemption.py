@@ -22,26 +22,14 @@ by a higher priority job" (batch_capacity.IN_SHARE_REASON).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spotline_dev.standin.clock import EPS, ms
+from spotline_dev.standin.records import Preemption, ServiceJob, TrainingJob
 from spotline_dev.standin.training_timeline import cut
-
-if TYPE_CHECKING:
-    from spotline_dev.standin.batch_jobs import ServiceJob
-    from spotline_dev.standin.training_jobs import TrainingJob
 
 IN_PROGRESS = "PREEMPTION_IN_PROGRESS: "
 RECENT_PREEMPTIONS = 5
-
-
-@dataclass(frozen=True)
-class Preemption:
-    attempt: TrainingJob
-    at: float  # when Batch stopped it; its instances are free at attempt.plan.end
-    reason: str
-    counted: bool  # whether the attempt had counted against retryStrategy.attempts (not a capacity failure)
 
 
 def preempt(sjob: ServiceJob, t: float, reason: str) -> None:

@@ -20,50 +20,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spotline_dev.standin.http_answers import ApiError
+from spotline_dev.standin.records import ANY_INSTANCE_TYPE, Queue
 
-if TYPE_CHECKING:
-    from spotline_dev.standin.batch_shares import QuotaShare
-
-ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # a service environment's unit for instances of every type
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+(-[a-z0-9]+)*\.[a-z0-9]+$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_RETRY_RULES = 5
 MAX_PAYLOAD_BYTES = 10 * 1024  # "Maximum job service request payload size", AWS Batch service quotas
 MAX_REQUEST_BYTES = 30 * 1024  # "Maximum size of SubmitServiceJob request", AWS Batch service quotas
 MAX_STATUS_REASON_PATTERN = 512
-
-
-@dataclass
-class Queue:
-    name: str
-    arn: str
-    state: str
-    status: str
-    scheduling_policy_arn: str | None
-    capacity: dict[str, int] | None = None  # the service environment's limits: {NUM_INSTANCES: n} or per type
-    quota_shares: dict[str, QuotaShare] = field(default_factory=dict)  # by name (batch_shares)
-
-    @property
-    def counts_instance_types(self) -> bool:
-        """Whether its service environment counts capacity per instance type (quota management)."""
-        return self.capacity is not None and ANY_INSTANCE_TYPE not in self.capacity
-
-    def capacity_for(self, instance_type: str) -> int | None:
-        """The environment's limit a job of this type counts against (None: no limit; 0: the
-        environment has no limit for the type, so the job waits until one is configured)."""
-        if self.capacity is None:
-            return None
-        if ANY_INSTANCE_TYPE in self.capacity:
-            return self.capacity[ANY_INSTANCE_TYPE]
-        return self.capacity.get(instance_type, 0)
-
-    def same_limit(self, one: str, other: str) -> bool:
-        """Whether jobs of the two instance types count against the same environment limit."""
-        return not self.counts_instance_types or one == other
 
 
 def _checked_capacity(capacity: int | Mapping[str, int] | None, policy: str | None) -> dict[str, int] | None:

@@ -37,11 +37,11 @@ import base64
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from spotline_dev.standin.batch_queues import ANY_INSTANCE_TYPE, INSTANCE_TYPE, JobQueues, Queue
+from spotline_dev.standin.batch_queues import INSTANCE_TYPE, JobQueues
 from spotline_dev.standin.http_answers import ApiError
+from spotline_dev.standin.records import ANY_INSTANCE_TYPE, Queue, QuotaShare
 
 STRATEGIES = ("RESERVE", "LEND", "LEND_AND_BORROW")
 MAX_SHARES_PER_QUEUE = 20
@@ -49,46 +49,6 @@ MAX_CAPACITY_LIMITS = 5
 SHARE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_TAGS = 50
 _ON_OFF = ("ENABLED", "DISABLED")
-
-
-@dataclass
-class QuotaShare:
-    name: str
-    arn: str
-    queue: Queue
-    limits: dict[str, int]  # capacityUnit (an instance type) -> maxCapacity
-    strategy: str  # RESERVE | LEND | LEND_AND_BORROW
-    borrow_limit: int = -1  # percent of each limit it may borrow on top; -1 unlimited
-    in_share_preemption: bool = False
-    state: str = "ENABLED"
-    tags: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def lends(self) -> bool:
-        return self.strategy in ("LEND", "LEND_AND_BORROW")
-
-    @property
-    def borrows(self) -> bool:
-        return self.strategy == "LEND_AND_BORROW"
-
-    def limit(self, unit: str) -> int:
-        return self.limits.get(unit, 0)
-
-    def detail(self) -> dict[str, Any]:
-        """QuotaShareDetail (ListQuotaShares); DescribeQuotaShare adds the tags."""
-        sharing: dict[str, Any] = {"strategy": self.strategy}
-        if self.borrows:
-            sharing["borrowLimit"] = self.borrow_limit
-        return {
-            "quotaShareName": self.name,
-            "quotaShareArn": self.arn,
-            "jobQueueArn": self.queue.arn,
-            "capacityLimits": [{"maxCapacity": n, "capacityUnit": unit} for unit, n in self.limits.items()],
-            "resourceSharingConfiguration": sharing,
-            "preemptionConfiguration": {"inSharePreemption": "ENABLED" if self.in_share_preemption else "DISABLED"},
-            "state": self.state,
-            "status": "VALID",
-        }
 
 
 def _reject(message: str) -> ApiError:

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from spotline_dev.standin.batch_jobs import ServiceJob, ServiceJobs
+from spotline_dev.standin.batch_jobs import ServiceJobs
 from spotline_dev.standin.batch_preemption import IN_PROGRESS, preemption_summary
 from spotline_dev.standin.clock import EPS, dt, ms
 from spotline_dev.standin.http_answers import shape
-from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob
+from spotline_dev.standin.records import ServiceJob, TrainingJob
+from spotline_dev.standin.training_jobs import SageMakerTrainingJobs
 
 BATCH_SOURCE = "aws.batch"
 BATCH_DETAIL_TYPE = "Batch Service Job State Change"

@@ -10,18 +10,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from botocore.validate import ParamValidator
 
 from spotline_dev.standin.clock import EPS, ObservedTime, dt, rfc3339
 from spotline_dev.standin.http_answers import ApiError, request_problems, shape
 from spotline_dev.standin.ledger import EXECUTION_TAG, LedgerEntry, billed_seconds, lost_work
+from spotline_dev.standin.records import ServiceJob, TrainingJob
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.training_timeline import BILLED, Plan, cut, plan_training
-
-if TYPE_CHECKING:
-    from spotline_dev.standin.batch_jobs import ServiceJob
 
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
 DEFAULT_CHECKPOINT_INTERVAL_S = 15 * 60
@@ -76,29 +74,6 @@ class TrainingJobView:
     @property
     def interruptions(self) -> int:
         return len(self.interrupted_at)
-
-
-@dataclass
-class TrainingJob:
-    name: str
-    arn: str
-    request: dict[str, Any]
-    key: str | None  # CheckpointConfig.S3Uri: progress and cumulative training are kept per key
-    spot: bool
-    created: float
-    behaviour: TrainingBehaviour
-    plan: Plan
-    restored_from_step: int | None
-    service_job: ServiceJob
-    written: int = 0  # checkpoints of the plan already written to the store
-    handled: bool = False  # its end has been reported to the Batch job
-
-    @property
-    def batch_arn(self) -> str:
-        """The training job's ARN as Batch's attempts give it (serviceResourceId): the name as
-        created, its case kept, as the Batch user guide's examples show
-        ("training-job/AWSBatchmy-training-job88b610a69aa8380ca5b0a7aba3f81cb8")."""
-        return self.arn.rsplit("/", 1)[0] + "/" + self.name
 
 
 class SageMakerTrainingJobs:

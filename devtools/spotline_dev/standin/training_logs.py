@@ -27,7 +27,8 @@ from typing import Any
 
 from spotline_dev.standin.clock import EPS, ObservedTime, ms
 from spotline_dev.standin.http_answers import ApiError
-from spotline_dev.standin.training_jobs import SageMakerTrainingJobs, TrainingJob
+from spotline_dev.standin.records import TrainingJob
+from spotline_dev.standin.training_jobs import SageMakerTrainingJobs
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 OPERATIONS = frozenset({"FilterLogEvents", "DescribeLogStreams", "GetLogEvents"})
