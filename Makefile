@@ -25,14 +25,15 @@ export AWS_DEFAULT_REGION ?= us-east-1
 TRACES ?= $(abspath ../shared/data/spot-availability)
 PAPER_TRACES ?= $(abspath ../shared/data/spot-traces/availability/1-node)
 
-.PHONY: help venv example-venv checkov-venv lint typecheck architecture template checkov build unit test sandbox bench clean
+.PHONY: help venv example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit test sandbox bench clean
 
 help:
 	@echo "make venv      create .venv (Python 3.13) with the pinned tools"
 	@echo "make test      lint, typecheck, template checks, checkov, sam build, pytest (what CI runs)"
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
-	@echo "make architecture  import-linter: the core stays pure, the layer never imports devtools"
+	@echo "make architecture  import-linter: the core stays pure, the layer never imports devtools, no import cycles"
+	@echo "make docs      serve the documentation site (mkdocs) at http://127.0.0.1:8000; make docs-build: build it (strict)"
 	@echo "make checkov   checkov on template.yaml (its own .venv-checkov); skips carry their reason in the template"
 	@echo "make build     sam build (arm64, python3.13)"
 	@echo "make example-venv  .venv-example (Python 3.11 + CPU torch) for examples/train_tiny.py"
@@ -100,7 +101,15 @@ unit: $(STAMP) $(EXAMPLE_STAMP)
 	@$(BYTECODE)
 	$(BIN)/pytest --numprocesses=auto --dist=worksteal
 
-test: lint typecheck architecture template checkov build unit
+# The documentation site (docs/, mkdocs.yml). --strict: a broken link, anchor or page missing
+# from the nav fails the build. (Material 9.8 prints a notice about MkDocs 2.0 on every build.)
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+test: lint typecheck architecture template checkov build docs-build unit
 
 sandbox: $(STAMP)
 	@$(BYTECODE)

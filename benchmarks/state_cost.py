@@ -24,8 +24,11 @@ from unittest import mock
 
 import botocore.client
 
-from spotline_dev import local_aws, sandbox, sandbox_runs
-from spotline_dev.sandbox import load_scenario, run_scenario
+from spotline_dev.local import lambdas as local_lambdas
+from spotline_dev.local import stack as local_aws
+from spotline_dev.sandbox import replay as sandbox
+from spotline_dev.sandbox import runs as sandbox_runs
+from spotline_dev.sandbox.replay import load_scenario, run_scenario
 
 
 class SectionClock:
@@ -78,7 +81,7 @@ def measure(path: Path | None) -> tuple[float, SectionClock, dict[str, Any]]:
         return f"aws call by the interpreter or the sandbox: {service} {operation}"
 
     patches = [
-        clock.wrap(local_aws._InProcessLambdas, "invoke", lambda _self, function, *_: "handler"),
+        clock.wrap(local_lambdas.InProcessLambdas, "invoke", lambda _self, function, *_: "handler"),
         clock.wrap(botocore.client.BaseClient, "_make_api_call", aws_label),
         clock.wrap(local_aws, "create_resources", lambda *_a, **_k: "stack set-up (template resources)"),
         clock.wrap(local_aws.LocalStack, "history", lambda *_a, **_k: "history read (GetExecutionHistory)"),

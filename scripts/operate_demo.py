@@ -1,11 +1,11 @@
-"""The README's "Operating a stack" outputs, regenerated: every `spotline` command for a deployed
-stack, run against the local stack standing in for one (`--stack spotline-local`), with the
-default sandbox scenario's spot weather (interruptions at 2 h and 5 h of training, no spot from
-6 h to 12 h).
+"""The outputs of the "Operating a stack" page (docs/platform/operating.md), regenerated: every
+`spotline` command for a deployed stack, run against the local stack standing in for one
+(`--stack spotline-local`), with the default sandbox scenario's spot weather (interruptions at
+2 h and 5 h of training, no spot from 6 h to 12 h).
 
     .venv/bin/python scripts/operate_demo.py           # print the outputs
-    .venv/bin/python scripts/operate_demo.py --check   # and compare them with the README (the tests do)
-    .venv/bin/python scripts/operate_demo.py --write   # and put them in the README
+    .venv/bin/python scripts/operate_demo.py --check   # and compare them with the page's (the tests do)
+    .venv/bin/python scripts/operate_demo.py --write   # and put them in the page
 
 What the local stack does not do by itself (EventBridge delivering an upload to Intake) happens
 while a command waits, as in the tests (tests/devtools/operate/).
@@ -25,14 +25,16 @@ from typing import Any
 
 from spotline.core.manifest import validate_bytes
 from spotline_dev import cli
-from spotline_dev.account import prepare_account, team_allowance
-from spotline_dev.local_aws import STACK, start_local_stack
+from spotline_dev.local.stack import STACK, start_local_stack
 from spotline_dev.operate import deployment
-from spotline_dev.sandbox_runs import QUIET, powertools_environment_for, weather_of
-from spotline_dev.scenario import load_scenario
+from spotline_dev.sandbox.account import prepare_account, team_allowance
+from spotline_dev.sandbox.runs import QUIET, powertools_environment_for, weather_of
+from spotline_dev.sandbox.scenario import load_scenario
 from spotline_dev.standin import TrainingBehaviour
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGE = Path("docs/platform/operating.md")
+"""Where the block lives, from the repository root."""
 WEEKLY, HOTFIX = "examples/manifests/ranker-v2.yaml", "examples/manifests/urgent-retrain.yaml"
 ON_CALL = "on-call"
 LOG_LINES_SHOWN = 18
@@ -121,34 +123,35 @@ def demo() -> None:
         run("logs", weekly, *on)
 
 
-def readme_block() -> str:
-    """The README's "Operating a stack" block: from its first command to its closing fence."""
-    text = (ROOT / "README.md").read_text()
+def page_block() -> str:
+    """The page's "Operating a stack" block: from its first command to its closing fence."""
+    text = (ROOT / PAGE).read_text()
     start = text.index(f"$ spotline submit {HOTFIX} --stack {STACK}\n")
     return text[start : text.index("```", start)].rstrip("\n")
 
 
 def as_shown(printed: str) -> str:
-    """What the README shows of the demo's output: all of it, but the logs' first lines only."""
+    """What the page shows of the demo's output: all of it, but the logs' first lines only."""
     head, logs = printed.rstrip("\n").split("\n$ spotline logs ", 1)
     command, *lines = logs.splitlines()
     return f"{head}\n$ spotline logs {command}\n" + "\n".join(lines[:LOG_LINES_SHOWN]) + "\n..."
 
 
 def differences(printed: str, shown: str) -> str | None:
-    """None when the README shows what the demo printed: exactly, up to a closing `...` line
+    """None when the page shows what the demo printed: exactly, up to a closing `...` line
     (the logs are an excerpt, their first lines)."""
     excerpt = shown.removesuffix("\n...")
     if printed.rstrip("\n") == shown or (excerpt != shown and printed.startswith(excerpt + "\n")):
         return None
-    lines = list(difflib.unified_diff(shown.splitlines(), printed.splitlines(), "README.md", "printed", lineterm=""))
+    page = PAGE.as_posix()
+    lines = list(difflib.unified_diff(shown.splitlines(), printed.splitlines(), page, "printed", lineterm=""))
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="compare the outputs with the README's; exit 1 if not")
-    parser.add_argument("--write", action="store_true", help="put the outputs in the README")
+    parser.add_argument("--check", action="store_true", help="compare the outputs with the page's; exit 1 if not")
+    parser.add_argument("--write", action="store_true", help="put the outputs in the page")
     args = parser.parse_args()
     if not (args.check or args.write):
         demo()
@@ -157,10 +160,10 @@ def main() -> int:
     with redirect_stdout(printed):
         demo()
     if args.write:
-        readme = ROOT / "README.md"
-        readme.write_text(readme.read_text().replace(readme_block(), as_shown(printed.getvalue()), 1))
-    found = differences(printed.getvalue(), readme_block())
-    print(found or 'The README\'s "Operating a stack" block is what these commands print')
+        page = ROOT / PAGE
+        page.write_text(page.read_text().replace(page_block(), as_shown(printed.getvalue()), 1))
+    found = differences(printed.getvalue(), page_block())
+    print(found or f'The "Operating a stack" block of {PAGE.as_posix()} is what these commands print')
     return 1 if found else 0
 
 

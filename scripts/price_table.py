@@ -1,5 +1,5 @@
 """What the instance price table covers, against botocore's SageMaker model: run it after a
-botocore upgrade or a price refresh (README, "Instance types and prices").
+botocore upgrade or a price refresh (docs/teams/manifests.md, "Instance types and prices").
 
     .venv/bin/python scripts/price_table.py            # coverage and the families without prices
     .venv/bin/python scripts/price_table.py --unpriced # every valid training type without a price

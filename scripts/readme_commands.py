@@ -1,7 +1,9 @@
-"""Runs the README's commands and compares what they print with what the README shows.
+"""Runs the commands README.md and the documentation pages (docs/**/*.md) show, and compares what
+they print with what the page shows.
 
 A command is a line `$ COMMAND` in a fenced block; its output is the lines after it, up to the
-next `$ ` line or the end of the block. Commands run from the repository root with `.venv/bin` on
+next `$ ` line or the end of the block. Each is named by its page and line
+(`docs/teams/manifests.md:123`). Commands run from the repository root with `.venv/bin` on
 PATH, so `spotline` and `.venv/bin/spotline` are the same program. Every output must be exact, on
 any date: a command whose output depends on the day pins `--now`.
 
@@ -26,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 QUICK = ("spotline validate", "spotline from-trainer", "spotline render")
 SLOW = (
     "spotline simulate",
@@ -53,9 +56,20 @@ class Example:
     line: int
     command: str
     shown: str
+    page: str = "README.md"
+    """The page's path from the repository root."""
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
 
-def examples(text: str) -> list[Example]:
+def pages() -> list[Path]:
+    """README.md, then every page of the documentation site, in path order."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def examples(text: str, page: str = "README.md") -> list[Example]:
     """Every `$ ` line of a fenced block with the lines after it; a block indented in a list is
     read without its indentation."""
     found: list[Example] = []
@@ -64,13 +78,13 @@ def examples(text: str) -> list[Example]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if raw.lstrip().startswith("```"):
             if in_block and command:
-                found.append(Example(start, command, "\n".join(lines)))
+                found.append(Example(start, command, "\n".join(lines), page))
             in_block, indent, command, lines = not in_block, len(raw) - len(raw.lstrip()), "", []
             continue
         line = raw[indent:] if raw[:indent].strip() == "" else raw
         if in_block and line.startswith("$ "):
             if command:
-                found.append(Example(start, command, "\n".join(lines)))
+                found.append(Example(start, command, "\n".join(lines), page))
             command, start, lines = line[2:], number, []
         elif in_block and command:
             lines.append(line)
@@ -106,12 +120,17 @@ def run(command: str) -> str:
     return (done.stdout + done.stderr).rstrip("\n")
 
 
+def all_examples() -> list[Example]:
+    """Every command of README.md and of the documentation pages."""
+    return [e for page in pages() for e in examples(page.read_text(), page.relative_to(ROOT).as_posix())]
+
+
 def quick_examples() -> list[Example]:
-    return [e for e in examples(README.read_text()) if program(e.command).startswith(QUICK)]
+    return [e for e in all_examples() if program(e.command).startswith(QUICK)]
 
 
 def slow_examples() -> list[Example]:
-    return [e for e in examples(README.read_text()) if program(e.command).startswith(SLOW)]
+    return [e for e in all_examples() if program(e.command).startswith(SLOW)]
 
 
 def shows(example: Example, printed: str) -> bool:
@@ -126,11 +145,11 @@ def shows(example: Example, printed: str) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--list", action="store_true", help="list every README command and how it is checked")
+    parser.add_argument("--list", action="store_true", help="list every command the pages show and how it is checked")
     parser.add_argument("--all", action="store_true", help="also run the simulations and benchmarks (minutes)")
     args = parser.parse_args()
     if args.list:
-        for example in examples(README.read_text()):
+        for example in all_examples():
             name = program(example.command)
             how = (
                 "run here"
@@ -141,7 +160,7 @@ def main() -> int:
                     (where for prefix, where in CHECKED_ELSEWHERE.items() if prefix in example.command), "not checked"
                 )
             )
-            print(f"README.md:{example.line}: {name}: {how}")
+            print(f"{example.where}: {name}: {how}")
         return 0
     failed = 0
     checked = quick_examples() + (slow_examples() if args.all else [])
@@ -149,9 +168,9 @@ def main() -> int:
         printed = run(example.command)
         if not shows(example, printed):
             failed += 1
-            print(f"README.md:{example.line}: `{example.command}` printed:\n{printed}")
-            print(f"--- the README shows:\n{example.shown}\n")
-    print(f"{len(checked) - failed} of {len(checked)} README commands print what the README shows")
+            print(f"{example.where}: `{example.command}` printed:\n{printed}")
+            print(f"--- {example.page} shows:\n{example.shown}\n")
+    print(f"{len(checked) - failed} of {len(checked)} commands of README.md and docs/ print what their page shows")
     return 1 if failed else 0
 
 

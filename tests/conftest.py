@@ -14,15 +14,16 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from spotline_dev.template import powertools_environment
+from spotline_dev.local.template import powertools_environment
 
 for _name, _value in powertools_environment().items():  # before anything imports spotline.aws.observability
     os.environ.setdefault(_name, _value)
 
 from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
-from spotline_dev.account import prepare_account, team_allowance  # noqa: E402
-from spotline_dev.local_aws import LocalStack, start_local_stack  # noqa: E402
+from spotline_dev.local.handles import LocalStack  # noqa: E402
+from spotline_dev.local.stack import start_local_stack  # noqa: E402
+from spotline_dev.sandbox.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.standin import TrainingBehaviour  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -184,7 +184,7 @@ def readable_request(request: dict[str, object]) -> str:
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
-    from spotline_dev import sandbox  # noqa: PLC0415 (imports moto: only when asked)
+    from spotline_dev.sandbox import replay as sandbox  # noqa: PLC0415 (imports moto: only when asked)
 
     try:
         return sandbox.main(

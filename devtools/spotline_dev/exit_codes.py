@@ -1,4 +1,5 @@
-"""The exit codes every `spotline` command keeps to (documented in `spotline --help` and the README)."""
+"""The exit codes every `spotline` command keeps to (documented in `spotline --help` and
+docs/platform/operating.md, "Exit codes")."""
 
 EXIT_OK = 0
 EXIT_INVALID = 1  # a manifest, team policy or file is refused, or the stack or run named does not exist

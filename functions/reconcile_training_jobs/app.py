@@ -33,9 +33,9 @@ NEXT_STEP = (
 )
 FOREIGN_NEXT_STEP = (
     "Find who submitted it (CloudTrail: SubmitServiceJob on the job queue) and take batch:SubmitServiceJob on "
-    "the queue away from every principal but SubmitTrainingJob's role (README, 'Which role a job runs with, "
-    "and who may submit to the job queue'). Teams train through manifests only. See docs/runbook.md, "
-    "'Foreign training job stopped'."
+    "the queue away from every principal but SubmitTrainingJob's role (docs/platform/security.md, "
+    "'Which role a job runs with, and who may submit to the job queue'). Teams train through manifests "
+    "only. See docs/runbook.md, 'Foreign training job stopped'."
 )
 
 

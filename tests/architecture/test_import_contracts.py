@@ -58,7 +58,12 @@ def test_the_real_tree_keeps_every_contract() -> None:
     [
         ("spotline/core/uses_boto3.py", "import boto3", "The domain core is pure"),
         ("spotline/core/uses_botocore.py", "from botocore.validate import ParamValidator", "The domain core is pure"),
-        ("spotline/core/uses_adapter.py", "from spotline.aws.clients import client", "The domain core is pure"),
+        # (the adapters import the core: this one is a cycle as well, and breaks that contract too)
+        (
+            "spotline/core/uses_adapter.py",
+            "from spotline.aws.clients import client",
+            "The domain core is pure|No import cycles",
+        ),
         ("spotline/core/uses_powertools.py", "from aws_lambda_powertools import Logger", "The domain core is pure"),
         ("spotline/training/uses_core.py", "from spotline.core import durations", "The training helper"),
         ("spotline/aws/uses_devtools.py", "from spotline_dev import standin", "The layer (what Lambdas run)"),
@@ -72,5 +77,32 @@ def test_a_planted_violation_breaks_its_contract(
     (tree / "layers" / "spotline" / module).write_text(f"{line}\n")
     run = _lint_imports(tree)
     assert run.returncode != 0, run.stdout
+    broken = sorted(name for name, verdict in _verdicts(run.stdout).items() if verdict == "BROKEN")
+    expected = sorted(name for name in CONTRACTS for prefix in contract.split("|") if name.startswith(prefix))
+    assert broken == expected, run.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line"),
+    [
+        # two modules of one package (the issue's own: the stack and the module it is built by)
+        ("devtools/spotline_dev/local/handles.py", "from spotline_dev.local import stack"),
+        # two sub-packages: the local stack reaching back into the sandbox that drives it
+        ("devtools/spotline_dev/local/template.py", "from spotline_dev.sandbox import scenario"),
+        # inside the stand-in: a record reaching for the service that acts on it
+        ("devtools/spotline_dev/standin/records.py", "from spotline_dev.standin import batch_jobs"),
+        # in the layer: the pure core reaching back to a module that imports it
+        ("layers/spotline/spotline/core/durations.py", "from spotline.core import policy"),
+    ],
+)
+def test_a_planted_import_cycle_breaks_the_acyclic_contract(
+    pristine: Path, tmp_path: Path, module: str, line: str
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(pristine, tree)
+    planted = tree / module
+    planted.write_text(planted.read_text() + f"\n{line}  # noqa: E402\n")
+    run = _lint_imports(tree)
+    assert run.returncode != 0, run.stdout
     broken = [name for name, verdict in _verdicts(run.stdout).items() if verdict == "BROKEN"]
-    assert len(broken) == 1 and broken[0].startswith(contract), run.stdout
+    assert broken == [next(name for name in CONTRACTS if name.startswith("No import cycles"))], run.stdout

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from ledger_checks import assert_reconciled
 
-from spotline_dev.sandbox import load_scenario, run_scenario
-from spotline_dev.scenario import DEFAULT_SCENARIO, SAMPLE_MANIFESTS, FaultSpec, Scenario
+from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.sandbox.scenario import DEFAULT_SCENARIO, SAMPLE_MANIFESTS, FaultSpec, Scenario
 
 HOUR = 3600.0
 EXAMPLES = sorted(DEFAULT_SCENARIO.parent.glob("*.yaml"))

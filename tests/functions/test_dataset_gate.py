@@ -9,7 +9,8 @@ import pytest
 from moto.events.models import EventPattern
 
 from conftest import emitted_metrics, sample_event
-from spotline_dev.local_aws import ACCOUNT, LocalStack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import ACCOUNT
 
 DATASET = "clicks-2026-11-28"
 HUGE_LOCATION = "s3://search-ranking-data/" + "x" * 140 * 1024

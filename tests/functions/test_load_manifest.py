@@ -12,7 +12,7 @@ import pytest
 from conftest import NOW, deny_next, emitted_metrics, entered_states, upload
 from spotline.aws.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
 from spotline.core.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
-from spotline_dev.local_aws import LocalStack
+from spotline_dev.local.handles import LocalStack
 
 KEY = "manifests/search-ranking/ranker-v2.yaml"
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:sm:run-1"

@@ -24,7 +24,7 @@ from moto import mock_aws
 
 from spotline.aws import clients as spotline_clients
 from spotline.aws import custom_resource
-from spotline_dev.lambda_context import LocalLambdaContext
+from spotline_dev.local.lambda_context import LocalLambdaContext
 from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
 from spotline_dev.standin.http_answers import ApiError, answer
 

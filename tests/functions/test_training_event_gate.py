@@ -12,7 +12,7 @@ from moto.events.models import EventPattern
 
 from conftest import EXAMPLE_MANIFEST, entered_states, run_upload, sample_event
 from spotline.aws.clients import reset_clients
-from spotline_dev.local_aws import LocalStack
+from spotline_dev.local.handles import LocalStack
 
 SAGEMAKER = sample_event("sagemaker_training_job_state_change.json")
 SAGEMAKER_TAGS_LIST = sample_event("sagemaker_training_job_state_change_tags_list.json")

@@ -1,5 +1,7 @@
-"""The README shows what its commands print, on any date: the quick commands are run and
-compared exactly (scripts/readme_commands.py), and the sandbox excerpt is a piece of a real run."""
+"""README.md and the documentation pages show what their commands print, on any date: the quick
+commands are run and compared exactly (scripts/readme_commands.py), and the sandbox excerpt is a
+piece of a real run. Every page is in the site's navigation, and the README stays short, its links
+leading to pages and headings that exist."""
 
 from __future__ import annotations
 
@@ -8,11 +10,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+QUICK_START = DOCS / "getting-started.md"
+README_MAX_LINES = 150
 
 
 def _script() -> object:
@@ -27,13 +34,14 @@ def _script() -> object:
 COMMANDS = _script()
 
 
-@pytest.mark.parametrize("example", COMMANDS.quick_examples(), ids=lambda e: f"README.md:{e.line}")  # type: ignore[attr-defined]
-def test_each_quick_readme_command_prints_what_the_readme_shows(example: object) -> None:
+@pytest.mark.parametrize("example", COMMANDS.quick_examples(), ids=lambda e: e.where)  # type: ignore[attr-defined]
+def test_each_quick_command_prints_what_its_page_shows(example: object) -> None:
     assert COMMANDS.run(example.command) == example.shown  # type: ignore[attr-defined]
 
 
-def test_the_readme_shows_commands_of_every_kind_and_says_how_each_is_checked() -> None:
-    found = COMMANDS.examples(README.read_text())  # type: ignore[attr-defined]
+def test_the_pages_show_commands_of_every_kind_and_say_how_each_is_checked() -> None:
+    found = COMMANDS.all_examples()  # type: ignore[attr-defined]
+    assert {e.page for e in found} > {"docs/getting-started.md", "docs/platform/operating.md"}
     assert len(COMMANDS.quick_examples()) >= 3  # type: ignore[attr-defined]
     for example in found:
         name = COMMANDS.program(example.command)  # type: ignore[attr-defined]
@@ -43,9 +51,9 @@ def test_the_readme_shows_commands_of_every_kind_and_says_how_each_is_checked() 
 
 def test_the_sandbox_excerpt_is_a_piece_of_a_real_run() -> None:
     """`make sandbox` as a user runs it, in a process of its own: the stacks of one process draw
-    their ids (hence execution names) from seeds that follow one another (local_aws.py)."""
-    excerpt = re.search(r"```\n(== search-ranking-urgent-retrain.*?)```", README.read_text(), re.S)
-    assert excerpt, "the Quick start excerpt moved"
+    their ids (hence execution names) from seeds that follow one another (local/stack.py)."""
+    excerpt = re.search(r"```\n(== search-ranking-urgent-retrain.*?)```", QUICK_START.read_text(), re.S)
+    assert excerpt, f"the Quick start excerpt moved from {QUICK_START.relative_to(ROOT)}"
     done = subprocess.run(
         [sys.executable, "-m", "spotline_dev.cli", "sandbox"], cwd=ROOT, capture_output=True, text=True, check=False
     )
@@ -75,3 +83,50 @@ def test_a_benchmarks_figures_are_compared_all_but_its_timings() -> None:
     figures = '{"cost_usd": 12.5, "importMillisecondsMedianOf5": {"intake": 268.5}}'
     masked = COMMANDS.without_timings(figures)  # type: ignore[attr-defined]
     assert masked == '{"cost_usd": 12.5, "importMillisecondsMedianOf5": {"intake": #}}'
+
+
+def _nav_pages(entry: Any) -> set[str]:
+    """Every page a `nav:` entry of mkdocs.yml names: a path, `{title: path}`, or a list of them."""
+    if isinstance(entry, str):
+        return {entry} if entry.endswith(".md") else set()
+    if isinstance(entry, dict):
+        return set().union(*(_nav_pages(value) for value in entry.values()))
+    if isinstance(entry, list):
+        return set().union(*(_nav_pages(item) for item in entry))
+    return set()
+
+
+def test_every_documentation_page_is_in_the_sites_navigation() -> None:
+    """A page missing from `nav:` would be built but reachable by no menu: orphaned."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert config["docs_dir"] == "docs"
+    listed = _nav_pages(config["nav"])
+    pages = {page.relative_to(DOCS).as_posix() for page in DOCS.rglob("*.md")}
+    assert pages - listed == set(), "pages missing from mkdocs.yml's nav"
+    assert listed - pages == set(), "nav entries without a page"
+
+
+def test_the_readme_is_short() -> None:
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move the detail to a page of docs/"
+
+
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors of a page, as GitHub and mkdocs spell them (for these headings alike):
+    lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"^ *```.*?^ *```", "", page.read_text(), flags=re.S | re.M)
+    headings = re.findall(r"^#{1,6} +(.+?) *$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_the_readmes_links_lead_to_pages_and_headings_that_exist() -> None:
+    """mkdocs --strict checks the pages' links; the README is not one of them."""
+    links = re.findall(r"\]\(([^)\s]+)\)", README.read_text())
+    local = [link for link in links if "://" not in link]
+    assert any(link.startswith("docs/") for link in local)
+    for link in local:
+        path, _, anchor = link.partition("#")
+        target = ROOT / path
+        assert target.exists(), link
+        if anchor:
+            assert anchor in _anchors(target), link

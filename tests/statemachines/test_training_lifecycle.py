@@ -20,10 +20,11 @@ from conftest import (
     run_upload,
     team_policy_for,
 )
-from spotline_dev.account import prepare_account, team_allowance
-from spotline_dev.local_aws import LocalStack, start_local_stack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import start_local_stack
+from spotline_dev.local.template import load_template
+from spotline_dev.sandbox.account import prepare_account, team_allowance
 from spotline_dev.standin import TrainingBehaviour
-from spotline_dev.template import load_template
 
 ASL = ROOT / "statemachines" / "training_lifecycle.asl.json"
 TRANSIENT_LAMBDA_ERRORS = {  # Step Functions' best practices, "Handle Lambda service exceptions"

@@ -13,7 +13,7 @@ import pytest
 from spotline.aws import training_settings
 from spotline.core.naming import report_key
 from spotline.core.training_request import DEFAULT_SETTINGS
-from spotline_dev.template import function_environment, load_template, resources_of_type
+from spotline_dev.local.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
 
@@ -86,7 +86,7 @@ def test_buckets_are_versioned_encrypted_private_and_tls_only(name: str) -> None
 @pytest.mark.parametrize("name", list(resources_of_type(TEMPLATE, "AWS::S3::Bucket")))
 def test_buckets_are_kept_when_the_stack_is_deleted_or_the_bucket_replaced(name: str) -> None:
     # CloudFormation deletes only an empty bucket: a versioned bucket with manifests would fail the
-    # stack's deletion. Retained, it keeps the manifests; README "Deploying" says how to delete it.
+    # stack's deletion. Retained, it keeps the manifests; docs/platform/deploying.md says how to delete it.
     resource = TEMPLATE["Resources"][name]
     assert (resource.get("DeletionPolicy"), resource.get("UpdateReplacePolicy")) == ("Retain", "Retain")
 

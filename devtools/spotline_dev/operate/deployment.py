@@ -119,7 +119,7 @@ def aws_failure(exc: Exception) -> str:
         return "no AWS credentials: set a profile (--profile) or the AWS_* variables"
     code = error_code(exc)
     if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
-        return f"access denied: {exc} (README 'Operating a stack' lists the permissions each command needs)"
+        return f"access denied: {exc} (docs/platform/operating.md lists the permissions each command needs)"
     if code in ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId"):
         return f"the AWS credentials were refused: {exc}"
     return str(exc)

@@ -36,7 +36,7 @@ MAX_STATUS_REASON_PATTERN = 512
 def _checked_capacity(capacity: int | Mapping[str, int] | None, policy: str | None) -> dict[str, int] | None:
     """The service environment's capacityLimits as CreateServiceEnvironment takes them: an int is
     NUM_INSTANCES; per instance type only for quota management (a queue with a scheduling policy).
-    Only `register_queue` (local_resources, tests) calls this: the stand-in serves no
+    Only `register_queue` (local.resources, tests) calls this: the stand-in serves no
     CreateServiceEnvironment."""
     if capacity is None:
         return None

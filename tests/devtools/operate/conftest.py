@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from spotline_dev.local_aws import LocalStack
+from spotline_dev.local.handles import LocalStack
 from spotline_dev.operate import deployment
 
 DELIVERED_WHILE_WAITING = ("aws.s3", "aws.states")

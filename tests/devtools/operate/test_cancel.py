@@ -11,7 +11,8 @@ from conftest import EXAMPLE_MANIFEST, received_alerts, subscribe_to_alerts
 from devtools.operate.printed import printed_json, printed_lines
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_OK
-from spotline_dev.local_aws import STACK, LocalStack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import STACK
 from spotline_dev.operate import cancel as cancel_module
 
 ON_STACK = ["--stack", STACK]

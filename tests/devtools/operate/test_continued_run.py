@@ -12,7 +12,8 @@ from spotline.core import lifecycle
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_OK
 from spotline_dev.explain import fetch_run
-from spotline_dev.local_aws import STACK, LocalStack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import STACK
 
 ON_STACK = ["--stack", STACK]
 

@@ -9,11 +9,12 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST, NOW, example_spec, team_policy_for
 from devtools.operate.printed import printed_json, printed_lines
-from spotline_dev.account import prepare_account
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_OK
-from spotline_dev.local_aws import STACK, LocalStack, start_local_stack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import STACK, start_local_stack
 from spotline_dev.operate import deployment
+from spotline_dev.sandbox.account import prepare_account
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
 
 ON_STACK = ["--stack", STACK]

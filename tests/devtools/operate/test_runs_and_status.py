@@ -10,7 +10,8 @@ from conftest import EXAMPLE_MANIFEST
 from devtools.operate.printed import printed_json, printed_lines
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK
-from spotline_dev.local_aws import STACK, LocalStack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import STACK
 from spotline_dev.operate import deployment
 
 ON_STACK = ["--stack", STACK]

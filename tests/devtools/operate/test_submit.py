@@ -12,7 +12,8 @@ from conftest import EXAMPLE_MANIFEST
 from devtools.operate.printed import printed_json, printed_lines
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_NOT_SUCCEEDED, EXIT_OK, EXIT_USAGE
-from spotline_dev.local_aws import STACK, LocalStack
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import STACK
 
 ON_STACK = ["--stack", STACK]
 

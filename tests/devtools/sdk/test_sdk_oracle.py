@@ -19,7 +19,8 @@ from spotline.core.training_request import Attempt, create_training_job_request
 from spotline_dev.sdk.request_to_manifest import SpotlineFields, comparable, manifest_from_request
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-EXAMPLE_TRAINER = Path(__file__).resolve().parents[3] / "examples" / "trainers" / "ranker_v2.py"  # the README's
+# docs/teams/manifests.md's example trainer
+EXAMPLE_TRAINER = Path(__file__).resolve().parents[3] / "examples" / "trainers" / "ranker_v2.py"
 EXECUTION = "arn:aws:states:us-west-2:123456789012:execution:spotline-TrainingLifecycle:vision-job-1a2b3c4d"
 CONVERTIBLE = {
     "migration_simple_training.py": SpotlineFields(team="vision", name="simple-training"),

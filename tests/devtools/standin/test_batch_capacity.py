@@ -10,9 +10,9 @@ from botocore.exceptions import ClientError
 
 from devtools.standin.fixture_rig import RigFactory, run_to_end, training_payload
 from spotline.core.quota_shares import parse_capacity
-from spotline_dev.local_custom_resources import with_parameters
+from spotline_dev.local.custom_resources import with_parameters
+from spotline_dev.local.template import Resolver, queue_capacity, resources_of_type
 from spotline_dev.standin import TrainingBehaviour
-from spotline_dev.template import Resolver, queue_capacity, resources_of_type
 
 HOUR = 3600.0
 START = 120.0  # submission to SCHEDULED with the default weather (queue delay)

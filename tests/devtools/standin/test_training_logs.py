@@ -28,7 +28,7 @@ from devtools.standin.fixture_rig import (
     ms,
     training_payload,
 )
-from spotline_dev.local_aws import LocalStack
+from spotline_dev.local.handles import LocalStack
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.batch_jobs import batch_training_job_name, service_job_id
 

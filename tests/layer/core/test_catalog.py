@@ -21,7 +21,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "rank
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REGION = "us-east-1"  # the price table's
 # Every family the seeds and the SageMaker guidance name (issue 17): each is in the table, every
-# size priced but in the families no dated source prices (see the table's README section).
+# size priced but in the families no dated source prices (see docs/teams/manifests.md, "Instance types and prices").
 REQUIRED_FAMILIES = [
     "g5",
     "g6",
@@ -55,7 +55,7 @@ def _table() -> dict[str, object]:
 
 
 def _manifest(instance_type: str) -> bytes:
-    """The README's example manifest on another instance type."""
+    """The documentation's example manifest (docs/teams/manifests.md) on another instance type."""
     return EXAMPLE.read_bytes().replace(b"instanceType: ml.g5.2xlarge", f"instanceType: {instance_type}".encode())
 
 

@@ -19,7 +19,7 @@ left is the same or less later); it only gives up spot capacity that may come ba
 second rule did just that: while spot capacity was missing, it switched as soon as progress fell
 behind the uniform-progress line (after Wu et al., "Can't Be Late", NSDI 2024, whose policy uses
 on-demand to catch up and then goes back to spot, which a switch for good cannot). On real spot
-traces (`spotline simulate`, README "Simulation") it made most switches and raised the mean cost
+traces (`spotline simulate`, docs/simulation.md) it made most switches and raised the mean cost
 by 14 % without saving a deadline the margin covers. `uniform_progress_line` remains as the
 job's even schedule, for reports.
 

@@ -1,0 +1,207 @@
+"""What a test, the sandbox or a local command holds of a running local stack (`LocalStack`, made
+by `stack.start_local_stack`): its clients, clock, stand-in, resources by logical id, and what
+happened in it (invocations, executions, delivery errors)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+from moto.sqs.models import sqs_backends
+
+from spotline_dev.local.executions import ExecutionRecord, Executions, history_of
+from spotline_dev.local.faults import Fault, Faults
+from spotline_dev.local.virtual_time import VirtualClock
+from spotline_dev.standin import BatchSageMakerStandIn, TrainingBehaviour
+
+REGION = "us-east-1"
+
+
+ACCOUNT = "123456789012"
+
+
+STACK = "spotline-local"
+
+
+Handler = Callable[[Any, Any], Any]
+
+
+Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
+
+
+class RuntimeKilled(Exception):
+    """The local stand-in for a Lambda runtime that dies mid-invocation."""
+
+
+@dataclass
+class Invocation:
+    function: str
+    event: Any
+    result: Any = None
+    error: str | None = None
+    at: datetime | None = None  # virtual time of the invocation
+
+
+@dataclass
+class LocalStack:
+    """Handles to what `start_local_stack` created, by logical id."""
+
+    template: dict[str, Any]
+    clock: VirtualClock
+    physical: dict[str, str]
+    standin: BatchSageMakerStandIn
+    session: boto3.Session  # every client of the stack (the handlers' too) comes from it
+    functions: dict[str, str] = field(default_factory=dict)  # logical id -> function name
+    rule_taps: dict[str, tuple[str, str]] = field(default_factory=dict)  # queue url -> (function, rule)
+    rule_sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rule -> its pattern's sources
+    delivery_errors: list[str] = field(default_factory=list)  # service events whose delivery failed
+    invocations: list[Invocation] = field(default_factory=list)
+    throttles: dict[str, int] = field(default_factory=dict)  # function name -> invocations to refuse
+    faults: Faults | None = None  # set by start_local_stack
+    executions: Executions | None = None  # set by start_local_stack
+    outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
+    queue_capacities: dict[str, dict[str, int] | None] = field(default_factory=dict)  # queue -> limits per type
+    account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
+    region: str = REGION
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def kill_after_call(self, operation: str, times: int = 1) -> None:
+        """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
+        "batch.SubmitServiceJob") return: the call took effect, the invocation fails with
+        Runtime.ExitError as Lambda reports a killed runtime."""
+        remaining = {"n": times}
+
+        def kill(**_: Any) -> None:
+            if remaining["n"] > 0:
+                remaining["n"] -= 1
+                raise RuntimeKilled(f"Runtime exited with error: signal: killed (after {operation})")
+
+        boto3.DEFAULT_SESSION.events.register(f"after-call.{operation}", kill)  # type: ignore[union-attr]
+
+    def throttle(self, logical_id: str, times: int = 1) -> None:
+        """Make the Lambda service refuse the next `times` invocations (TooManyRequestsException)."""
+        self.throttles[self.functions[logical_id]] = times
+
+    def inject_fault(self, logical_id: str, *, count: int, start: datetime | None = None) -> Fault:
+        """Make `count` invocations of the function (logical id, e.g. CheckTrainingStatusFunction)
+        from `start` (virtual time; default now) raise InjectedFault instead of running."""
+        if logical_id not in self.functions:
+            raise KeyError(f"{logical_id} is not a function of the template ({', '.join(sorted(self.functions))})")
+        assert self.faults is not None
+        return self.faults.add(self.functions[logical_id], Fault(logical_id, start or self.clock.now(), count))
+
+    def stop_executions_after(self, seconds: float) -> None:
+        """Stop every execution started from now on `seconds` (virtual) after its start, as
+        on-call would in the console (StopExecution; it ends ABORTED)."""
+        assert self.executions is not None
+        self.executions.stop_after = seconds
+
+    def execution(self, execution_arn: str) -> ExecutionRecord:
+        """The execution's virtual start and end, and the status change event put when it ended."""
+        assert self.executions is not None
+        return self.executions.records[execution_arn]
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of the local stack (one per service: creating one takes milliseconds)."""
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service, region_name=self.region)  # type: ignore[call-overload]
+        return self._clients[service]
+
+    @property
+    def bucket(self) -> str:
+        return self.physical["IngestBucket"]
+
+    def state_machine_arn(self, logical_id: str = "TrainingLifecycle") -> str:
+        return self.physical[logical_id]
+
+    # --- events --------------------------------------------------------------------------
+
+    def deliver_events(
+        self, on_error: Callable[[str, RuntimeError], None] | None = None, sources: tuple[str, ...] | None = None
+    ) -> list[Any]:
+        """Deliver what EventBridge rules matched to their Lambda targets, as EventBridge would.
+
+        moto matches rules but cannot invoke Lambda targets, so each rule has an SQS tap; this
+        drains the taps and invokes the rule's function with each event. Returns the results.
+        A failed invocation raises, unless `on_error(rule, error)` is given: then it is reported
+        there, the event dropped (as after Lambda's asynchronous retries) and delivery goes on.
+        With `sources`, only the rules matching events of those sources are drained.
+        """
+        sqs, results = self.client("sqs"), []
+        for queue_url, (function, rule) in self.rule_taps.items():
+            if sources is not None and not set(self.rule_sources.get(rule, ())) & set(sources):
+                continue
+            while _tap_has_messages(queue_url):
+                messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+                if not messages:
+                    break
+                for message in messages:
+                    event = _as_eventbridge_delivers(json.loads(message["Body"]), self.clock.now(), self.account)
+                    try:
+                        results.append(self.invoke(function, event))
+                    except RuntimeError as error:
+                        if on_error is None:
+                            raise
+                        on_error(rule, error)
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return results
+
+    def invoke(self, logical_id: str, event: Any) -> Any:
+        response = self.client("lambda").invoke(FunctionName=self.functions[logical_id], Payload=json.dumps(event))
+        payload = json.loads(response["Payload"].read())
+        if response.get("FunctionError"):
+            raise RuntimeError(f"{logical_id} failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
+        return payload
+
+    # --- executions ----------------------------------------------------------------------
+
+    def wait_for_execution(self, execution_arn: str, timeout: float = 120.0) -> dict[str, Any]:
+        """Describe the execution once it has ended and its status change event has been put.
+        An execution of this stack is waited for on its end (`ExecutionRecord.ended`), not polled:
+        a poll is a whole DescribeExecution through moto, taken from the execution's own thread."""
+        sfn = self.client("stepfunctions")
+        record = self.executions.records.get(execution_arn) if self.executions else None
+        if record is not None:
+            if not record.ended.wait(timeout):
+                raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s of wall time")
+            return sfn.describe_execution(executionArn=execution_arn)  # type: ignore[no-any-return]
+        deadline = time.monotonic() + timeout
+        while True:  # not started through this stack's hooks: no record to wait on
+            described = sfn.describe_execution(executionArn=execution_arn)
+            if described["status"] != "RUNNING":
+                return described  # type: ignore[no-any-return]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{execution_arn} still RUNNING after {timeout}s of wall time")
+            time.sleep(0.005)
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        """The execution's history events, as GetExecutionHistory answers them (read in-process)."""
+        return history_of(execution_arn)
+
+
+def _tap_has_messages(queue_url: str) -> bool:
+    """Whether a rule's tap holds a message to deliver, asked of moto's queue in-process: most taps
+    are empty at most deliveries, and an empty ReceiveMessage is a whole request through moto."""
+    account, name = queue_url.rsplit("/", 2)[1:]
+    region = urlparse(queue_url).netloc.split(".")[1]
+    return bool(sqs_backends[account][region].get_queue(name).messages)
+
+
+def _as_eventbridge_delivers(event: dict[str, Any], now: datetime, account: str) -> dict[str, Any]:
+    """moto's S3 -> EventBridge event differs from AWS's in three ways: `time` is the wall-clock
+    time (the local stack lives on the virtual clock, where the upload just happened), the
+    ETag key is `eTag` instead of `etag`, and moto's rule targets receive the event without its
+    `account` (the rule pattern did match on it)."""
+    event = json.loads(json.dumps(event))
+    event["time"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    event.setdefault("account", account)
+    obj = event.get("detail", {}).get("object")
+    if isinstance(obj, dict) and "eTag" in obj:
+        obj["etag"] = obj.pop("eTag")
+    return event

@@ -1,0 +1,203 @@
+"""The Spotline stack in one process: moto for AWS, the real handlers invoked in-process,
+the real state machine file executed by moto's interpreter, and a virtual clock.
+
+Everything is created from `template.yaml`: buckets, queues, topics, functions (with their
+environment), EventBridge rules (with their patterns) and state machines (with their
+definition substitutions). The hooks into moto (Lambda invocation, Wait and Retry sleeps)
+are moto internals, which is why moto's version is pinned exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from functools import partial
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+from moto.moto_api._internal import mock_random
+from moto.moto_api._internal.moto_random import MotoRandom
+from moto.s3 import models as moto_s3_models
+from moto.utilities.utils import get_partition
+
+from spotline.aws import clients as spotline_aws
+from spotline.core.quota_shares import format_capacity
+from spotline_dev.local.cloudformation import install_stack_description
+from spotline_dev.local.custom_resources import with_parameters
+from spotline_dev.local.events import install_service_events
+from spotline_dev.local.executions import Executions
+from spotline_dev.local.faults import Faults
+from spotline_dev.local.handles import ACCOUNT, REGION, STACK, Behaviour, LocalStack
+from spotline_dev.local.lambdas import InProcessLambdas
+from spotline_dev.local.moto_shortcuts import (
+    share_botocore_data,
+    skip_repeated_botocore_work,
+    skip_repeated_moto_work,
+)
+from spotline_dev.local.resources import create_resources
+from spotline_dev.local.template import (
+    load_template,
+)
+from spotline_dev.local.virtual_time import VirtualClock, install_time_hooks
+from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
+
+RANDOM_SEED = 12
+STOP_TASKS_SECONDS = 30.0
+_STACKS_STARTED = itertools.count()
+
+
+def two_hour_training(_request: dict[str, Any]) -> TrainingBehaviour:
+    return TrainingBehaviour(duration=2 * 3600)
+
+
+class _OwnVersionIds:
+    """moto's randomness for S3, but version ids from their own stream. Execution names derive
+    from the manifest's version id, and the uploads come in the same order in every replay, while
+    moto draws its other ids from the shared stream too, not always in the same order (its
+    executions run in threads): fleet replays gave other names without this."""
+
+    def __init__(self, seed: int) -> None:
+        self._own = MotoRandom(seed)
+
+    def uuid4(self) -> Any:
+        return self._own.uuid4()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(mock_random, name)
+
+
+class S3CheckpointStore:
+    """progress.json under a checkpoint prefix, in the local stack's S3 (as training code writes it).
+    The stand-in's SageMaker writes and reads it in moto's S3 directly, as S3 stores a PutObject
+    (the bucket's default encryption and versioning apply); Spotline's handlers read it through
+    the S3 API."""
+
+    def __init__(self, region: str, account: str = ACCOUNT) -> None:
+        self.region, self.account = region, account
+
+    def _backend(self, bucket: str) -> Any:
+        """The S3 backend holding `bucket` (S3's names are global; moto keeps them per account)."""
+        backends = moto_s3_models.s3_backends
+        partition, account = backends.bucket_accounts.get(bucket, (get_partition(self.region), self.account))
+        return backends[account][partition]
+
+    def _location(self, s3_uri: str) -> tuple[str, str]:
+        bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
+        return bucket, f"{prefix.rstrip('/')}/progress.json".lstrip("/")
+
+    def read(self, s3_uri: str) -> dict[str, Any] | None:
+        bucket, key = self._location(s3_uri)
+        try:
+            stored = self._backend(bucket).get_object(bucket, key)
+        except Exception:  # no such bucket (moto raises it): nothing written yet, as a 404 would say
+            return None
+        return json.loads(stored.value) if stored is not None else None
+
+    def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
+        bucket, key = self._location(s3_uri)
+        self._backend(bucket).put_object(bucket, key, json.dumps(progress).encode())
+
+
+def _put_event(stack: LocalStack, entry: dict[str, Any]) -> None:
+    """Put one entry on the default bus, as an AWS service does (moto accepts any source)."""
+    answer = stack.client("events").put_events(Entries=[entry])
+    if answer.get("FailedEntryCount"):
+        raise RuntimeError(f"PutEvents refused {entry['DetailType']}: {answer['Entries']}")
+
+
+def _stop_execution(stack: LocalStack, execution_arn: str, cause: str) -> None:
+    stack.client("stepfunctions").stop_execution(executionArn=execution_arn, cause=cause)
+
+
+@contextmanager
+def start_local_stack(
+    start: datetime | None = None,
+    *,
+    environment: dict[str, str] | None = None,
+    weather: SpotWeather | None = None,
+    behaviour: Behaviour = two_hour_training,
+    capacity: Mapping[str, int] | None = None,
+    account: str = ACCOUNT,
+    region: str = REGION,
+    parameters: Mapping[str, str] | None = None,
+) -> Iterator[LocalStack]:
+    """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
+    yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY);
+    `capacity` the training queue's capacity per instance type (the template's TrainingCapacity);
+    `account` and `region` the AWS account and region it plays; `parameters` the stack's
+    parameter values where they differ from the template's defaults (e.g. TrainingRolePath)."""
+    overrides = dict(parameters or {}) | ({"TrainingCapacity": format_capacity(capacity)} if capacity else {})
+    template = with_parameters(load_template(), overrides)
+    clock = VirtualClock(start or datetime.now(UTC))
+    with ExitStack() as exits:
+        exits.enter_context(
+            mock.patch.dict(
+                os.environ,
+                {
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_SESSION_TOKEN": "testing",
+                    "AWS_DEFAULT_REGION": region,
+                    "AWS_REGION": region,
+                    "MOTO_ACCOUNT_ID": account,
+                },
+            )
+        )
+        exits.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+        # moto's ids (S3 version ids, hence execution names) repeat from one replay to the next, and
+        # differ between the stacks of one process (the layer caches by version id, as per Lambda process).
+        seed = RANDOM_SEED + next(_STACKS_STARTED)
+        mock_random.seed(seed)
+        skip_repeated_moto_work(exits)
+        share_botocore_data(exits)
+        skip_repeated_botocore_work(exits)
+        exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
+        physical: dict[str, str] = {}
+        boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
+        session = boto3._get_default_session()
+        # The layer's clients come from this session whatever becomes of boto3.DEFAULT_SESSION: a
+        # thread of an earlier stack calling boto3.client() while moto had cleared it once made a
+        # session of its own there, and the custom resource's calls missed the stand-in.
+        exits.enter_context(
+            mock.patch.object(spotline_aws, "boto3", SimpleNamespace(client=session.client, resource=session.resource))
+        )
+        checkpoints = S3CheckpointStore(region, account)
+        standin = BatchSageMakerStandIn(
+            clock.now, weather or SpotWeather(), behaviour, checkpoints, account=account, region=region
+        )
+        standin.install(session)
+        stack = LocalStack(
+            template=template,
+            clock=clock,
+            physical=physical,
+            standin=standin,
+            session=session,
+            account=account,
+            region=region,
+        )
+        lambdas = InProcessLambdas(stack)
+        install_time_hooks(exits, clock)
+        exits.callback(clock.close)
+        stack.faults = Faults(clock.now)
+        stack.executions = Executions(clock, partial(_put_event, stack), partial(_stop_execution, stack))
+        stack.executions.install(exits)
+        exits.enter_context(
+            mock.patch(
+                "moto.awslambda.models.LambdaFunction._invoke_lambda",
+                lambda self, event=None: lambdas.invoke(self, event),
+            )
+        )
+        exits.callback(spotline_aws.reset_clients)
+        spotline_aws.reset_clients()
+        create_resources(stack, lambdas.handlers, exits, environment or {})
+        install_service_events(stack)
+        install_stack_description(stack, STACK, region=region, account=account, created=clock.now())
+        exits.callback(lambdas.settle, STOP_TASKS_SECONDS)  # first on the way out: moto still answers
+        yield stack
