@@ -25,10 +25,11 @@ export AWS_DEFAULT_REGION ?= us-east-1
 TRACES ?= $(abspath ../shared/data/spot-availability)
 PAPER_TRACES ?= $(abspath ../shared/data/spot-traces/availability/1-node)
 
-.PHONY: help venv example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit test sandbox bench clean
+.PHONY: help venv lock example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit test sandbox bench clean
 
 help:
-	@echo "make venv      create .venv (Python 3.13) with the pinned tools"
+	@echo "make venv      create .venv (Python 3.13) with every package of uv.lock (uv sync)"
+	@echo "make lock      after a dependency change in pyproject.toml: uv.lock and the layer's requirements.txt"
 	@echo "make test      lint, typecheck, template checks, checkov, sam build, pytest (what CI runs)"
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
@@ -39,19 +40,32 @@ help:
 	@echo "make example-venv  .venv-example (Python 3.11 + CPU torch) for examples/train_tiny.py"
 	@echo "make bench     print the benchmark figures (history events, transitions, cost)"
 
-# pip shows the build backend's warnings. setuptools says "Editable installation." on every
-# editable install of this layout (two package roots), for information only: that one is filtered
-# by its message; any other warning (a packaging problem) and every error still show, and fail.
-$(STAMP): requirements-dev.txt pyproject.toml
+# The environment is what uv.lock says (pyproject.toml's dependency groups, every transitive
+# release pinned), installed by uv: uv itself comes from PyPI into the new .venv first, at the
+# version the dev group pins. --locked: a lock that no longer matches pyproject.toml is an error
+# (run `make lock`), never silently re-resolved.
+UV := $(BIN)/uv
+UV_VERSION := $(shell sed -n 's/^ *"uv==\([0-9.]*\)",*$$/\1/p' pyproject.toml)
+export UV_LINK_MODE := copy
+export UV_PYTHON_DOWNLOADS := never
+
+$(UV):
 	@test -n "$(PY313)" || { scripts/find-python313; exit 1; }
 	@test -x $(BIN)/python || $(PY313) -m venv $(VENV)
-	@echo "Setting up $(VENV): Python 3.13 and the pinned tools of requirements-dev.txt (a few minutes the first time)"
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+
+$(STAMP): pyproject.toml uv.lock | $(UV)
+	@echo "Setting up $(VENV): Python 3.13 and every package of uv.lock"
+	$(UV) sync --locked --quiet --python $(BIN)/python
 	@touch $@
 
 venv: $(STAMP)
+
+# After changing a dependency in pyproject.toml: resolve again (uv keeps every other locked release)
+# and export the layer group to the file `sam build` reads.
+lock: | $(UV)
+	$(UV) lock
+	$(UV) export --frozen --only-group layer --no-emit-project --no-hashes --output-file layers/spotline/requirements.txt --quiet
 
 $(EXAMPLE_STAMP): requirements-example.txt
 	@test -n "$(PY311)" || { echo "error: Python 3.11 not found (the CPU torch wheel in /opt/wheels is cp311)" >&2; exit 1; }

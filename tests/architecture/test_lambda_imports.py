@@ -6,6 +6,7 @@ tooling; a handler importing them would break (or bloat) the deployed function."
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,4 +55,25 @@ def test_every_third_party_import_is_in_the_layer_requirements() -> None:
     }
     used = set().union(*(imported(p) for p in LAMBDA_CODE)) - set(sys.stdlib_module_names) - {"spotline"}
     for module in used:
-        assert f"{distributions[module]}==" in LAYER_REQUIREMENTS, module
+        assert f"{distributions[module]}==".lower() in LAYER_REQUIREMENTS.lower(), module
+
+
+EXPORT_OPTIONS = ["--no-emit-project", "--no-hashes", "--no-header", "--no-annotate"]
+
+
+def test_the_layer_requirements_are_the_layer_group_as_locked() -> None:
+    """One source: pyproject.toml's `layer` group, resolved in uv.lock; the file `sam build` reads
+    is its export (`make lock`), every release pinned."""
+    export = subprocess.run(
+        [str(Path(sys.executable).with_name("uv")), "export", "--frozen", "--only-group", "layer", *EXPORT_OPTIONS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    def pins(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+    assert pins(LAYER_REQUIREMENTS) == pins(export)
+    assert all("==" in pin for pin in pins(LAYER_REQUIREMENTS))
