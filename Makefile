@@ -43,7 +43,9 @@ help:
 # The environment is what uv.lock says (pyproject.toml's dependency groups, every transitive
 # release pinned), installed by uv: uv itself comes from PyPI into the new .venv first, at the
 # version the dev group pins. --locked: a lock that no longer matches pyproject.toml is an error
-# (run `make lock`), never silently re-resolved.
+# (run `make lock`), never silently re-resolved. --compile-bytecode, as pip does: otherwise each
+# import compiles anew on machines that set PYTHONDONTWRITEBYTECODE, printing the SyntaxWarnings of
+# the packages' docstrings (sagemaker-core has many) into what commands print.
 UV := $(BIN)/uv
 UV_VERSION := $(shell sed -n 's/^ *"uv==\([0-9.]*\)",*$$/\1/p' pyproject.toml)
 export UV_LINK_MODE := copy
@@ -56,7 +58,7 @@ $(UV):
 
 $(STAMP): pyproject.toml uv.lock | $(UV)
 	@echo "Setting up $(VENV): Python 3.13 and every package of uv.lock"
-	$(UV) sync --locked --quiet --python $(BIN)/python
+	$(UV) sync --locked --compile-bytecode --quiet --python $(BIN)/python
 	@touch $@
 
 venv: $(STAMP)
