@@ -103,7 +103,7 @@ def without_timings(text: str) -> str:
 
 
 COMMAND_TIMEOUT = 1200
-"""Seconds one command may take: the fleet month replays in about 6 minutes here."""
+"""Seconds one command may take: the fleet month replays in about 5 minutes here."""
 
 
 def run(command: str) -> str:

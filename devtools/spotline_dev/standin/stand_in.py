@@ -28,6 +28,7 @@ from spotline_dev.standin.http_answers import (
     shape_problems,
 )
 from spotline_dev.standin.ledger import RunLedger, runs_of
+from spotline_dev.standin.records import ServiceJob, TrainingJob
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
 from spotline_dev.standin.training_jobs import CheckpointStore, SageMakerTrainingJobs
@@ -75,6 +76,8 @@ class BatchSageMakerStandIn:
         self.account, self.region = account, region
         self._lock = threading.RLock()
         self._time = ObservedTime(clock)
+        self._live: list[list[Any]] = [[], []]  # training jobs, service jobs with events still to replay
+        self._jobs_seen = [0, 0]  # how many of each the stand-in had when it last looked
         self._trainings = SageMakerTrainingJobs(
             self._time, weather, behaviour, checkpoint_store, account=account, region=region, advance=self._advance
         )
@@ -319,20 +322,36 @@ class BatchSageMakerStandIn:
         while True:
             best: tuple[float, int, int] | None = None
             action: Callable[[], None] | None = None
-            for order, job in enumerate(self._trainings.jobs.values()):
+            trainings, service_jobs = self._live_jobs()
+            for order, job in enumerate(trainings):
                 if job.written < len(job.plan.checkpoints):
                     t = job.plan.checkpoints[job.written][0]
                     if t <= now + EPS and (best is None or (t, 0, order) < best):
                         best, action = (t, 0, order), self._bind(self._trainings.write_checkpoint, job)
                 if not job.handled and job.plan.end <= now + EPS and (best is None or (job.plan.end, 1, order) < best):
                     best, action = (job.plan.end, 1, order), self._bind(self._service_jobs.training_ended, job)
-            for order, sjob in enumerate(self._service_jobs.jobs.values()):
+            for order, sjob in enumerate(service_jobs):
                 when = sjob.next_attempt_at
                 if when is not None and when <= now + EPS and (best is None or (when, 2, order) < best):
                     best, action = (when, 2, order), self._bind(self._service_jobs.start_attempt, sjob)
             if action is None:
                 return now
             action()
+
+    def _live_jobs(self) -> tuple[list[TrainingJob], list[ServiceJob]]:
+        """The jobs that may still have events to replay, in creation order (the order that breaks
+        ties): a training job that ended and was reported, its checkpoints all written, and a
+        service job with its final status have none left. A month of a fleet holds hundreds of
+        them, and every call replayed up to its time by looking at each (quadratic in the jobs)."""
+        every: tuple[Mapping[str, Any], Mapping[str, Any]] = (self._trainings.jobs, self._service_jobs.jobs)
+        for kind, jobs in enumerate(every):
+            if len(jobs) > self._jobs_seen[kind]:
+                self._live[kind].extend(list(jobs.values())[self._jobs_seen[kind] :])
+                self._jobs_seen[kind] = len(jobs)
+        trainings = [j for j in self._live[0] if not (j.handled and j.written >= len(j.plan.checkpoints))]
+        service_jobs = [j for j in self._live[1] if j.final_status is None]
+        self._live = [trainings, service_jobs]
+        return trainings, service_jobs
 
     @staticmethod
     def _bind(method: Callable[[Any], None], arg: Any) -> Callable[[], None]:
