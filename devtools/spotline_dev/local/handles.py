@@ -21,17 +21,9 @@ from spotline_dev.local.virtual_time import VirtualClock
 from spotline_dev.standin import BatchSageMakerStandIn, TrainingBehaviour
 
 REGION = "us-east-1"
-
-
 ACCOUNT = "123456789012"
-
-
 STACK = "spotline-local"
-
-
 Handler = Callable[[Any, Any], Any]
-
-
 Behaviour = Callable[[dict[str, Any]], TrainingBehaviour]
 
 

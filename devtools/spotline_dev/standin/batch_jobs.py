@@ -62,7 +62,6 @@ from spotline_dev.standin.training_timeline import Plan
 __all__ = [
     "CAPACITY_REASON",
     "SAGEMAKER_PREFIX",
-    "ServiceJob",
     "ServiceJobView",
     "ServiceJobs",
     "batch_training_job_name",

@@ -76,8 +76,9 @@ class BatchSageMakerStandIn:
         self.account, self.region = account, region
         self._lock = threading.RLock()
         self._time = ObservedTime(clock)
-        self._live: list[list[Any]] = [[], []]  # training jobs, service jobs with events still to replay
-        self._jobs_seen = [0, 0]  # how many of each the stand-in had when it last looked
+        self._live_trainings: list[TrainingJob] = []  # jobs with events still to replay (_live_jobs)
+        self._live_service_jobs: list[ServiceJob] = []
+        self._seen = (0, 0)  # how many training and service jobs there were when _live_jobs last looked
         self._trainings = SageMakerTrainingJobs(
             self._time, weather, behaviour, checkpoint_store, account=account, region=region, advance=self._advance
         )
@@ -343,15 +344,16 @@ class BatchSageMakerStandIn:
         ties): a training job that ended and was reported, its checkpoints all written, and a
         service job with its final status have none left. A month of a fleet holds hundreds of
         them, and every call replayed up to its time by looking at each (quadratic in the jobs)."""
-        every: tuple[Mapping[str, Any], Mapping[str, Any]] = (self._trainings.jobs, self._service_jobs.jobs)
-        for kind, jobs in enumerate(every):
-            if len(jobs) > self._jobs_seen[kind]:
-                self._live[kind].extend(list(jobs.values())[self._jobs_seen[kind] :])
-                self._jobs_seen[kind] = len(jobs)
-        trainings = [j for j in self._live[0] if not (j.handled and j.written >= len(j.plan.checkpoints))]
-        service_jobs = [j for j in self._live[1] if j.final_status is None]
-        self._live = [trainings, service_jobs]
-        return trainings, service_jobs
+        trainings, service_jobs = self._trainings.jobs, self._service_jobs.jobs
+        if (len(trainings), len(service_jobs)) != self._seen:  # the dicts only grow, in creation order
+            self._live_trainings += list(trainings.values())[self._seen[0] :]
+            self._live_service_jobs += list(service_jobs.values())[self._seen[1] :]
+            self._seen = (len(trainings), len(service_jobs))
+        self._live_trainings = [
+            j for j in self._live_trainings if not (j.handled and j.written >= len(j.plan.checkpoints))
+        ]
+        self._live_service_jobs = [j for j in self._live_service_jobs if j.final_status is None]
+        return self._live_trainings, self._live_service_jobs
 
     @staticmethod
     def _bind(method: Callable[[Any], None], arg: Any) -> Callable[[], None]:
