@@ -1,4 +1,5 @@
-"""StopSpotJob: terminate the spot job before moving to on-demand, and tell on-call. Batch
+"""StopSpotJob: terminate the spot job before moving to on-demand (or to spot on another of the
+job's instance types), and tell on-call. Batch
 stops the SageMaker job, whose training code saves a last checkpoint on SIGTERM; the on-demand
 job resumes there. The alert is best effort: a throttled publish is logged and counted
 (AlertsNotPublished), never a reason to skip the on-demand attempt; a failed terminate fails the
@@ -31,27 +32,48 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if job is None:
         raise ValueError("the execution state has no $.manifest.job: StopSpotJob runs only after LoadManifest")
     job_id = state["training"]["jobId"]
-    reason = f"Spotline: moving to on-demand: {state['status']['explanation']}"[:REASON_LIMIT]
-    already_ended = state["status"]["finished"]
+    status = state["status"]
+    moving_type = status.get("nextCapacity") == "spot"
+    where = f"spot on {status.get('nextInstanceType')}" if moving_type else "on-demand"
+    reason = f"Spotline: moving to {where}: {status['explanation']}"[:REASON_LIMIT]
+    already_ended = status["finished"]
     if not already_ended:
         client("batch").terminate_service_job(jobId=job_id, reason=reason)
-    logger.info("Moving to on-demand", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
-    notified = try_publish_alert(
-        os.environ["ALERT_TOPIC_ARN"],
-        kind="MovedToOnDemand",
-        team=job.team,
-        job=job.name,
-        owner=job.owner,
-        what="Spotline moved a training job from spot to on-demand capacity.",
-        cause=state["status"]["explanation"],
-        next_step="Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher cost). "
-        "If this recurs, give the deadline more slack or review the instance type's spot availability.",
-        links_=state["status"].get("links") or state["training"].get("links") or {},
-    )
+    logger.info(f"Moving to {where}", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
+    links_ = status.get("links") or state["training"].get("links") or {}
+    if moving_type:
+        notified = try_publish_alert(
+            os.environ["ALERT_TOPIC_ARN"],
+            kind="MovedToAnotherInstanceType",
+            team=job.team,
+            job=job.name,
+            owner=job.owner,
+            what=f"Spotline moved a spot training job to {status.get('nextInstanceType')}, one of its alternatives.",
+            cause=status["explanation"],
+            next_step="Nothing is needed now: the job resumes on spot from its last checkpoint. If this recurs, "
+            "put the type with spot capacity first in the manifest.",
+            links_=links_,
+        )
+    else:
+        notified = try_publish_alert(
+            os.environ["ALERT_TOPIC_ARN"],
+            kind="MovedToOnDemand",
+            team=job.team,
+            job=job.name,
+            owner=job.owner,
+            what="Spotline moved a training job from spot to on-demand capacity.",
+            cause=status["explanation"],
+            next_step="Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher "
+            "cost). If this recurs, give the deadline more slack or review the instance type's spot availability.",
+            links_=links_,
+        )
     add_team_dimension(job.team)
-    metrics.add_metric(name="OnDemandFallbacks", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(
+        name="InstanceTypeMoves" if moving_type else "OnDemandFallbacks", unit=MetricUnit.Count, value=1
+    )
     return {
         "jobId": job_id,
+        "capacity": "spot" if moving_type else "on-demand",
         "terminated": not already_ended,
         "reason": reason,
         "notified": notified,

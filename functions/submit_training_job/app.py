@@ -34,7 +34,18 @@ def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     capacity = decided or ("on-demand" if spec.strategy == "on-demand" else "spot")
     # The priority the last check gave the job (raised when its deadline was at risk in the queue).
     priority = (status.get("decision") or {}).get("priority") if decided else None
-    return Attempt(state["executionArn"], number, capacity, int(priority) if priority is not None else None)
+    # The type the last check moved a spot attempt to (else the one it ran on, else the primary),
+    # and how long an on-demand fallback may wait for capacity.
+    instance_type = (status.get("nextInstanceType") or (previous or {}).get("instanceType")) if decided else None
+    pending = status.get("maxPendingSeconds") if decided == "on-demand" else None
+    return Attempt(
+        state["executionArn"],
+        number,
+        capacity,
+        int(priority) if priority is not None else None,
+        instance_type=str(instance_type) if instance_type else None,
+        max_pending_seconds=int(pending) if pending is not None else None,
+    )
 
 
 @log_metrics
@@ -65,6 +76,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "attempt": attempt.number,
         "capacity": attempt.capacity,
+        "instanceType": attempt.instance_type if attempt.capacity == "spot" else None,
         "jobId": submitted.job_id,
         "jobArn": submitted.job_arn,
         "jobName": submitted.job_name,

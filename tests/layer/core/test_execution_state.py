@@ -82,7 +82,7 @@ def test_an_attempt_record_keeps_what_later_steps_read_and_bounds_the_reason() -
         "links": {"logs": "https://example.com"},
     }
     record = attempt_record(training, status)
-    assert set(record) == {"attempt", "capacity", "jobId", "trainingJobName", "submittedAt", "finalStatus"}
+    assert set(record) == {"attempt", "capacity", "instanceType", "jobId", "trainingJobName", "submittedAt", "finalStatus"}
     assert set(record["finalStatus"]) == {
         "state",
         "reasonClass",
@@ -92,6 +92,7 @@ def test_an_attempt_record_keeps_what_later_steps_read_and_bounds_the_reason() -
         "interruptions",
         "queueWaitSeconds",
         "endedAt",
+        "instanceType",
     }
     assert len(record["finalStatus"]["reason"]) == MAX_REASON
     assert attempt_record(training, None)["finalStatus"] is None

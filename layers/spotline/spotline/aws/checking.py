@@ -10,10 +10,12 @@ from spotline.aws.billing import describe_training_job
 from spotline.aws.clients import client
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
+from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
 from spotline.core import links
+from spotline.core.durations import format_duration
 from spotline.core.execution_state import MAX_REASON, clip
-from spotline.core.lifecycle import next_step, within_history_budget
+from spotline.core.lifecycle import CapacityWait, next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
@@ -21,11 +23,20 @@ from spotline.core.policy import (
     JobClock,
     decide,
     measured_work_seconds,
+    no_option_left,
     out_of_reach,
+    remaining_work,
 )
 from spotline.core.polling import next_check
 from spotline.core.queue import escalation, queue_wait_now
-from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
+from spotline.core.status import (
+    TrainingStatus,
+    earlier_training_job_names,
+    normalize,
+    training_job_name_of,
+    waits_for_capacity,
+)
+from spotline.core.training_request import pending_limit
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
 """Image download and start-up after instances are acquired (on top of the measured queue wait)."""
@@ -131,6 +142,57 @@ def _priority_next(
     return current
 
 
+def capacity_wait_seconds(status: TrainingStatus, submitted: datetime, now: datetime) -> float:
+    """How long the attempt has waited for capacity of its type so far (0 when not waiting)."""
+    if not (status.capacity_short or waits_for_capacity(status.state, status.reason)):
+        return 0.0
+    since = status.state_since if status.state_since and status.state == "starting" else submitted
+    return max(0.0, (now - since).total_seconds())
+
+
+def slowest_speed(spec: JobSpec) -> float:
+    """The declared speed of the slowest type the job may run on (1.0: the primary's): on-demand
+    may land on any of them (InstancePreferences), so the policy plans with the slowest."""
+    return min(option.speed for option in spec.instance_options)
+
+
+def deadline_at_risk(
+    spec: JobSpec,
+    state: dict[str, Any],
+    clock: JobClock,
+    status: TrainingStatus,
+    settings: QueueSettings,
+    links_: dict[str, str],
+) -> dict[str, Any] | None:
+    """DeadlineAtRisk, once per run, as soon as no capacity tier can meet the deadline while it is
+    still ahead: cause, what was tried, what is left. Returns the notice kept in the state."""
+    earlier = (state.get("status") or {}).get("deadlineAtRisk")
+    if earlier or not no_option_left(clock, running=status.state == "training"):
+        return earlier or None
+    tried = ", ".join(
+        f"{a.get('capacity')} on {a.get('instanceType') or spec.instance_type}"
+        for a in [*state["training"].get("previousAttempts", []), {**state["training"], "instanceType": status.instance_type}]
+    )
+    left = (clock.deadline - clock.now).total_seconds() if clock.deadline else 0.0
+    cause = (
+        f"{format_duration(left)} left before the deadline, less than the {format_duration(remaining_work(clock))} "
+        f"of work left plus a restart, on any capacity (tried: {tried})"
+    )
+    notified = bool(settings.alert_topic_arn) and try_publish_alert(
+        str(settings.alert_topic_arn),
+        kind="DeadlineAtRisk",
+        team=spec.team,
+        job=spec.name,
+        owner=spec.owner,
+        what="Spotline can no longer meet a training job's deadline on any capacity.",
+        cause=cause,
+        next_step="Decide now: move the deadline, or accept a late model (the job keeps going on "
+        f"{clock.capacity}); a job that has no capacity at its deadline is stopped (CapacityUnavailable).",
+        links_=links_,
+    )
+    return {"at": to_rfc3339(clock.now), "cause": clip(cause, MAX_REASON), "notified": notified}
+
+
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
     spec = spec_of(state)
     training = state["training"]
@@ -155,7 +217,8 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         deadline=spec.deadline_at,
         total_work_seconds=float(
             progress["estimatedWorkSeconds"] or spec.expected_duration_seconds or spec.max_runtime_seconds
-        ),
+        )
+        / slowest_speed(spec),
         progress=progress["fraction"],
         capacity=capacity,
         spot_missing=is_spot_missing(status, since_submit, overhead),
@@ -174,6 +237,11 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         region=region,
     )
     spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
+    wait = CapacityWait(
+        instance_type=status.instance_type or training.get("instanceType") or spec.instance_type,
+        waited_seconds=capacity_wait_seconds(status, submitted, now),
+        deadline_passed=spec.deadline_at is not None and now >= spec.deadline_at,
+    )
     checks = int((state.get("status") or {}).get("checks") or 0) + 1
     step = within_history_budget(
         next_step(
@@ -183,6 +251,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
             spot_attempts=spot_attempts,
             decision=decision,
             seed=f"{execution_arn}:{training['attempt']}",
+            wait=wait,
         ),
         checks,
     )
@@ -193,8 +262,17 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         slack_seconds=decision.slack_seconds,
         may_switch=capacity == "spot" and spec.strategy == "spot-first" and not out_of_reach(clock),
     )
+    job_links = links.for_job(
+        region,
+        execution_arn=execution_arn,
+        training_job_name=status.training_job_name,
+        batch_job_id=training["jobId"],
+    )
+    at_risk = deadline_at_risk(spec, state, clock, status, settings, job_links)
+    left = (spec.deadline_at - now).total_seconds() if spec.deadline_at else None
     return {
         "jobId": training["jobId"],
+        "instanceType": wait.instance_type,
         "state": status.state,
         "finished": status.finished,
         "reasonClass": status.reason_class,
@@ -222,16 +300,18 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         "action": step.action,
         "explanation": step.explanation,
         "nextCapacity": step.next_capacity,
+        "nextInstanceType": step.next_instance_type,
+        # An on-demand fallback may look for capacity as long as the deadline leaves after the work.
+        "maxPendingSeconds": pending_limit(left - remaining_work(clock) - STARTUP_AFTER_ACQUIRE_SECONDS)
+        if left is not None and step.next_capacity == "on-demand"
+        else None,
+        "capacityWaitSeconds": int(wait.waited_seconds),
+        "deadlineAtRisk": at_risk,
         "backoffSeconds": step.backoff_seconds,
         "finishReason": step.finish_reason,
         "checkedAt": to_rfc3339(now),
         "nextPollSeconds": upcoming.seconds,
         "nextCheckReason": upcoming.reason,
         "checks": checks,
-        "links": links.for_job(
-            region,
-            execution_arn=execution_arn,
-            training_job_name=status.training_job_name,
-            batch_job_id=training["jobId"],
-        ),
+        "links": job_links,
     }

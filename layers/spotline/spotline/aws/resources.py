@@ -19,7 +19,7 @@ from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
 from spotline.core.quota_shares import quota_share_name, share_problems
 from spotline.core.service_jobs import LIVE_STATUSES
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid, option_paths
 
 STACK_PATH = "(stack)"
 TEAM_TAG = "spotline:team"  # on roles: the team a SageMaker execution role belongs to
@@ -175,7 +175,13 @@ def _check_queue(queue: str) -> list[ManifestError]:
 
 def _check_quota_share(spec: JobSpec, queue: str) -> list[ManifestError]:
     """Whether the team's quota share lets the job start at all (read live: ListQuotaShares)."""
-    return share_problems(spec.team, spec.instance_type, spec.instance_count, existing_shares(queue))
+    shares = existing_shares(queue)
+    problems: list[ManifestError] = []
+    for where, option in option_paths(spec):
+        for problem in share_problems(spec.team, option.instance_type, option.instance_count, shares):
+            field = problem.path.removeprefix("spec.resources")
+            problems.append(ManifestError(f"{where}{field}", problem.message) if field != problem.path else problem)
+    return list(dict.fromkeys(problems))
 
 
 def _check_concurrency(team: str, limit: int, queue: str) -> list[ManifestError]:

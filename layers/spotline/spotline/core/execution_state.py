@@ -146,6 +146,7 @@ FINAL_STATUS_FIELDS = (
     "interruptions",
     "queueWaitSeconds",
     "endedAt",
+    "instanceType",
 )
 
 
@@ -159,6 +160,7 @@ def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None
     return {
         "attempt": training.get("attempt"),
         "capacity": training.get("capacity"),
+        "instanceType": (final or {}).get("instanceType") or training.get("instanceType"),
         "jobId": training.get("jobId"),
         "trainingJobName": status.get("trainingJobName") if final is not None and status else None,
         "submittedAt": training.get("submittedAt"),

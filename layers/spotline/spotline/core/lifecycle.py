@@ -8,14 +8,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from spotline.core.durations import format_duration
 from spotline.core.model import JobSpec
 from spotline.core.policy import Capacity, Decision, backoff_seconds
 from spotline.core.status import TrainingStatus
 
-Action = Literal["keep-waiting", "resubmit-on-spot", "switch-to-on-demand", "finish", "continue-in-new-execution"]
-FinishReason = Literal["completed", "failed", "spot-exhausted"]
+Action = Literal[
+    "keep-waiting",
+    "resubmit-on-spot",
+    "move-to-another-type",
+    "switch-to-on-demand",
+    "give-up",
+    "finish",
+    "continue-in-new-execution",
+]
+FinishReason = Literal["completed", "failed", "spot-exhausted", "capacity-unavailable"]
 SPOT_ENDINGS = frozenset({"spot-wait-exceeded", "capacity"})
 """Reason classes that mean spot capacity ended the job, not the training code."""
+MOVE_AFTER_WAIT_SECONDS = 3600.0
+"""A spot attempt that has waited this long for capacity of its type moves to the next type of
+`resources.alternatives` (sooner when the deadline leaves less: a quarter of the slack, at least
+MIN_MOVE_AFTER_WAIT_SECONDS), before any on-demand is spent."""
+MIN_MOVE_AFTER_WAIT_SECONDS = 900.0
+MOVE_AFTER_INTERRUPTIONS = 3
+"""...or has been interrupted this many times and is waiting to restart."""
 CHECKS_PER_EXECUTION = 600
 """Status checks one execution makes before a fresh one takes over the watch. A check costs
 about 13 history events and a submission about 12 (at most 11 per run: 10 spot attempts and
@@ -30,12 +46,49 @@ class NextStep:
     next_capacity: Capacity | None = None
     backoff_seconds: int = 0
     finish_reason: FinishReason | None = None
+    next_instance_type: str | None = None
+    """The type of the next spot attempt (None: the one the job runs on, or the primary)."""
+
+
+def next_type(spec: JobSpec, current: str | None) -> str | None:
+    """The instance type after `current` in the job's order of preference, back to the primary
+    after the last (its capacity may have returned); None for a job without alternatives."""
+    types = [option.instance_type for option in spec.instance_options]
+    if len(types) < 2:
+        return None
+    index = types.index(current) if current in types else 0
+    return types[(index + 1) % len(types)]
+
+
+def move_after_wait_seconds(slack_seconds: float | None) -> float:
+    if slack_seconds is None:
+        return MOVE_AFTER_WAIT_SECONDS
+    return min(MOVE_AFTER_WAIT_SECONDS, max(MIN_MOVE_AFTER_WAIT_SECONDS, slack_seconds / 4))
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityWait:
+    """How the current attempt stands with capacity, for the moves between types and tiers."""
+
+    instance_type: str | None = None
+    """The type the attempt runs on (None: not known yet, the primary's for spot)."""
+    waited_seconds: float = 0.0
+    """How long it has waited for capacity of its type so far (0 when it is not waiting)."""
+    deadline_passed: bool = False
 
 
 def next_step(
-    spec: JobSpec, status: TrainingStatus, *, capacity: Capacity, spot_attempts: int, decision: Decision, seed: str
+    spec: JobSpec,
+    status: TrainingStatus,
+    *,
+    capacity: Capacity,
+    spot_attempts: int,
+    decision: Decision,
+    seed: str,
+    wait: CapacityWait | None = None,
 ) -> NextStep:
     """`spot_attempts`: spot submissions so far, this one included. `seed`: for the jitter."""
+    wait = wait or CapacityWait()
     may_switch = capacity == "spot" and spec.strategy == "spot-first"
     if status.state == "completed":
         return NextStep("finish", "training completed", finish_reason="completed")
@@ -44,13 +97,16 @@ def next_step(
             if spot_attempts < spec.retry_max_attempts:
                 if may_switch and decision.verdict == "switch-to-on-demand":
                     return NextStep("switch-to-on-demand", decision.reason, next_capacity="on-demand")
-                wait = backoff_seconds(spec.retry_backoff_seconds, spot_attempts, seed)
+                pause = backoff_seconds(spec.retry_backoff_seconds, spot_attempts, seed)
+                other = next_type(spec, wait.instance_type)
+                on = f" on {other}" if other else ""
                 return NextStep(
                     "resubmit-on-spot",
                     f"spot ended the job ({status.reason_class}); spot attempt {spot_attempts + 1} of "
-                    f"{spec.retry_max_attempts} from the last checkpoint after {wait}s",
+                    f"{spec.retry_max_attempts}{on} from the last checkpoint after {pause}s",
                     next_capacity="spot",
-                    backoff_seconds=wait,
+                    backoff_seconds=pause,
+                    next_instance_type=other,
                 )
             if may_switch:
                 return NextStep(
@@ -69,7 +125,36 @@ def next_step(
         return NextStep("finish", f"training failed ({status.reason_class}): never retried", finish_reason="failed")
     if may_switch and decision.verdict == "switch-to-on-demand":
         return NextStep("switch-to-on-demand", decision.reason, next_capacity="on-demand")
+    if capacity == "on-demand" and wait.waited_seconds > 0 and wait.deadline_passed:
+        return NextStep(
+            "give-up",
+            f"no on-demand capacity of {_types(spec)} by the deadline (waited "
+            f"{format_duration(wait.waited_seconds)}): the job is stopped rather than left waiting",
+            finish_reason="capacity-unavailable",
+        )
+    if capacity == "spot" and spot_attempts < spec.retry_max_attempts and (other := next_type(spec, wait.instance_type)):
+        limit = move_after_wait_seconds(decision.slack_seconds)
+        stuck = wait.waited_seconds >= limit
+        interrupted = status.state == "interrupted" and status.interruptions >= MOVE_AFTER_INTERRUPTIONS
+        if stuck or interrupted:
+            why = (
+                f"no spot capacity of {wait.instance_type or spec.instance_type} for "
+                f"{format_duration(wait.waited_seconds)} (moves after {format_duration(limit)})"
+                if stuck
+                else f"{status.interruptions} spot interruptions on {wait.instance_type or spec.instance_type}"
+            )
+            return NextStep(
+                "move-to-another-type",
+                f"{why}: spot attempt {spot_attempts + 1} of {spec.retry_max_attempts} moves to {other} "
+                "from the last checkpoint, before any on-demand is spent",
+                next_capacity="spot",
+                next_instance_type=other,
+            )
     return NextStep("keep-waiting", decision.reason)
+
+
+def _types(spec: JobSpec) -> str:
+    return " or ".join(option.instance_type for option in spec.instance_options)
 
 
 def within_history_budget(step: NextStep, checks: int) -> NextStep:

@@ -35,6 +35,7 @@ from spotline.core.model import (
     DEFAULT_VOLUME_GB,
     MAX_DEPENDENCY_TIMEOUT_S,
     InputChannel,
+    InstanceOption,
     JobSpec,
     MetricDefinition,
     scalar_to_string,
@@ -142,6 +143,14 @@ def _duration(capacity: Any, key: str) -> tuple[int | None, ManifestError | None
     return seconds, None
 
 
+def _unknown_instance_type(instance: Any, path: str) -> Iterator[ManifestError]:
+    known_shape = _within_limit(instance, _spec_field("resources", "properties", "instanceType"))
+    if known_shape and instance.startswith("ml.") and catalog.instance_type(instance) is None:
+        close = difflib.get_close_matches(instance, catalog.training_instance_type_names(), n=3)
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        yield ManifestError(path, f"{instance} is not a SageMaker training instance type{hint}")
+
+
 def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: str | None) -> Iterator[ManifestError]:
     team = _get(document, "metadata", "team")
     if expected_team is not None and isinstance(team, str) and team != expected_team:
@@ -157,13 +166,19 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         yield ManifestError("spec.image", "the tag 'latest' is not allowed: pin a version tag or a @sha256 digest")
 
     instance = _get(spec, "resources", "instanceType")
-    known_shape = _within_limit(instance, _spec_field("resources", "properties", "instanceType"))
-    if known_shape and instance.startswith("ml.") and catalog.instance_type(instance) is None:
-        close = difflib.get_close_matches(instance, catalog.training_instance_type_names(), n=3)
-        hint = f"; closest: {', '.join(close)}" if close else ""
-        yield ManifestError(
-            "spec.resources.instanceType", f"{instance} is not a SageMaker training instance type{hint}"
-        )
+    yield from _unknown_instance_type(instance, "spec.resources.instanceType")
+    alternatives = _get(spec, "resources", "alternatives")
+    if isinstance(alternatives, list):
+        seen_types: dict[str, str] = {instance: "spec.resources.instanceType"} if isinstance(instance, str) else {}
+        for index, alternative in enumerate(alternatives):
+            path = f"spec.resources.alternatives[{index}].instanceType"
+            other = _get(alternative, "instanceType")
+            yield from _unknown_instance_type(other, path)
+            if isinstance(other, str) and other in seen_types:
+                # SageMaker: "An instance type can appear only once in an InstancePreferences list."
+                yield ManifestError(path, f"{other} is already listed as {seen_types[other]}")
+            elif isinstance(other, str):
+                seen_types[other] = path
 
     inputs = _get(spec, "inputs")
     if isinstance(inputs, list):
@@ -403,4 +418,12 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         code_entry_point=spec["code"]["entryPoint"] if "code" in spec else None,
         metrics=tuple(MetricDefinition(m["name"], m["regex"]) for m in spec.get("metrics", [])),
         keep_alive_seconds=parse_duration(resources_["keepAlive"]) if "keepAlive" in resources_ else 0,
+        alternatives=tuple(
+            InstanceOption(
+                a["instanceType"],
+                a.get("instanceCount", resources_.get("instanceCount", DEFAULT_INSTANCE_COUNT)),
+                float(a.get("speed", 1.0)),
+            )
+            for a in resources_.get("alternatives", [])
+        ),
     )

@@ -43,6 +43,16 @@ class MetricDefinition:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceOption:
+    """One instance type a job may run on: its primary (`resources.instanceType`) or an alternative
+    (`resources.alternatives[]`), with its count and declared speed relative to the primary."""
+
+    instance_type: str
+    instance_count: int
+    speed: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     team: str
     name: str
@@ -73,6 +83,17 @@ class JobSpec:
     code_entry_point: str | None = None
     metrics: tuple[MetricDefinition, ...] = ()
     keep_alive_seconds: int = 0
+    alternatives: tuple[InstanceOption, ...] = ()
+    """`resources.alternatives`, in order of preference after the primary type."""
+
+    @property
+    def instance_options(self) -> tuple[InstanceOption, ...]:
+        """Every type the job may run on, the primary first."""
+        return (InstanceOption(self.instance_type, self.instance_count), *self.alternatives)
+
+    def option(self, instance_type: str | None) -> InstanceOption:
+        """The option of `instance_type` (the primary for None or a type not listed)."""
+        return next((o for o in self.instance_options if o.instance_type == instance_type), self.instance_options[0])
 
     @property
     def uses_spot(self) -> bool:
@@ -87,6 +108,7 @@ class JobSpec:
         data["inputs"] = [asdict(channel) for channel in self.inputs]
         data["depends_on"] = list(self.depends_on)
         data["metrics"] = [asdict(metric) for metric in self.metrics]
+        data["alternatives"] = [asdict(option) for option in self.alternatives]
         return data
 
     @classmethod
@@ -95,6 +117,7 @@ class JobSpec:
         values["inputs"] = tuple(InputChannel(**channel) for channel in values["inputs"])
         values["depends_on"] = tuple(values.get("depends_on", ()))
         values["metrics"] = tuple(MetricDefinition(**metric) for metric in values.get("metrics", ()))
+        values["alternatives"] = tuple(InstanceOption(**option) for option in values.get("alternatives", ()))
         return cls(**values)
 
 

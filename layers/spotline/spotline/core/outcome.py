@@ -23,6 +23,7 @@ SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
 TRAINING_FAILED = "TrainingFailed"
 SPOT_CAPACITY_EXHAUSTED = "SpotCapacityExhausted"
+CAPACITY_UNAVAILABLE = "CapacityUnavailable"
 DEADLINE_MISSED = "DeadlineMissed"
 DEPENDENCY_TIMEOUT = "DependencyTimeout"
 UNEXPECTED_ERROR = "UnexpectedError"
@@ -35,6 +36,9 @@ NEXT_STEPS = {
     "then upload the manifest again.",
     SPOT_CAPACITY_EXHAUSTED: "Spot capacity for this instance type is scarce: allow on-demand (strategy spot-first), "
     "raise retry.maxAttempts or maxWait, or pick another instance type; then upload the manifest again.",
+    CAPACITY_UNAVAILABLE: "No capacity of the job's instance types came in time, spot or on-demand. Add "
+    "alternatives (resources.alternatives) with capacity, move the deadline, or ask the platform team about a "
+    "training plan; then upload the manifest again: it resumes from the last checkpoint.",
     DEADLINE_MISSED: "The model is in the output location, but late. Check the attempts and interruptions "
     "in the report; give future runs more slack or a spot-first strategy.",
     DEPENDENCY_TIMEOUT: "Ask the preprocessing pipeline's owners about the missing datasets; once they are ready, "
@@ -133,8 +137,10 @@ def figures(
 
 
 def switched_to_on_demand(state: dict[str, Any]) -> bool:
-    """StopSpotJob stopped the spot job for an on-demand attempt (`$.fallback`)."""
-    return bool(state.get("fallback"))
+    """StopSpotJob stopped the spot job for an on-demand attempt (`$.fallback`; one that moved the
+    job to another instance type on spot says `capacity: spot`)."""
+    fallback = state.get("fallback")
+    return bool(fallback) and fallback.get("capacity", "on-demand") == "on-demand"
 
 
 def resource_problems(state: dict[str, Any]) -> list[dict[str, Any]]:
@@ -210,6 +216,10 @@ def decide(state: dict[str, Any], now: datetime, *, region: str, bill: RunBill |
             "training completed" + (" before the deadline" if numbers.deadline_met else ""),
             "",
             numbers,
+        )
+    if status.get("finishReason") == "capacity-unavailable":
+        return Outcome(
+            CAPACITY_UNAVAILABLE, False, str(status.get("explanation")), NEXT_STEPS[CAPACITY_UNAVAILABLE], numbers
         )
     if status.get("finishReason") == "spot-exhausted":
         return Outcome(

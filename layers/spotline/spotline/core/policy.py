@@ -167,6 +167,16 @@ def out_of_reach(job: JobClock) -> bool:
     return (job.deadline - job.now).total_seconds() < remaining_work(job) + best_restart_seconds(job)
 
 
+def no_option_left(job: JobClock, *, running: bool) -> bool:
+    """No capacity tier can meet the deadline any more, while it is still ahead: the time left is
+    less than the work left (plus a restart for a job not running now) even at best. On-call hears
+    of it at once (DeadlineAtRisk), not only at the end."""
+    if job.deadline is None:
+        return False
+    left = (job.deadline - job.now).total_seconds()
+    return 0 < left < remaining_work(job) + (0.0 if running else best_restart_seconds(job))
+
+
 def best_restart_seconds(job: JobClock) -> float:
     return max(0.0, job.restart_overhead_seconds - job.queue_wait_seconds)
 

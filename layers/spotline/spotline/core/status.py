@@ -63,6 +63,10 @@ class TrainingStatus:
     attempt_training_seconds: int = 0
     """Training time of the latest SageMaker attempt alone (`training_seconds` adds up every
     attempt of the service job: work an earlier attempt did is lost without a checkpoint)."""
+    instance_type: str | None = None
+    """The type the latest SageMaker attempt runs on: ResourceConfig.SelectedInstanceType for a
+    request with InstancePreferences ("Returned by DescribeTrainingJob after an instance type is
+    selected"), else its InstanceType; None before SageMaker shows the job."""
     preemptions: int = 0
     """Attempts Batch preempted to give capacity back to a quota share or a higher priority job
     (DescribeServiceJob preemptionSummary). Batch restarts the job itself, from its checkpoint:
@@ -205,7 +209,14 @@ def normalize(
         state_since=_as_datetime(transitions[-1].get("StartTime")) if transitions else None,
         attempt_training_seconds=attempt_seconds,
         preemptions=int((batch_job.get("preemptionSummary") or {}).get("preemptedAttemptCount") or 0),
+        instance_type=instance_type_of(tj),
     )
+
+
+def instance_type_of(training_job: dict[str, Any]) -> str | None:
+    """The instance type a DescribeTrainingJob answer runs (or will run) on, if known yet."""
+    resources = training_job.get("ResourceConfig") or {}
+    return resources.get("SelectedInstanceType") or resources.get("InstanceType") or None
 
 
 def is_preemption(status_reason: str) -> bool:

@@ -32,7 +32,7 @@ from spotline.core.catalog import family_of
 from spotline.core.durations import format_duration, parse_duration
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
-from spotline.core.model import JobSpec
+from spotline.core.model import InstanceOption, JobSpec
 
 SCHEMA_FILE = "team-policy-v1.schema.json"
 ROOT = "(team policy)"
@@ -123,22 +123,23 @@ class TeamPolicy:
             ]
         team = spec.team
         errors = []
-        family = family_of(spec.instance_type)
-        if family not in allowance.instance_families:
-            allowed = ", ".join(sorted(allowance.instance_families)) or "none"
-            errors.append(
-                ManifestError(
-                    "spec.resources.instanceType",
-                    f"family {family} is not allowed for team {team} (allowed: {allowed})",
+        for where, option in option_paths(spec):
+            family = family_of(option.instance_type)
+            if family not in allowance.instance_families:
+                allowed = ", ".join(sorted(allowance.instance_families)) or "none"
+                errors.append(
+                    ManifestError(
+                        f"{where}.instanceType",
+                        f"family {family} is not allowed for team {team} (allowed: {allowed})",
+                    )
                 )
-            )
-        if spec.instance_count > allowance.max_instances:
-            errors.append(
-                ManifestError(
-                    "spec.resources.instanceCount",
-                    f"{spec.instance_count} exceeds team {team}'s limit of {allowance.max_instances}",
+            if option.instance_count > allowance.max_instances:
+                errors.append(
+                    ManifestError(
+                        f"{where}.instanceCount",
+                        f"{option.instance_count} exceeds team {team}'s limit of {allowance.max_instances}",
+                    )
                 )
-            )
         if spec.priority > allowance.max_priority:
             errors.append(
                 ManifestError(
@@ -238,3 +239,12 @@ def _some(patterns: tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=16)
 def _policy_of(text: str) -> TeamPolicy:
     return TeamPolicy._parse(text)
+
+
+def option_paths(spec: JobSpec) -> list[tuple[str, InstanceOption]]:
+    """Each instance type the job may run on, with the manifest field it comes from
+    (`spec.resources` for the primary, `spec.resources.alternatives[i]` for the others)."""
+    return [
+        ("spec.resources" if index == 0 else f"spec.resources.alternatives[{index - 1}]", option)
+        for index, option in enumerate(spec.instance_options)
+    ]

@@ -115,6 +115,12 @@ class Attempt:
     priority: int | None = None
     """schedulingPriority when Spotline raised it (a deadline at risk in a crowded queue, within the
     team's maxPriority: `spotline.core.queue`); None: the manifest's priority."""
+    instance_type: str | None = None
+    """A spot attempt's instance type (None: the primary). Spot takes one type per job; an
+    on-demand attempt of a job with alternatives lists them all (InstancePreferences)."""
+    max_pending_seconds: int | None = None
+    """StoppingCondition.MaxPendingTimeInSeconds: how long SageMaker may look for capacity
+    (on-demand fallback: from the deadline's slack; `pending_limit`)."""
 
 
 BATCH_NAME_PREFIX = "AWSBatch"
@@ -167,11 +173,9 @@ def create_training_job_request(
     algorithm: dict[str, Any] = {"TrainingImage": spec.image, "TrainingInputMode": "File"}
     if spec.metrics:
         algorithm["MetricDefinitions"] = [{"Name": m.name, "Regex": m.regex} for m in spec.metrics]
-    resources: dict[str, Any] = {
-        "InstanceType": spec.instance_type,
-        "InstanceCount": spec.instance_count,
-        "VolumeSizeInGB": spec.volume_size_gb,
-    }
+    resources: dict[str, Any] = {**instance_resources(spec, attempt), "VolumeSizeInGB": spec.volume_size_gb}
+    if attempt.max_pending_seconds is not None:
+        stopping["MaxPendingTimeInSeconds"] = attempt.max_pending_seconds
     if spec.keep_alive_seconds and not spot:  # SageMaker keeps no warm pools on spot
         resources["KeepAlivePeriodInSeconds"] = spec.keep_alive_seconds
     if spec.checkpoint_s3_uri:
@@ -208,6 +212,40 @@ def create_training_job_request(
     return request
 
 
+def instance_resources(spec: JobSpec, attempt: Attempt) -> dict[str, Any]:
+    """ResourceConfig's instances. A spot attempt runs on one type: "InstancePreferences is mutually
+    exclusive with ... EnableManagedSpotTraining" (CreateTrainingJob, ResourceConfig). An on-demand
+    attempt of a job with alternatives lists every type, the primary first, each with its count
+    (counts "per preference": set on every entry and not in ResourceConfig), and SageMaker "launches
+    the training job on the first instance type in the list that has available capacity"."""
+    if attempt.capacity == "on-demand" and spec.alternatives:
+        return {
+            "InstancePreferences": [
+                {"InstanceType": o.instance_type, "InstanceCount": o.instance_count} for o in spec.instance_options
+            ]
+        }
+    option = spec.option(attempt.instance_type)
+    return {"InstanceType": option.instance_type, "InstanceCount": option.instance_count}
+
+
+def requested_types(request: dict[str, Any]) -> list[str]:
+    """The instance types a CreateTrainingJob request may run on."""
+    resources = request.get("ResourceConfig") or {}
+    if "InstancePreferences" in resources:
+        return [str(p["InstanceType"]) for p in resources["InstancePreferences"]]
+    return [str(resources["InstanceType"])] if resources.get("InstanceType") else []
+
+
+MIN_PENDING_SECONDS = 1800
+MAX_PENDING_SECONDS = 28 * 24 * 3600
+"""StoppingCondition.MaxPendingTimeInSeconds' valid range (1,800 s to 28 days)."""
+
+
+def pending_limit(seconds: float) -> int:
+    """`seconds` within MaxPendingTimeInSeconds' range."""
+    return int(min(MAX_PENDING_SECONDS, max(MIN_PENDING_SECONDS, seconds)))
+
+
 def _apply_settings(request: dict[str, Any], spec: JobSpec, settings: TrainingSettings) -> None:
     if settings.subnet_ids:
         request["VpcConfig"] = {
@@ -218,7 +256,7 @@ def _apply_settings(request: dict[str, Any], spec: JobSpec, settings: TrainingSe
         request["EnableNetworkIsolation"] = True
     if settings.inter_container_traffic_encryption:
         request["EnableInterContainerTrafficEncryption"] = True
-    if settings.volume_kms_key_id and not has_instance_storage(spec.instance_type):
+    if settings.volume_kms_key_id and not any(has_instance_storage(t) for t in requested_types(request)):
         request["ResourceConfig"]["VolumeKmsKeyId"] = settings.volume_kms_key_id
     if settings.output_kms_key_id:
         request["OutputDataConfig"]["KmsKeyId"] = settings.output_kms_key_id
