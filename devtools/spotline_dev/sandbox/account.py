@@ -93,8 +93,8 @@ def team_allowance(spec: JobSpec) -> dict[str, Any]:
     image = parse_image(spec.image)
     keep_alive = {"maxKeepAlive": f"{spec.keep_alive_seconds}s"} if spec.keep_alive_seconds else {}
     return {
-        "instanceFamilies": [spec.instance_type.split(".")[1]],
-        "maxInstances": spec.instance_count,
+        "instanceFamilies": sorted({o.instance_type.split(".")[1] for o in spec.instance_options}),
+        "maxInstances": max(o.instance_count for o in spec.instance_options),
         "maxPriority": spec.priority,
         "roles": [spec.role_arn],
         "s3Prefixes": sorted({uri if uri.endswith("/") else f"{uri}/" for uri in uris if uri}),
@@ -182,9 +182,9 @@ def played_capacity(specs: Sequence[JobSpec], scenario: Mapping[str, int] | None
         return dict(scenario)
     default = parse_capacity(str(load_template()["Parameters"]["TrainingCapacity"]["Default"]))
     capacity = dict(default)
-    for spec in specs:  # a type the default lacks: as many instances as its largest job
-        if spec.instance_type not in default:
-            capacity[spec.instance_type] = max(capacity.get(spec.instance_type, 0), spec.instance_count)
+    for option in (o for spec in specs for o in spec.instance_options):  # a type the default lacks:
+        if option.instance_type not in default:  # as many instances as its largest job
+            capacity[option.instance_type] = max(capacity.get(option.instance_type, 0), option.instance_count)
     if len(capacity) > MAX_CAPACITY_LIMITS:
         raise ScenarioError(
             f"the manifests use {len(capacity)} instance types with the template's default, and a service "

@@ -36,6 +36,7 @@ from spotline_dev.sandbox.runs import (
     rfc3339_or_none,
     settle,
     summarize,
+    notifications_of,
     weather_of,
 )
 from spotline_dev.sandbox.scenario import Scenario, ScenarioError
@@ -267,6 +268,7 @@ def _summarize_run(
         "virtualEnd": rfc3339_or_none(stack.clock.now()),
         "faults": [],
         "deliveryErrors": [],
+        "notifications": notifications_of(stack, run["name"]),
         "history": history,
         "jobIds": [job.job_id for job in jobs],
         "ledger": stack.standin.ledger().get(names[0]),

@@ -148,8 +148,10 @@ def fleet_figures(
     span = max((last_end - start).total_seconds(), 1.0)
     waits: dict[str, list[float]] = defaultdict(list)
     instance_seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # team -> type ->
-    sizes = {
-        job.job_id: (str(run.get("instanceType") or ""), int(run["instanceCount"]))
+    sizes = {  # the type and count the job ran on (an alternative's), else the manifest's
+        job.job_id: (job.attempts[-1].instance_type, job.attempts[-1].instance_count)
+        if job.attempts and job.attempts[-1].instance_type
+        else (str(run.get("instanceType") or ""), int(run["instanceCount"]))
         for job in jobs
         if (run := owner.get(job.job_id))
     }

@@ -41,6 +41,7 @@ from spotline_dev.sandbox.runs import (
     rfc3339_or_none,
     settle,
     summarize,
+    notifications_of,
     weather_of,
 )
 from spotline_dev.sandbox.scenario import FaultSpec, Scenario, ScenarioError, load_scenario
@@ -149,6 +150,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
                 for f in faults
             ],
             "deliveryErrors": delivery_errors + stack.delivery_errors,
+            "notifications": notifications_of(stack, run["name"]),
             "history": history,
             "team": team,
             "instanceType": spec.instance_type if spec else None,
@@ -283,6 +285,9 @@ def public_summary(
         "billableSeconds",
         "lostWorkSeconds",
         "instanceType",
+        "instanceTypes",
+        "capacityTiers",
+        "notifications",
         "costUsd",
         "onDemandCostUsd",
         "onDemandSeconds",

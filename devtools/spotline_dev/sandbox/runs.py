@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from moto.sns.models import sns_backends
+
 from spotline.aws import clock
 from spotline.aws.billing import bill_for_state
 from spotline.core.execution_state import job_summary_of
@@ -25,7 +27,7 @@ from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of, region_of
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.template import PROJECT_ROOT, powertools_environment
-from spotline_dev.sandbox.scenario import Scenario
+from spotline_dev.sandbox.scenario import Capacity, Scenario
 from spotline_dev.standin import ServiceJobView, SpotWeather
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -65,15 +67,23 @@ def powertools_environment_for(verbose: bool) -> Iterator[None]:
 
 
 def weather_of(scenario: Scenario) -> SpotWeather:
-    """The scenario's spot capacity: its gaps (offsets from its start), interruptions and start delays."""
+    """The scenario's capacity: spot gaps and interruptions, on-demand gaps and start delays, the
+    same for every type but those `instanceTypes:` names."""
+    weather = _weather(scenario, scenario)
+    weather.instance_types = {name: _weather(scenario, capacity) for name, capacity in scenario.instance_types.items()}
+    return weather
+
+
+def _weather(scenario: Scenario, capacity: Scenario | Capacity) -> SpotWeather:
+    def moments(gaps: list[tuple[float, float]]) -> list[tuple[datetime, datetime]]:
+        return [(scenario.start + timedelta(seconds=a), scenario.start + timedelta(seconds=b)) for a, b in gaps]
+
     return SpotWeather(
-        capacity_gaps=[
-            (scenario.start + timedelta(seconds=a), scenario.start + timedelta(seconds=b))
-            for a, b in scenario.capacity_gaps
-        ],
-        interruptions=list(scenario.interruptions),
-        spot_start_delay=scenario.spot_start_delay,
-        on_demand_start_delay=scenario.on_demand_start_delay,
+        capacity_gaps=moments(capacity.capacity_gaps),
+        interruptions=list(capacity.interruptions),
+        spot_start_delay=capacity.spot_start_delay,
+        on_demand_start_delay=capacity.on_demand_start_delay,
+        on_demand_gaps=moments(capacity.on_demand_gaps),
     )
 
 
@@ -114,6 +124,22 @@ def left_running(execution: str, job: ServiceJobView) -> dict[str, Any]:
     }
 
 
+def notifications_of(stack: LocalStack, execution_name: str) -> list[dict[str, str]]:
+    """What on-call received about one run: every message on the stack's SNS topics that links to
+    its execution (or a continuation of it), as `{at, type}` in the order published. Read from
+    moto's record of published messages (`sent_notifications`, moto's internal API, pinned)."""
+    backend = sns_backends[stack.account][stack.region]
+    received = []
+    for topic in backend.topics.values():
+        for _id, message, _subject, attributes, _group in topic.sent_notifications:
+            if execution_name not in message:
+                continue
+            at = next((line.removeprefix("When: ") for line in message.splitlines() if line.startswith("When: ")), "")
+            kind = ((attributes or {}).get("outcome") or {}).get("Value") or ""  # moto keeps {Type, Value}
+            received.append({"at": at, "type": str(kind)})
+    return sorted(received, key=lambda n: n["at"])
+
+
 def rfc3339_or_none(moment: datetime | None) -> str | None:
     return to_rfc3339(moment) if moment else None
 
@@ -152,6 +178,7 @@ def summarize(
 ) -> dict[str, Any]:
     report = reports.get("outcome") or {}
     job = _job_from_history(history)
+    attempts = sorted((a for j in jobs for a in j.attempts), key=lambda a: a.created_at)
     figures = report.get("figures") or run_figures(history, execution)
     deadline = figures.get("deadline") or job.get("deadline")
     return {
@@ -169,6 +196,8 @@ def summarize(
         "billableSeconds": figures.get("billable_seconds", 0),
         "lostWorkSeconds": figures.get("lost_work_seconds"),
         "instanceType": job.get("instanceType"),
+        "instanceTypes": [a.instance_type or None for a in attempts],
+        "capacityTiers": [a.capacity for a in attempts],
         "costUsd": figures.get("cost_usd", 0.0),
         "onDemandCostUsd": figures.get("on_demand_cost_usd"),
         "onDemandSeconds": figures.get("on_demand_seconds"),

@@ -55,6 +55,18 @@ class Submission:
 
 
 @dataclass(frozen=True)
+class Capacity:
+    """Spot and on-demand capacity of one instance type (or the default for every type); times
+    are offsets from the scenario's start, in seconds."""
+
+    spot_start_delay: float = 300.0
+    interruptions: list[float] = field(default_factory=list)
+    capacity_gaps: list[tuple[float, float]] = field(default_factory=list)  # spot
+    on_demand_start_delay: float = 480.0
+    on_demand_gaps: list[tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     start: datetime
@@ -71,6 +83,8 @@ class Scenario:
     faults: list[FaultSpec] = field(default_factory=list)
     submissions: list[Submission] = field(default_factory=list)
     capacity: dict[str, int] | None = None  # queue.capacity, per instance type; None: the template's default
+    on_demand_gaps: list[tuple[float, float]] = field(default_factory=list)
+    instance_types: dict[str, Capacity] = field(default_factory=dict)  # `instanceTypes:`, where a type differs
     account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
 
     @property
@@ -128,21 +142,22 @@ def load_scenario(path: Path | None) -> Scenario:
     for manifest in manifests:
         if not manifest.is_file():
             raise ScenarioError(f"manifests: {manifest} does not exist")
-    gaps = []
-    for index, gap in enumerate(spot.get("capacityGaps") or []):
-        where = f"spot.capacityGaps[{index}]"
-        begin, end = _seconds(gap["from"], f"{where}.from"), _seconds(gap["to"], f"{where}.to")
-        if end <= begin:
-            raise ScenarioError(f"{where}: 'to' must be after 'from'")
-        gaps.append((begin, end))
+    default = _capacity(spot, on_demand, "", Capacity())
     return Scenario(
         name=str(raw.get("name") or path.stem),
         start=start.astimezone(UTC),
         manifests=manifests,
-        spot_start_delay=_seconds(spot.get("startDelay", 300), "spot.startDelay"),
-        interruptions=sorted(_seconds(v, "spot.interruptions") for v in spot.get("interruptions") or []),
-        capacity_gaps=gaps,
-        on_demand_start_delay=_seconds(on_demand.get("startDelay", 480), "onDemand.startDelay"),
+        spot_start_delay=default.spot_start_delay,
+        interruptions=default.interruptions,
+        capacity_gaps=default.capacity_gaps,
+        on_demand_start_delay=default.on_demand_start_delay,
+        on_demand_gaps=default.on_demand_gaps,
+        instance_types={
+            str(name): _capacity(
+                entry.get("spot") or {}, entry.get("onDemand") or {}, f"instanceTypes.{name}.", default
+            )
+            for name, entry in (raw.get("instanceTypes") or {}).items()
+        },
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],
@@ -153,6 +168,39 @@ def load_scenario(path: Path | None) -> Scenario:
         capacity=_queue(raw["queue"]) if "queue" in raw else None,
         account={str(k): str(v) for k, v in raw["account"].items()} if raw.get("account") else None,
     )
+
+
+def _capacity(spot: dict[str, Any], on_demand: dict[str, Any], where: str, default: Capacity) -> Capacity:
+    """`spot:` and `onDemand:` (top level, or of one type under `instanceTypes:`); what a type leaves
+    out comes from `default`."""
+    return Capacity(
+        spot_start_delay=_seconds(spot["startDelay"], f"{where}spot.startDelay")
+        if "startDelay" in spot
+        else default.spot_start_delay,
+        interruptions=sorted(_seconds(v, f"{where}spot.interruptions") for v in spot["interruptions"])
+        if "interruptions" in spot
+        else default.interruptions,
+        capacity_gaps=_gaps(spot["capacityGaps"], f"{where}spot.capacityGaps")
+        if "capacityGaps" in spot
+        else default.capacity_gaps,
+        on_demand_start_delay=_seconds(on_demand["startDelay"], f"{where}onDemand.startDelay")
+        if "startDelay" in on_demand
+        else default.on_demand_start_delay,
+        on_demand_gaps=_gaps(on_demand["capacityGaps"], f"{where}onDemand.capacityGaps")
+        if "capacityGaps" in on_demand
+        else default.on_demand_gaps,
+    )
+
+
+def _gaps(raw: Any, where: str) -> list[tuple[float, float]]:
+    gaps = []
+    for index, gap in enumerate(raw or []):
+        at = f"{where}[{index}]"
+        begin, end = _seconds(gap["from"], f"{at}.from"), _seconds(gap["to"], f"{at}.to")
+        if end <= begin:
+            raise ScenarioError(f"{at}: 'to' must be after 'from'")
+        gaps.append((begin, end))
+    return gaps
 
 
 def _queue(raw: Any) -> dict[str, int]:

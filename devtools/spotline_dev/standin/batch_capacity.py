@@ -65,12 +65,23 @@ ENVIRONMENT_TOO_SMALL = (
 )
 
 
+def _first_choice(request: dict[str, Any]) -> dict[str, Any]:
+    """The payload's ResourceConfig, or for one with InstancePreferences its first preference (with
+    the job-level InstanceCount when the preference has none). Stand-in: the Batch guides document
+    capacity per ResourceConfig.InstanceType only; how Batch counts a job with InstancePreferences
+    is not documented, and the stand-in counts it in its first (most preferred) type."""
+    resources = json.loads(request.get("serviceRequestPayload") or "{}")["ResourceConfig"]
+    preferences = resources.get("InstancePreferences")
+    if preferences:
+        return {"InstanceCount": resources.get("InstanceCount"), **preferences[0]}
+    return dict(resources)
+
+
 def instance_type_of(request: dict[str, Any]) -> str:
     """The payload's ResourceConfig.InstanceType ("" if unreadable): the job's capacityUnit."""
     try:
-        payload = json.loads(request.get("serviceRequestPayload") or "{}")
-        return str(payload["ResourceConfig"]["InstanceType"])
-    except (ValueError, TypeError, KeyError):
+        return str(_first_choice(request)["InstanceType"])
+    except (ValueError, TypeError, KeyError, AttributeError):
         return ""
 
 
@@ -78,9 +89,8 @@ def instances_of(request: dict[str, Any]) -> int:
     """The instances a service job needs: its payload's ResourceConfig.InstanceCount (1 if unreadable:
     SageMaker refuses such a payload when the attempt starts)."""
     try:
-        payload = json.loads(request.get("serviceRequestPayload") or "{}")
-        count = int(payload["ResourceConfig"]["InstanceCount"])
-    except (ValueError, TypeError, KeyError):
+        count = int(_first_choice(request)["InstanceCount"])
+    except (ValueError, TypeError, KeyError, AttributeError):
         return 1
     return max(1, count)
 

@@ -98,6 +98,7 @@ class TrainingJob:
     restored_from_step: int | None
     service_job: ServiceJob
     written: int = 0  # checkpoints of the plan already written to the store
+    selected: tuple[str, int] = ("", 1)  # the instance type and count it runs on (SelectedInstanceType)
     handled: bool = False  # its end has been reported to the Batch job
 
     @property

@@ -24,10 +24,19 @@ class SpotWeather:
     """How long Batch keeps a service job RUNNABLE after an attempt it retries before it starts
     the next one: a capacity failure waits this long for capacity to return, a retryStrategy
     RETRY this long to be scheduled again. None: `queue_delay`, as for a new job."""
+    on_demand_gaps: list[tuple[datetime, datetime]] = field(default_factory=list)
+    """When on-demand capacity of the type is short: an on-demand job cannot start then (it waits,
+    within MaxPendingTimeInSeconds); one already running keeps its instances."""
+    instance_types: dict[str, SpotWeather] = field(default_factory=dict)
+    """Capacity of one instance type where it differs from the rest (scenario `instanceTypes:`)."""
 
     @property
     def requeue_delay(self) -> float:
         return self.queue_delay if self.requeue_wait is None else self.requeue_wait
+
+    def for_type(self, instance_type: str) -> SpotWeather:
+        """The capacity of `instance_type`: its own weather if it has one, else the default."""
+        return self.instance_types.get(instance_type, self)
 
 
 @dataclass

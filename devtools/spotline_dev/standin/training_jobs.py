@@ -18,7 +18,7 @@ from spotline_dev.standin.clock import EPS, ObservedTime, dt, rfc3339
 from spotline_dev.standin.http_answers import ApiError, request_problems, shape
 from spotline_dev.standin.ledger import EXECUTION_TAG, LedgerEntry, billed_seconds, lost_work
 from spotline_dev.standin.records import ServiceJob, TrainingJob
-from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
+from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour, capacity_from, merged_gaps
 from spotline_dev.standin.training_timeline import BILLED, Plan, cut, plan_training
 
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
@@ -70,6 +70,8 @@ class TrainingJobView:
     interrupted_at: tuple[datetime, ...]
     lost_work_seconds: float
     restored_from_step: int | None
+    instance_type: str = ""  # the type it runs on (SelectedInstanceType with InstancePreferences)
+    instance_count: int = 1
 
     @property
     def interruptions(self) -> int:
@@ -175,6 +177,8 @@ class SageMakerTrainingJobs:
         # InstanceType ... InstanceGroups ... InstancePlacementConfig ... and EnableManagedSpotTraining"
         if "InstancePreferences" in resources and clash:
             raise _reject(f"ResourceConfig.InstancePreferences is mutually exclusive with {clash}")
+        if "InstancePreferences" in resources:
+            _check_preferences(resources)
         stopping = request.get("StoppingCondition") or {}
         max_runtime = stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S)
         max_wait = stopping.get("MaxWaitTimeInSeconds")
@@ -226,8 +230,16 @@ class SageMakerTrainingJobs:
         )
         interval = _checkpoint_interval(request.get("Environment") or {})
         injected = self._failures.popleft() if self._failures else None
+        stopping = request.get("StoppingCondition") or {}
+        resources = request.get("ResourceConfig") or {}
+        selected = self._selected(resources, created, spot)
+        pending = stopping.get("MaxPendingTimeInSeconds")
+        # AWS: sagemaker StoppingCondition.MaxPendingTimeInSeconds: "takes effect only for jobs that request
+        # accelerated computing instance types, such as instances in the ml.p, ml.g, and ml.trn families"; with
+        # InstancePreferences it "bounds the total time SageMaker spends working through your list".
+        accelerated = any(_accelerated(t) for t in _requested_types(resources))
         plan = plan_training(
-            self.weather,
+            self.weather.for_type(selected[0]),
             created,
             spot=spot,
             behaviour=behaviour,
@@ -236,8 +248,8 @@ class SageMakerTrainingJobs:
             interval=interval,
             checkpointed=key is not None,
             injected=injected,
+            max_pending=float(pending) if pending is not None and accelerated else None,
         )
-        stopping = request.get("StoppingCondition") or {}
         limits: list[tuple[float, str, str]] = []
         max_runtime = float(stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S))
         at = plan.when_seconds_in(BILLED, max_runtime)
@@ -274,8 +286,30 @@ class SageMakerTrainingJobs:
         job = TrainingJob(
             name, self.training_arn(name), request, key, spot, created, behaviour, plan, restored_step, sjob
         )
+        job.selected = selected
         self.jobs[name.lower()] = job
         return job
+
+    def _selected(self, resources: dict[str, Any], created: float, spot: bool) -> tuple[str, int]:
+        """The instance type and count the job runs on. With InstancePreferences: "SageMaker launches the
+        training job on the first instance type in the list that has available capacity. If capacity is
+        insufficient, SageMaker evaluates the next instance type in the preferred list. Exactly one instance
+        type is selected for the job." (ResourceConfig.InstancePreferences): the type whose on-demand
+        capacity comes first, the earlier in the list on a tie."""
+        preferences = resources.get("InstancePreferences")
+        if not preferences:
+            return str(resources.get("InstanceType") or ""), int(resources.get("InstanceCount") or 1)
+        best: tuple[float, int] | None = None
+        for index, preference in enumerate(preferences):
+            weather = self.weather.for_type(str(preference["InstanceType"]))
+            delay = weather.spot_start_delay if spot else weather.on_demand_start_delay
+            start = capacity_from(merged_gaps(weather.on_demand_gaps), created, delay)
+            if best is None or start < best[0] - EPS:
+                best = (start, index)
+        assert best is not None
+        chosen = preferences[best[1]]
+        count = chosen.get("InstanceCount", resources.get("InstanceCount", 1))
+        return str(chosen["InstanceType"]), int(count)
 
     # --- stopping ---------------------------------------------------------------------------
 
@@ -334,6 +368,14 @@ class SageMakerTrainingJobs:
         downloads = [s.start for s in plan.segments if s.status == "Downloading" and s.start <= now + EPS]
         if downloads:
             described["TrainingStartTime"] = downloads[0]
+            if "InstancePreferences" in (request.get("ResourceConfig") or {}):
+                # AWS: sagemaker ResourceConfig.SelectedInstanceType: "Returned by DescribeTrainingJob after an
+                # instance type is selected." Stand-in: selected when the instances are acquired.
+                described["ResourceConfig"] = {
+                    **request["ResourceConfig"],
+                    "SelectedInstanceType": job.selected[0],
+                    "SelectedInstanceCount": job.selected[1],
+                }
         if plan.end <= now + EPS:
             training, billable = billed_seconds(
                 plan, spot=job.spot, spot_price_ratio=self.weather.spot_price_ratio, until=plan.end
@@ -386,8 +428,8 @@ class SageMakerTrainingJobs:
                     service_job=job.service_job.name,
                     training_job=job.name,
                     capacity="spot" if job.spot else "on-demand",
-                    instance_type=str(resources.get("InstanceType") or ""),
-                    instance_count=int(resources.get("InstanceCount") or 1),
+                    instance_type=job.selected[0],
+                    instance_count=job.selected[1],
                     ended=ended,
                     completed=ended and job.plan.status == "Completed",
                     billed_seconds=billable if ended else 0,
@@ -423,7 +465,44 @@ class SageMakerTrainingJobs:
             interrupted_at=tuple(dt(t) for t, _ in plan.interruptions if t <= now + EPS),
             lost_work_seconds=sum((lost for t, lost in plan.interruptions if t <= now + EPS), 0.0),
             restored_from_step=job.restored_from_step,
+            # With InstancePreferences the type is known once selected (its instances acquired).
+            instance_type=job.selected[0]
+            if "InstancePreferences" not in (job.request.get("ResourceConfig") or {})
+            or any(s.status == "Downloading" and s.start <= now + EPS for s in plan.segments)
+            else "",
+            instance_count=job.selected[1],
         )
+
+
+def _requested_types(resources: dict[str, Any]) -> list[str]:
+    preferences = resources.get("InstancePreferences") or []
+    return [str(p.get("InstanceType")) for p in preferences] or [str(resources.get("InstanceType") or "")]
+
+
+def _accelerated(instance_type: str) -> bool:
+    """ml.p, ml.g and ml.trn families (MaxPendingTimeInSeconds' "accelerated computing instance types")."""
+    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+    return family.startswith(("p", "g", "trn"))
+
+
+def _check_preferences(resources: dict[str, Any]) -> None:
+    preferences = resources["InstancePreferences"]
+    types = [p.get("InstanceType") for p in preferences]
+    # AWS: sagemaker InstancePreference.InstanceType: "An instance type can appear only once in an
+    # InstancePreferences list."
+    if len(set(types)) != len(types):
+        raise _reject("ResourceConfig.InstancePreferences: an instance type can appear only once")
+    counted = sum(1 for p in preferences if "InstanceCount" in p)
+    # AWS: sagemaker InstancePreference.InstanceCount: "SageMaker rejects requests that set InstanceCount on only
+    # some preferences, that set it both per preference and in ResourceConfig ... or that omit it in both places."
+    if counted not in (0, len(preferences)) or (counted == 0) == ("InstanceCount" not in resources):
+        raise _reject(
+            "ResourceConfig.InstancePreferences: set InstanceCount on every preference or only in ResourceConfig"
+        )
+    # AWS: sagemaker InstancePreference.TrainingPlanArns: "Per-preference TrainingPlanArns is mutually exclusive
+    # with the job-level TrainingPlanArn in ResourceConfig"
+    if "TrainingPlanArn" in resources and any("TrainingPlanArns" in p for p in preferences):
+        raise _reject("ResourceConfig: TrainingPlanArn and per-preference TrainingPlanArns are mutually exclusive")
 
 
 def _checkpoint_interval(environment: dict[str, Any]) -> float:

@@ -63,9 +63,8 @@ class LogStream:
 def planned_streams(job: TrainingJob) -> list[LogStream]:
     """Every stream the job's plan writes, with all its lines (including those still to come)."""
     plan = job.plan
-    resources = job.request.get("ResourceConfig") or {}
-    hosts = max(1, int(resources.get("InstanceCount") or 1))
-    instance = resources.get("InstanceType") or "ML instance"
+    hosts = max(1, job.selected[1])
+    instance = job.selected[0] or "ML instance"
     capacity = "spot" if job.spot else "on-demand"
     total = job.behaviour.total_steps
     streams: list[LogStream] = []

@@ -34,6 +34,9 @@ _DOWNLOADING = "Downloading input data"
 _TRAINING = "Training image download completed. Training in progress."
 _UPLOADING = "Uploading generated training model"
 _INTERRUPTED = "Training job interrupted: spot capacity was reclaimed. It resumes from its last checkpoint."
+NO_CAPACITY = (
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+)
 _ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError: ExitCode 1 (the training script failed)"
 
 
@@ -98,6 +101,7 @@ def plan_training(
     interval: float,
     checkpointed: bool,
     injected: str | None,
+    max_pending: float | None = None,
 ) -> Plan:
     """The job's timeline if nothing stops it: start (waiting out capacity gaps), train with
     periodic checkpoints, lose work back to the last one at each spot interruption, restart,
@@ -109,7 +113,7 @@ def plan_training(
         segments.append(Segment("Starting", created, _LAUNCHING))
         end = created + min(STARTUP_FAILURE_SECONDS, delay)
         return Plan(segments, end, "Failed", "Failed", injected, failure_reason=injected)
-    gaps = merged_gaps(weather.capacity_gaps) if spot else []
+    gaps = merged_gaps(weather.capacity_gaps if spot else weather.on_demand_gaps)
     total = behaviour.total_steps
     marks = deque(sorted(m for m in weather.interruptions if m > trained_before + EPS)) if spot else deque()
     progress, saved, trained = restored, restored, trained_before
@@ -118,6 +122,12 @@ def plan_training(
     since, visible_from = created, created  # capacity wanted from `since`; Starting shown from `visible_from`
     while True:
         start = capacity_from(gaps, since, delay)
+        if max_pending is not None and start - created > max_pending + EPS:
+            # AWS: sagemaker StoppingCondition.MaxPendingTimeInSeconds: "The maximum length of time, in seconds,
+            # that a training or compilation job can be pending before it is stopped."
+            # Stand-in: it ends Failed with SageMaker's capacity message, which Batch requeues (batch_jobs).
+            segments.append(Segment("Starting", created, _WAITING))
+            return Plan(segments, created + max_pending, "Failed", "Failed", NO_CAPACITY, failure_reason=NO_CAPACITY)
         if start > visible_from + EPS:
             segments.append(Segment("Starting", visible_from, _WAITING))
         segments.append(Segment("Starting", max(start, visible_from), _LAUNCHING))
@@ -127,7 +137,7 @@ def plan_training(
         remaining = behaviour.duration - progress
         to_fail = math.inf if behaviour.fail_after is None else max(0.0, behaviour.fail_after - trained)
         to_mark = marks[0] - trained if marks else math.inf
-        to_gap = next_gap_start(gaps, t) - t
+        to_gap = next_gap_start(gaps, t) - t if spot else math.inf  # on-demand instances are never reclaimed
         run = max(0.0, min(remaining, to_fail, to_mark, to_gap))
         completes = remaining <= run + EPS
         k = 1

@@ -134,6 +134,9 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "billableSeconds",
         "lostWorkSeconds",
         "instanceType",
+        "instanceTypes",
+        "capacityTiers",
+        "notifications",
         "costUsd",
         "onDemandCostUsd",
         "onDemandSeconds",
@@ -146,6 +149,10 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
     assert all(0 < r["maxStateBytes"] < 16 * 1024 for r in runs)
     assert all(r["spotInterruptions"] >= 1 and r["deadlineMet"] for r in runs)
     assert [r["onDemandFallback"] for r in runs] == [False, True]
+    # Each attempt's type and capacity tier, and what on-call received (the fallback's message).
+    assert [r["capacityTiers"][-1] for r in runs] == ["spot", "on-demand"]
+    assert all(set(r["instanceTypes"]) == {r["instanceType"]} for r in runs)
+    assert [[n["type"] for n in r["notifications"]] for r in runs] == [[], ["MovedToOnDemand"]]
     # Deadlines are judged at the training's end (its TrainingEndTime), not when the execution
     # noticed; every training completed, nothing is left running.
     for run in runs:

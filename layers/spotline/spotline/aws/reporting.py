@@ -8,6 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from spotline.aws import clock
 from spotline.aws.billing import BillingNotSettled, bill_for_state
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, logger, metrics
@@ -60,6 +61,7 @@ def publish_alert(
     lines = [
         what,
         f"Team: {team}    Job: {job}" + (f"    Owner: {owner}" if owner else ""),
+        f"When: {to_rfc3339(clock.now())}",
         "",
         f"Why: {cause}",
         f"Next step: {next_step}",

@@ -44,13 +44,17 @@ class JobBill:
     upload_seconds: int
     interruptions: int = 0
     """Spot interruptions inside the job (Training -> Interrupted -> Starting)."""
+    instance_type: str = ""
+    """The type it was billed for: ResourceConfig.SelectedInstanceType with InstancePreferences ("The
+    job is billed for this instance type and count"), else InstanceType."""
+    instance_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobBill:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 def bill_of(training_job: Mapping[str, Any], now: datetime) -> JobBill:
@@ -67,6 +71,7 @@ def bill_of(training_job: Mapping[str, Any], now: datetime) -> JobBill:
         elif status == "Training":
             last_stretch += seconds
     downloads = [seconds for status, seconds in spent if status == "Downloading"]
+    resources = training_job.get("ResourceConfig") or {}
     return JobBill(
         name=str(training_job.get("TrainingJobName") or ""),
         ended=ended,
@@ -78,6 +83,8 @@ def bill_of(training_job: Mapping[str, Any], now: datetime) -> JobBill:
         download_seconds=round(downloads[0]) if downloads else 0,
         upload_seconds=round(sum(seconds for status, seconds in spent if status == "Uploading")),
         interruptions=sum(1 for status, _ in spent if status == "Interrupted"),
+        instance_type=str(resources.get("SelectedInstanceType") or resources.get("InstanceType") or ""),
+        instance_count=int(resources.get("SelectedInstanceCount") or resources.get("InstanceCount") or 0),
     )
 
 
@@ -147,7 +154,10 @@ class RunBill:
         kept = self.work_kept_seconds
         if not self.completed or kept is None:
             return None
-        return kept + self.jobs[0].download_seconds + self.jobs[-1].upload_seconds
+        # One start's download: the first job that acquired instances (an earlier one may have been
+        # stopped while it waited for capacity, and downloaded nothing).
+        download = next((job.download_seconds for job in self.jobs if job.download_seconds), 0)
+        return kept + download + self.jobs[-1].upload_seconds
 
     @property
     def savings_percent(self) -> float | None:

@@ -115,15 +115,16 @@ def figures(
         billable = sum(int(s.get("billableSeconds") or 0) for s in statuses)
         interruptions = sum(int(s.get("interruptions") or 0) for s in statuses)
         baseline = None
+    run_cost, on_demand_cost, savings = _costs(bill, instance, count, billable, baseline, region=region)
     return Figures(
         attempts=len(attempts),
         interruptions=interruptions,
         training_seconds=training,
         billable_seconds=billable,
         queue_wait_seconds=statuses[0].get("queueWaitSeconds") if statuses else None,
-        cost_usd=cost_usd(instance, count, billable, region=region),
-        on_demand_cost_usd=cost_usd(instance, count, baseline, region=region) if baseline else None,
-        savings_percent=bill.savings_percent if bill is not None else None,
+        cost_usd=run_cost,
+        on_demand_cost_usd=on_demand_cost,
+        savings_percent=savings,
         on_demand_fallback=bool(
             job and job.uses_spot and (switched or any(a.get("capacity") == "on-demand" for a in attempts))
         ),
@@ -134,6 +135,25 @@ def figures(
         on_demand_seconds=baseline,
         billing_settled=bill.settled if bill is not None else False,
     )
+
+
+def _costs(
+    bill: RunBill | None, instance: str, count: int, billable: int, baseline: int | None, *, region: str
+) -> tuple[float | None, float | None, float | None]:
+    """(cost, on-demand baseline cost, saving %). Each training job is priced at the type and count
+    it was billed for (a job with alternatives may run on several); the baseline at the type that
+    completed the job. Without bills (a run under way): the manifest's type."""
+    if bill is None or not bill.jobs or not all(job.instance_type for job in bill.jobs):
+        on_demand = cost_usd(instance, count, baseline, region=region) if baseline else None
+        return cost_usd(instance, count, billable, region=region), on_demand, bill.savings_percent if bill else None
+    costs = [cost_usd(job.instance_type, job.instance_count, job.billable_seconds, region=region) for job in bill.jobs]
+    total = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
+    last = bill.jobs[-1]
+    on_demand = cost_usd(last.instance_type, last.instance_count, baseline, region=region) if baseline else None
+    if {(job.instance_type, job.instance_count) for job in bill.jobs} == {(last.instance_type, last.instance_count)}:
+        return total, on_demand, bill.savings_percent  # one type: billed time against the baseline's
+    saving = round(100 * (1 - total / on_demand), 2) if total is not None and on_demand else None
+    return total, on_demand, saving
 
 
 def switched_to_on_demand(state: dict[str, Any]) -> bool:
