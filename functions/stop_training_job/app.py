@@ -68,9 +68,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             links_=links_,
         )
     add_team_dimension(job.team)
-    metrics.add_metric(
-        name="InstanceTypeMoves" if moving_type else "OnDemandFallbacks", unit=MetricUnit.Count, value=1
-    )
+    metrics.add_metric(name="InstanceTypeMoves" if moving_type else "OnDemandFallbacks", unit=MetricUnit.Count, value=1)
     return {
         "jobId": job_id,
         "capacity": "spot" if moving_type else "on-demand",

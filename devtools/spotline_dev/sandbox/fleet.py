@@ -33,10 +33,10 @@ from spotline_dev.sandbox.runs import (
     QUIET,
     follow_run,
     left_running,
+    notifications_of,
     rfc3339_or_none,
     settle,
     summarize,
-    notifications_of,
     weather_of,
 )
 from spotline_dev.sandbox.scenario import Scenario, ScenarioError

@@ -36,12 +36,12 @@ from spotline_dev.sandbox.runs import (
     QUIET,
     follow_run,
     left_running,
+    notifications_of,
     powertools_environment_for,
     read_json,
     rfc3339_or_none,
     settle,
     summarize,
-    notifications_of,
     weather_of,
 )
 from spotline_dev.sandbox.scenario import FaultSpec, Scenario, ScenarioError, load_scenario

@@ -421,7 +421,6 @@ class SageMakerTrainingJobs:
                 job.plan, spot=job.spot, spot_price_ratio=self.weather.spot_price_ratio, until=now
             )
             tags = dict(job.service_job.request.get("tags") or {})
-            resources = job.request.get("ResourceConfig") or {}
             entries.append(
                 LedgerEntry(
                     execution=str(tags.get(EXECUTION_TAG) or job.service_job.name),

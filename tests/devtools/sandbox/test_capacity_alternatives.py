@@ -60,7 +60,8 @@ def test_no_capacity_anywhere_warns_before_the_deadline_and_ends_named(capsys: p
     assert run["costUsd"] == 0.0  # nothing ever acquired instances
     # Attempts that never got capacity have no selected type.
     assert set(run["capacityTiers"]) == {"spot", "on-demand"}
-    assert all(t is None for t, tier in zip(run["instanceTypes"], run["capacityTiers"], strict=True) if tier == "on-demand")
+    on_demand = [t for t, tier in zip(run["instanceTypes"], run["capacityTiers"], strict=True) if tier == "on-demand"]
+    assert on_demand and all(t is None for t in on_demand)
 
 
 @pytest.mark.parametrize("name", ["on-demand-short", "spot-on-an-alternative", "no-capacity-anywhere"])

@@ -82,7 +82,15 @@ def test_an_attempt_record_keeps_what_later_steps_read_and_bounds_the_reason() -
         "links": {"logs": "https://example.com"},
     }
     record = attempt_record(training, status)
-    assert set(record) == {"attempt", "capacity", "instanceType", "jobId", "trainingJobName", "submittedAt", "finalStatus"}
+    assert set(record) == {
+        "attempt",
+        "capacity",
+        "instanceType",
+        "jobId",
+        "trainingJobName",
+        "submittedAt",
+        "finalStatus",
+    }
     assert set(record["finalStatus"]) == {
         "state",
         "reasonClass",

@@ -161,6 +161,7 @@ def deadline_at_risk(
     state: dict[str, Any],
     clock: JobClock,
     status: TrainingStatus,
+    *,
     settings: QueueSettings,
     links_: dict[str, str],
 ) -> dict[str, Any] | None:
@@ -169,9 +170,10 @@ def deadline_at_risk(
     earlier = (state.get("status") or {}).get("deadlineAtRisk")
     if earlier or not no_option_left(clock, running=status.state == "training"):
         return earlier or None
+    current = {**state["training"], "instanceType": status.instance_type}
     tried = ", ".join(
         f"{a.get('capacity')} on {a.get('instanceType') or spec.instance_type}"
-        for a in [*state["training"].get("previousAttempts", []), {**state["training"], "instanceType": status.instance_type}]
+        for a in [*state["training"].get("previousAttempts", []), current]
     )
     left = (clock.deadline - clock.now).total_seconds() if clock.deadline else 0.0
     cause = (
@@ -268,7 +270,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         training_job_name=status.training_job_name,
         batch_job_id=training["jobId"],
     )
-    at_risk = deadline_at_risk(spec, state, clock, status, settings, job_links)
+    at_risk = deadline_at_risk(spec, state, clock, status, settings=settings, links_=job_links)
     left = (spec.deadline_at - now).total_seconds() if spec.deadline_at else None
     return {
         "jobId": training["jobId"],

@@ -132,7 +132,8 @@ def next_step(
             f"{format_duration(wait.waited_seconds)}): the job is stopped rather than left waiting",
             finish_reason="capacity-unavailable",
         )
-    if capacity == "spot" and spot_attempts < spec.retry_max_attempts and (other := next_type(spec, wait.instance_type)):
+    other = next_type(spec, wait.instance_type)
+    if capacity == "spot" and spot_attempts < spec.retry_max_attempts and other:
         limit = move_after_wait_seconds(decision.slack_seconds)
         stuck = wait.waited_seconds >= limit
         interrupted = status.state == "interrupted" and status.interruptions >= MOVE_AFTER_INTERRUPTIONS

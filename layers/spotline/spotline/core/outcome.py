@@ -159,7 +159,7 @@ def _costs(
 def switched_to_on_demand(state: dict[str, Any]) -> bool:
     """StopSpotJob stopped the spot job for an on-demand attempt (`$.fallback`; one that moved the
     job to another instance type on spot says `capacity: spot`)."""
-    fallback = state.get("fallback")
+    fallback = state.get("fallback") or {}
     return bool(fallback) and fallback.get("capacity", "on-demand") == "on-demand"
 
 
