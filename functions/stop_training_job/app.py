@@ -42,31 +42,29 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     logger.info(f"Moving to {where}", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
     links_ = status.get("links") or state["training"].get("links") or {}
     if moving_type:
-        notified = try_publish_alert(
-            os.environ["ALERT_TOPIC_ARN"],
-            kind="MovedToAnotherInstanceType",
-            team=job.team,
-            job=job.name,
-            owner=job.owner,
-            what=f"Spotline moved a spot training job to {status.get('nextInstanceType')}, one of its alternatives.",
-            cause=status["explanation"],
-            next_step="Nothing is needed now: the job resumes on spot from its last checkpoint. If this recurs, "
-            "put the type with spot capacity first in the manifest.",
-            links_=links_,
+        kind = "MovedToAnotherInstanceType"
+        what = f"Spotline moved a spot training job to {status.get('nextInstanceType')}."
+        next_step = (
+            "Nothing is needed now: the job resumes on spot from its last checkpoint. If this recurs, put the type "
+            "with spot capacity first in the manifest."
         )
     else:
-        notified = try_publish_alert(
-            os.environ["ALERT_TOPIC_ARN"],
-            kind="MovedToOnDemand",
-            team=job.team,
-            job=job.name,
-            owner=job.owner,
-            what="Spotline moved a training job from spot to on-demand capacity.",
-            cause=status["explanation"],
-            next_step="Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher "
-            "cost). If this recurs, give the deadline more slack or review the instance type's spot availability.",
-            links_=links_,
+        kind, what = "MovedToOnDemand", "Spotline moved a training job from spot to on-demand capacity."
+        next_step = (
+            "Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher cost). If "
+            "this recurs, give the deadline more slack or review the instance type's spot availability."
         )
+    notified = try_publish_alert(
+        os.environ["ALERT_TOPIC_ARN"],
+        kind=kind,
+        team=job.team,
+        job=job.name,
+        owner=job.owner,
+        what=what,
+        cause=status["explanation"],
+        next_step=next_step,
+        links_=links_,
+    )
     add_team_dimension(job.team)
     metrics.add_metric(name="InstanceTypeMoves" if moving_type else "OnDemandFallbacks", unit=MetricUnit.Count, value=1)
     return {

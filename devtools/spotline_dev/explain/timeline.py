@@ -56,9 +56,7 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
     describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
         "LoadManifest": _loaded,
         "ValidateResources": lambda s: s["resources"]["summary"],
-        "SubmitTrainingJob": lambda s: (
-            f"attempt {s['training']['attempt']} on {s['training']['capacity']}: Batch job {s['training']['jobName']}"
-        ),
+        "SubmitTrainingJob": _submitted,
         "WaitForTrainingEvent": _woken,
         "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
         "ContinueInNewExecution": lambda s: f"the watch continues in execution {s['continuedAs']['executionName']}",
@@ -67,6 +65,13 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
     }
     describer = describers.get(name)
     return describer(state) if describer else None
+
+
+def _submitted(state: dict[str, Any]) -> str:
+    """`attempt 2 on spot (ml.g6.2xlarge)`: the type when the attempt moved to an alternative."""
+    training = state["training"]
+    moved = f" ({training['instanceType']})" if training.get("instanceType") else ""
+    return f"attempt {training['attempt']} on {training['capacity']}{moved}: Batch job {training['jobName']}"
 
 
 def _woken(state: dict[str, Any]) -> str | None:
