@@ -19,6 +19,7 @@ def assert_reconciled(run: dict[str, Any]) -> None:
     assert run["billingSettled"] is True, name
     assert run["billableSeconds"] == ledger.billed_seconds, name
     assert run["trainingSeconds"] == ledger.training_seconds, name
+    assert run["trainingPlanSeconds"] == ledger.training_plan_seconds, name
     expected_cost = ledger.cost_usd(REGION)
     assert (run["costUsd"] is None) == (expected_cost is None), name
     if expected_cost is not None:

@@ -17,6 +17,7 @@ from spotline.aws import clock
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.reporting import try_publish_alert
+from spotline.core.capacity_moves import MOVES
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 
@@ -33,43 +34,31 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise ValueError("the execution state has no $.manifest.job: StopSpotJob runs only after LoadManifest")
     job_id = state["training"]["jobId"]
     status = state["status"]
-    moving_type = status.get("nextCapacity") == "spot"
-    where = f"spot on {status.get('nextInstanceType')}" if moving_type else "on-demand"
+    tier = str(status.get("nextCapacity") or "on-demand")
+    move = MOVES.get(tier, MOVES["on-demand"])
+    plan = (status.get("nextTrainingPlan") or {}).get("name")
+    where = move.where.format(type=status.get("nextInstanceType"), plan=plan)
     reason = f"Spotline: moving to {where}: {status['explanation']}"[:REASON_LIMIT]
     already_ended = status["finished"]
     if not already_ended:
         client("batch").terminate_service_job(jobId=job_id, reason=reason)
     logger.info(f"Moving to {where}", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
-    links_ = status.get("links") or state["training"].get("links") or {}
-    if moving_type:
-        kind = "MovedToAnotherInstanceType"
-        what = f"Spotline moved a spot training job to {status.get('nextInstanceType')}."
-        next_step = (
-            "Nothing is needed now: the job resumes on spot from its last checkpoint. If this recurs, put the type "
-            "with spot capacity first in the manifest."
-        )
-    else:
-        kind, what = "MovedToOnDemand", "Spotline moved a training job from spot to on-demand capacity."
-        next_step = (
-            "Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher cost). If "
-            "this recurs, give the deadline more slack or review the instance type's spot availability."
-        )
     notified = try_publish_alert(
         os.environ["ALERT_TOPIC_ARN"],
-        kind=kind,
+        kind=move.kind,
         team=job.team,
         job=job.name,
         owner=job.owner,
-        what=what,
+        what=f"Spotline moved a training job to {where}.",
         cause=status["explanation"],
-        next_step=next_step,
-        links_=links_,
+        next_step=move.next_step,
+        links_=status.get("links") or state["training"].get("links") or {},
     )
     add_team_dimension(job.team)
-    metrics.add_metric(name="InstanceTypeMoves" if moving_type else "OnDemandFallbacks", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=move.metric, unit=MetricUnit.Count, value=1)
     return {
         "jobId": job_id,
-        "capacity": "spot" if moving_type else "on-demand",
+        "capacity": tier,
         "terminated": not already_ended,
         "reason": reason,
         "notified": notified,

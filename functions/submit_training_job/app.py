@@ -38,6 +38,9 @@ def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     # and how long an on-demand fallback may wait for capacity.
     instance_type = (status.get("nextInstanceType") or (previous or {}).get("instanceType")) if decided else None
     pending = status.get("maxPendingSeconds") if decided == "on-demand" else None
+    plan = (status.get("nextTrainingPlan") or {}) if decided == "training-plan" else {}
+    if plan:
+        instance_type = plan.get("instanceType")
     return Attempt(
         state["executionArn"],
         number,
@@ -45,7 +48,12 @@ def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
         int(priority) if priority is not None else None,
         instance_type=str(instance_type) if instance_type else None,
         max_pending_seconds=int(pending) if pending is not None else None,
+        training_plan_arn=plan.get("arn"),
     )
+
+
+def status_of(state: dict[str, Any]) -> dict[str, Any]:
+    return dict(state.get("status") or {})
 
 
 @log_metrics
@@ -76,7 +84,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "attempt": attempt.number,
         "capacity": attempt.capacity,
-        "instanceType": attempt.instance_type if attempt.capacity == "spot" else None,
+        "instanceType": attempt.instance_type if attempt.capacity != "on-demand" else None,
+        # The plan a training-plan attempt runs on, and when its instances start to be terminated.
+        "trainingPlan": (status_of(state).get("nextTrainingPlan") or None) if attempt.training_plan_arn else None,
         "jobId": submitted.job_id,
         "jobArn": submitted.job_arn,
         "jobName": submitted.job_name,

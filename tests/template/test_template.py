@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,7 +45,22 @@ def test_no_allow_statement_grants_wildcard_actions() -> None:
 
 
 # Actions AWS documents as supporting no resource-level permissions.
-RESOURCE_WILDCARD_ONLY = {"batch:DescribeJobQueues", "batch:DescribeServiceJob", "batch:ListServiceJobs"}
+RESOURCE_WILDCARD_ONLY = {
+    "batch:DescribeJobQueues",
+    "batch:DescribeServiceJob",
+    "batch:ListServiceJobs",
+    "sagemaker:ListTrainingPlans",  # no resource type in AWS's IAM action data (cfn-lint's Policies.json)
+}
+
+
+def test_wildcard_only_actions_have_no_resource_type_in_aws_action_data() -> None:
+    """RESOURCE_WILDCARD_ONLY is checked against AWS's own IAM action data, not taken on trust."""
+    import cfnlint
+
+    data = json.loads((Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json").read_text())
+    for action in RESOURCE_WILDCARD_ONLY:
+        service, name = action.split(":")
+        assert not data[service]["Actions"][name.lower()].get("Resources"), action
 
 
 def _identity_statements() -> Iterator[dict[str, Any]]:

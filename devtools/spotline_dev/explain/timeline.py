@@ -116,15 +116,17 @@ def status_line(status: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p)
 
 
-ATTEMPT_CAPACITY = re.compile(r"-a[0-9]+-(spot|od)(?:[0-9a-f]{32})?$")
-"""Spotline's payload name `<job>-a<n>-<spot|od>`, as Batch names the training job after it
+ATTEMPT_CAPACITY = re.compile(r"-a[0-9]+-(spot|od|tp)(?:[0-9a-f]{32})?$")
+TIER_WORDS = {"spot": "spot ", "od": "on-demand ", "tp": "training-plan "}
+"""Spotline's payload name `<job>-a<n>-<spot|od|tp>`, as Batch names the training job after it
 (AWSBatch<payload name><32-hex attempt id>)."""
 
 
 def _capacity_of(status: dict[str, Any]) -> str:
-    """'spot ' or 'on-demand ' from the attempt's training job name (-a<n>-spot, -a<n>-od), else ''."""
+    """'spot ', 'on-demand ' or 'training-plan ' from the attempt's training job name (-a<n>-spot,
+    -a<n>-od, -a<n>-tp), else ''."""
     match = ATTEMPT_CAPACITY.search(str(status.get("trainingJobName") or ""))
-    return "" if match is None else "spot " if match.group(1) == "spot" else "on-demand "
+    return "" if match is None else TIER_WORDS[match.group(1)]
 
 
 def out_of_reach(status: dict[str, Any]) -> bool:

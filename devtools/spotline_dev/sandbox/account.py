@@ -92,6 +92,7 @@ def team_allowance(spec: JobSpec) -> dict[str, Any]:
         uris.append(spec.code_s3_uri.rsplit("/", 1)[0])  # the archive's folder
     image = parse_image(spec.image)
     keep_alive = {"maxKeepAlive": f"{spec.keep_alive_seconds}s"} if spec.keep_alive_seconds else {}
+    plans = {"trainingPlans": [plan_pattern(spec)]} if spec.training_plan else {}
     return {
         "instanceFamilies": sorted({o.instance_type.split(".")[1] for o in spec.instance_options}),
         "maxInstances": max(o.instance_count for o in spec.instance_options),
@@ -101,7 +102,16 @@ def team_allowance(spec: JobSpec) -> dict[str, Any]:
         "images": [spec.image],
         "deepLearningContainers": bool(image and image.is_deep_learning_container),
         **keep_alive,
+        **plans,
     }
+
+
+def plan_pattern(spec: JobSpec) -> str:
+    """The plan the spec names, or with `auto` every plan of its account and region."""
+    if spec.training_plan and spec.training_plan != "auto":
+        return spec.training_plan
+    played = account_of_spec(spec)
+    return f"arn:aws:sagemaker:{played.region}:{played.id}:training-plan/*"
 
 
 def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) -> None:

@@ -292,6 +292,7 @@ def public_summary(
         "onDemandCostUsd",
         "onDemandSeconds",
         "savingsPercent",
+        "trainingPlanSeconds",
         "billingSettled",
         "stateTransitions",
         "historyEvents",

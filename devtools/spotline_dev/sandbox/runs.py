@@ -29,6 +29,7 @@ from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.template import PROJECT_ROOT, powertools_environment
 from spotline_dev.sandbox.scenario import Capacity, Scenario
 from spotline_dev.standin import ServiceJobView, SpotWeather
+from spotline_dev.standin.training_plans import ReservedPlan
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "ERROR", "POWERTOOLS_METRICS_DISABLED": "true"}
 ENDED = frozenset({"SUCCEEDED", "FAILED"})  # Batch service job statuses that are an end
@@ -71,6 +72,16 @@ def weather_of(scenario: Scenario) -> SpotWeather:
     same for every type but those `instanceTypes:` names."""
     weather = _weather(scenario, scenario)
     weather.instance_types = {name: _weather(scenario, capacity) for name, capacity in scenario.instance_types.items()}
+    weather.training_plans = [
+        ReservedPlan(
+            plan.name,
+            plan.instance_type,
+            plan.instances,
+            scenario.start + timedelta(seconds=plan.start),
+            scenario.start + timedelta(seconds=plan.end),
+        )
+        for plan in scenario.training_plans
+    ]
     return weather
 
 
@@ -202,6 +213,7 @@ def summarize(
         "onDemandCostUsd": figures.get("on_demand_cost_usd"),
         "onDemandSeconds": figures.get("on_demand_seconds"),
         "savingsPercent": figures.get("savings_percent"),
+        "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
         "billingSettled": figures.get("billing_settled", False),
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),

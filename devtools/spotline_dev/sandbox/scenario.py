@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import yaml
 
 from spotline.core import json_schemas
@@ -21,6 +22,10 @@ from spotline_dev.local.template import PROJECT_ROOT, load_template, resources_o
 DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "scenario-v1.schema.json"
 MAX_ERRORS = 20
+PLAN_INSTANCE_TYPES: tuple[str, ...] = tuple(
+    botocore.session.get_session().get_service_model("sagemaker").shape_for("ReservedCapacityInstanceType").enum
+)
+"""The instance types training plans reserve (botocore's model; g5 and the like are not offered)."""
 SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
 
 
@@ -67,6 +72,18 @@ class Capacity:
 
 
 @dataclass(frozen=True)
+class PlanSpec:
+    """A training plan the account has bought: `instances` of `instance_type`, from `start` to `end`
+    (offsets from the scenario's start, seconds)."""
+
+    name: str
+    instance_type: str
+    instances: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     start: datetime
@@ -85,6 +102,7 @@ class Scenario:
     capacity: dict[str, int] | None = None  # queue.capacity, per instance type; None: the template's default
     on_demand_gaps: list[tuple[float, float]] = field(default_factory=list)
     instance_types: dict[str, Capacity] = field(default_factory=dict)  # `instanceTypes:`, where a type differs
+    training_plans: list[PlanSpec] = field(default_factory=list)  # `trainingPlans:`
     account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
 
     @property
@@ -158,6 +176,7 @@ def load_scenario(path: Path | None) -> Scenario:
             )
             for name, entry in (raw.get("instanceTypes") or {}).items()
         },
+        training_plans=_plans(raw.get("trainingPlans") or []),
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],
@@ -190,6 +209,24 @@ def _capacity(spot: dict[str, Any], on_demand: dict[str, Any], where: str, defau
         if "capacityGaps" in on_demand
         else default.on_demand_gaps,
     )
+
+
+def _plans(raw: list[dict[str, Any]]) -> list[PlanSpec]:
+    plans = []
+    for index, entry in enumerate(raw):
+        where = f"trainingPlans[{index}]"
+        begin, end = _seconds(entry["from"], f"{where}.from"), _seconds(entry["to"], f"{where}.to")
+        if end <= begin:
+            raise ScenarioError(f"{where}: 'to' must be after 'from'")
+        if entry["name"] in {plan.name for plan in plans}:
+            raise ScenarioError(f"{where}.name: {entry['name']!r} names another plan already")
+        if entry["instanceType"] not in PLAN_INSTANCE_TYPES:
+            raise ScenarioError(
+                f"{where}.instanceType: {entry['instanceType']} is not offered as a training plan "
+                f"(SageMaker's ReservedCapacityInstanceType: {', '.join(PLAN_INSTANCE_TYPES)})"
+            )
+        plans.append(PlanSpec(str(entry["name"]), str(entry["instanceType"]), int(entry["instances"]), begin, end))
+    return plans
 
 
 def _gaps(raw: Any, where: str) -> list[tuple[float, float]]:

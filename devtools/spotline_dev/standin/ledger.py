@@ -29,7 +29,7 @@ class LedgerEntry:
     execution: str  # the run's (its service job's `spotline:execution` tag)
     service_job: str  # the Batch service job's name
     training_job: str
-    capacity: str  # "spot" | "on-demand"
+    capacity: str  # "spot" | "on-demand" | "training-plan"
     instance_type: str
     instance_count: int
     ended: bool
@@ -64,9 +64,15 @@ class RunLedger:
     def completed(self) -> bool:
         return bool(self.entries) and self.entries[-1].completed
 
+    @property
+    def training_plan_seconds(self) -> int:
+        """Billed time on training plans: paid up front with the plan, not in the cost."""
+        return sum(e.billed_seconds for e in self.entries if e.capacity == "training-plan")
+
     def cost_usd(self, region: str) -> float | None:
-        """Each job's bill at its type's on-demand rate, added up (None: a type without a price)."""
-        costs = [cost_usd(e.instance_type, e.instance_count, e.billed_seconds, region=region) for e in self.entries]
+        """Each job's bill at its type's on-demand rate, added up (None: a type without a price; a job
+        on a training plan adds nothing: the plan was paid up front)."""
+        costs = [_entry_cost(e, region) for e in self.entries]
         return None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
 
     @property
@@ -124,3 +130,10 @@ def runs_of(
     for entry in entries:
         runs.setdefault(entry.service_job if by_service_job else entry.execution, []).append(entry)
     return {name: RunLedger(tuple(items), on_demand_start_delay) for name, items in runs.items()}
+
+
+def _entry_cost(entry: LedgerEntry, region: str) -> float | None:
+    """A job's bill at its type's on-demand rate; nothing for one on a training plan (paid up front)."""
+    if entry.capacity == "training-plan":
+        return 0.0
+    return cost_usd(entry.instance_type, entry.instance_count, entry.billed_seconds, region=region)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from spotline_dev.standin.clock import EPS
+from spotline_dev.standin.training_plans import ReservedPlan
 
 
 @dataclass
@@ -29,6 +30,8 @@ class SpotWeather:
     within MaxPendingTimeInSeconds); one already running keeps its instances."""
     instance_types: dict[str, SpotWeather] = field(default_factory=dict)
     """Capacity of one instance type where it differs from the rest (scenario `instanceTypes:`)."""
+    training_plans: list[ReservedPlan] = field(default_factory=list)
+    """Reserved capacity the account has bought (scenario `trainingPlans:`)."""
 
     @property
     def requeue_delay(self) -> float:

@@ -56,7 +56,8 @@ _QUOTA_SHARE_OPERATIONS = {
     "DeleteQuotaShare",
 }
 _BATCH_TAGS_PATH = "/v1/tags/"
-_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags"}
+_PLAN_OPERATIONS = {"DescribeTrainingPlan", "ListTrainingPlans"}
+_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags", *_PLAN_OPERATIONS}
 
 
 class BatchSageMakerStandIn:
@@ -106,6 +107,8 @@ class BatchSageMakerStandIn:
             "UpdateQuotaShare": self._shares.update_quota_share,
             "DeleteQuotaShare": self._shares.delete_quota_share,
             "DescribeTrainingJob": self._trainings.describe_training_job,
+            "DescribeTrainingPlan": self._trainings.plans.describe_training_plan,
+            "ListTrainingPlans": self._trainings.plans.list_training_plans,
             "StopTrainingJob": self._trainings.stop_training_job,
             "TagResource": self._service_jobs.tag_resource,
             "AddTags": self._trainings.add_tags,
@@ -270,6 +273,8 @@ class BatchSageMakerStandIn:
         body = json_body(request)
         with self._lock:
             self._advance()  # a training job created by now is ours
+            if operation in _PLAN_OPERATIONS:  # the account's training plans are the stand-in's (training_plans)
+                return self._answer(request, "json", operation, body)
             name = body.get("TrainingJobName") or str(body.get("ResourceArn", "")).rpartition("training-job/")[2]
             if str(name).lower() not in self._trainings.jobs:
                 return None  # not one of ours: moto answers

@@ -19,6 +19,7 @@ from spotline_dev.standin.http_answers import ApiError, request_problems, shape
 from spotline_dev.standin.ledger import EXECUTION_TAG, LedgerEntry, billed_seconds, lost_work
 from spotline_dev.standin.records import ServiceJob, TrainingJob
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour, capacity_from, merged_gaps
+from spotline_dev.standin.training_plans import TrainingPlans
 from spotline_dev.standin.training_timeline import BILLED, Plan, cut, plan_training
 
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
@@ -97,6 +98,9 @@ class SageMakerTrainingJobs:
         self._advance = advance  # replays every event (of both services) up to clock()
         self.jobs: dict[str, TrainingJob] = {}
         self._failures: deque[str] = deque()
+        self.plans = TrainingPlans(
+            weather.training_plans, account=account, region=region, now=lambda: clock.now, in_use=self._in_use_on
+        )
 
     def fail_next_attempt(self, reason: str) -> None:
         self._failures.append(reason)
@@ -179,6 +183,14 @@ class SageMakerTrainingJobs:
             raise _reject(f"ResourceConfig.InstancePreferences is mutually exclusive with {clash}")
         if "InstancePreferences" in resources:
             _check_preferences(resources)
+        plan_arn = resources.get("TrainingPlanArn")
+        if plan_arn and (
+            plan_refused := self.plans.refusal(plan_arn, str(resources.get("InstanceType")), self.clock.now)
+        ):
+            # AWS guide: SageMaker Developer Guide, "Training plans utilization for SageMaker training jobs": "The
+            # training plan must be in the Scheduled or Active status to be used by a training job."
+            # AWS: sagemaker InstancePreference.TrainingPlanArns: "The plan's instance type must match InstanceType"
+            raise _reject(plan_refused)
         stopping = request.get("StoppingCondition") or {}
         max_runtime = stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S)
         max_wait = stopping.get("MaxWaitTimeInSeconds")
@@ -249,6 +261,7 @@ class SageMakerTrainingJobs:
             checkpointed=key is not None,
             injected=injected,
             max_pending=float(pending) if pending is not None and accelerated else None,
+            window=self.plans.window(resources["TrainingPlanArn"]) if resources.get("TrainingPlanArn") else None,
         )
         limits: list[tuple[float, str, str]] = []
         max_runtime = float(stopping.get("MaxRuntimeInSeconds", DEFAULT_MAX_RUNTIME_S))
@@ -289,6 +302,17 @@ class SageMakerTrainingJobs:
         job.selected = selected
         self.jobs[name.lower()] = job
         return job
+
+    def _in_use_on(self, plan_arn: str) -> int:
+        """Instances of the jobs on the training plan that hold instances now."""
+        now = self.clock.now
+        return sum(
+            job.selected[1]
+            for job in self.jobs.values()
+            if (job.request.get("ResourceConfig") or {}).get("TrainingPlanArn") == plan_arn
+            and job.plan.end > now + EPS
+            and job.plan.segment_at(now).status in BILLED
+        )
 
     def _selected(self, resources: dict[str, Any], created: float, spot: bool) -> tuple[str, int]:
         """The instance type and count the job runs on. With InstancePreferences: "SageMaker launches the
@@ -426,7 +450,7 @@ class SageMakerTrainingJobs:
                     execution=str(tags.get(EXECUTION_TAG) or job.service_job.name),
                     service_job=job.service_job.name,
                     training_job=job.name,
-                    capacity="spot" if job.spot else "on-demand",
+                    capacity=tier_of(job),
                     instance_type=job.selected[0],
                     instance_count=job.selected[1],
                     ended=ended,
@@ -453,7 +477,7 @@ class SageMakerTrainingJobs:
         return TrainingJobView(
             name=job.name,
             arn=job.arn,
-            capacity="spot" if job.spot else "on-demand",
+            capacity=tier_of(job),
             created_at=dt(job.created),
             status=status,
             secondary_status=secondary,
@@ -471,6 +495,13 @@ class SageMakerTrainingJobs:
             else "",
             instance_count=job.selected[1],
         )
+
+
+def tier_of(job: TrainingJob) -> str:
+    """spot, on-demand, or training-plan (a job on a plan's reserved capacity)."""
+    if (job.request.get("ResourceConfig") or {}).get("TrainingPlanArn"):
+        return "training-plan"
+    return "spot" if job.spot else "on-demand"
 
 
 def _requested_types(resources: dict[str, Any]) -> list[str]:

@@ -37,6 +37,9 @@ _INTERRUPTED = "Training job interrupted: spot capacity was reclaimed. It resume
 NO_CAPACITY = (
     "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
 )
+PLAN_PENDING_LIMIT = 2 * 86400.0
+PLAN_INSUFFICIENT_CAPACITY = "InsufficientCapacityError: pending for the training plan's capacity for 2 days"
+_PLAN_ENDING = "Training plan capacity ending: SageMaker is terminating the job's instances"
 _ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError: ExitCode 1 (the training script failed)"
 
 
@@ -102,6 +105,7 @@ def plan_training(
     checkpointed: bool,
     injected: str | None,
     max_pending: float | None = None,
+    window: tuple[float, float] | None = None,
 ) -> Plan:
     """The job's timeline if nothing stops it: start (waiting out capacity gaps), train with
     periodic checkpoints, lose work back to the last one at each spot interruption, restart,
@@ -113,7 +117,13 @@ def plan_training(
         segments.append(Segment("Starting", created, _LAUNCHING))
         end = created + min(STARTUP_FAILURE_SECONDS, delay)
         return Plan(segments, end, "Failed", "Failed", injected, failure_reason=injected)
-    gaps = merged_gaps(weather.capacity_gaps if spot else weather.on_demand_gaps)
+    reclaims = spot or window is not None  # spot capacity and a training plan's end take instances back
+    if window is not None:  # a training plan: capacity from its start until its instances are terminated
+        gaps = [(-math.inf, window[0]), (window[1], math.inf)]
+        max_pending, no_capacity = PLAN_PENDING_LIMIT, PLAN_INSUFFICIENT_CAPACITY
+    else:
+        gaps = merged_gaps(weather.capacity_gaps if spot else weather.on_demand_gaps)
+        no_capacity = NO_CAPACITY
     total = behaviour.total_steps
     marks = deque(sorted(m for m in weather.interruptions if m > trained_before + EPS)) if spot else deque()
     progress, saved, trained = restored, restored, trained_before
@@ -122,12 +132,15 @@ def plan_training(
     since, visible_from = created, created  # capacity wanted from `since`; Starting shown from `visible_from`
     while True:
         start = capacity_from(gaps, since, delay)
-        if max_pending is not None and start - created > max_pending + EPS:
+        if max_pending is not None and start - since > max_pending + EPS:
             # AWS: sagemaker StoppingCondition.MaxPendingTimeInSeconds: "The maximum length of time, in seconds,
             # that a training or compilation job can be pending before it is stopped."
-            # Stand-in: it ends Failed with SageMaker's capacity message, which Batch requeues (batch_jobs).
-            segments.append(Segment("Starting", created, _WAITING))
-            return Plan(segments, created + max_pending, "Failed", "Failed", NO_CAPACITY, failure_reason=NO_CAPACITY)
+            # Stand-in: it ends Failed with SageMaker's capacity message, which Batch requeues (batch_jobs); on a
+            # training plan, InsufficientCapacityError after 2 days (training_plans).
+            if since == created:
+                segments.append(Segment("Starting", created, _WAITING))
+            end = since + max_pending
+            return Plan(segments, end, "Failed", "Failed", no_capacity, no_capacity, checkpoints, interruptions)
         if start > visible_from + EPS:
             segments.append(Segment("Starting", visible_from, _WAITING))
         segments.append(Segment("Starting", max(start, visible_from), _LAUNCHING))
@@ -137,7 +150,7 @@ def plan_training(
         remaining = behaviour.duration - progress
         to_fail = math.inf if behaviour.fail_after is None else max(0.0, behaviour.fail_after - trained)
         to_mark = marks[0] - trained if marks else math.inf
-        to_gap = next_gap_start(gaps, t) - t if spot else math.inf  # on-demand instances are never reclaimed
+        to_gap = next_gap_start(gaps, t) - t if reclaims else math.inf  # on-demand instances are never reclaimed
         run = max(0.0, min(remaining, to_fail, to_mark, to_gap))
         completes = remaining <= run + EPS
         k = 1
@@ -161,6 +174,10 @@ def plan_training(
             marks.popleft()
         interruptions.append((t, progress - saved))
         progress = saved
+        if window is not None:  # "Jobs temporarily back to Pending status" (MaxPendingTimeInSeconds)
+            segments.append(Segment("Pending", t, _PLAN_ENDING))
+            since, visible_from = t, t
+            continue
         segments.append(Segment("Interrupted", t, _INTERRUPTED))
         delay = weather.spot_start_delay if weather.restart_delay is None else weather.restart_delay
         since, visible_from = t, t + min(INTERRUPTED_SECONDS, delay / 4)

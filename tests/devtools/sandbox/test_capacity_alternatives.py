@@ -7,13 +7,18 @@ with the stand-in's own ledger."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from spotline_dev.cli import main as cli_main
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED
 from spotline_dev.local.template import PROJECT_ROOT
+from spotline_dev.sandbox.replay import run_scenario
+from spotline_dev.sandbox.runs import weather_of
+from spotline_dev.sandbox.scenario import ScenarioError, load_scenario
 from tests.ledger_checks import assert_reconciled
 
 SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
@@ -64,23 +69,78 @@ def test_no_capacity_anywhere_warns_before_the_deadline_and_ends_named(capsys: p
     assert on_demand and all(t is None for t in on_demand)
 
 
-@pytest.mark.parametrize("name", ["on-demand-short", "spot-on-an-alternative", "no-capacity-anywhere"])
-def test_costs_of_mixed_types_match_the_ledger(name: str) -> None:
-    from spotline_dev.sandbox.replay import run_scenario
-    from spotline_dev.sandbox.scenario import load_scenario
+def test_a_deadline_at_risk_falls_back_onto_a_training_plan_not_paid_on_demand(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = replay("falls-back-onto-a-plan", capsys)
+    assert (run["status"], run["deadlineMet"], run["onDemandFallback"]) == ("SUCCEEDED", True, False)
+    assert run["capacityTiers"] == ["spot", "training-plan"]
+    assert [n["type"] for n in run["notifications"]] == ["MovedToTrainingPlan"]
+    # The plan's hours show apart; they cost nothing more (paid up front), and no saving is claimed.
+    assert run["trainingPlanSeconds"] == run["billableSeconds"] > 0
+    assert (run["costUsd"], run["savingsPercent"]) == (0.0, None)
 
+
+@pytest.mark.parametrize(
+    "name", ["on-demand-short", "spot-on-an-alternative", "no-capacity-anywhere", "falls-back-onto-a-plan"]
+)
+def test_costs_of_mixed_types_match_the_ledger(name: str) -> None:
     summary = run_scenario(load_scenario(SCENARIOS / f"{name}.yaml"))
     for run in summary["executions"]:
         assert_reconciled(run)
 
 
 def test_scenario_instance_types_override_only_what_they_name() -> None:
-    from spotline_dev.sandbox.runs import weather_of
-    from spotline_dev.sandbox.scenario import load_scenario
-
     weather = weather_of(load_scenario(SCENARIOS / "on-demand-short.yaml"))
     g5 = weather.for_type("ml.g5.2xlarge")
     assert g5 is not weather and len(g5.on_demand_gaps) == 1
     assert g5.capacity_gaps == weather.capacity_gaps  # spot: the default's
     assert g5.on_demand_start_delay == weather.on_demand_start_delay == 480
     assert weather.for_type("ml.g6.2xlarge") is weather and weather.on_demand_gaps == []
+
+
+def test_a_plans_end_is_handled_like_an_interruption_not_a_failure(capsys: pytest.CaptureFixture[str]) -> None:
+    run = replay("plan-ends-mid-run", capsys, EXIT_NOT_SUCCEEDED)
+    # Late (the job needed 8 h, not the 6 declared), but trained to the end: resumed on on-demand.
+    assert (run["status"], run["error"], run["finishedAt"] is not None) == ("FAILED", "DeadlineMissed", True)
+    assert run["capacityTiers"] == ["spot", "training-plan", "on-demand"]
+    kinds = [n["type"] for n in run["notifications"]]
+    assert kinds == ["MovedToTrainingPlan", "DeadlineAtRisk", "MovedToOnDemand", "DeadlineMissed"]
+    assert 0 < run["trainingPlanSeconds"] < run["billableSeconds"]
+    assert run["lostWorkSeconds"] <= 15 * 60  # back to the last checkpoint at most
+
+
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
+
+
+@pytest.mark.parametrize(
+    ("plan", "plans", "words"),
+    [
+        (f"{PLAN}nowhere", [], "training-plan/nowhere does not exist"),
+        (f"{PLAN}p5", [{"name": "p5", "instanceType": "ml.p5.48xlarge"}], "reserves ml.p5.48xlarge, not one"),
+    ],
+)
+def test_a_named_plan_that_cannot_serve_the_job_is_refused_naming_the_field(
+    tmp_path: Path, plan: str, plans: list[dict[str, Any]], words: str
+) -> None:
+    manifest = yaml.safe_load((SCENARIOS / "manifests" / "deadline-with-a-plan.yaml").read_text())
+    manifest["spec"]["capacity"]["trainingPlan"] = plan
+    (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
+    defaults = {"instanceType": "ml.p4d.24xlarge", "instances": 1, "from": "0s", "to": "3d"}
+    scenario = {
+        "name": "named-plan",
+        "start": "2026-12-01T06:00:00Z",
+        "manifests": ["job.yaml"],
+        "trainingPlans": [defaults | p for p in plans],
+    }
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    (run,) = run_scenario(load_scenario(tmp_path / "scenario.yaml"))["executions"]
+    assert run["error"] == "ResourceValidationFailed"
+    assert "spec.capacity.trainingPlan" in run["cause"] and words in run["cause"], run["cause"]
+
+
+def test_a_scenario_plan_must_be_of_a_type_sagemaker_reserves(tmp_path: Path) -> None:
+    scenario = {"trainingPlans": [{"name": "g5", "instanceType": "ml.g5.2xlarge", "instances": 1, "from": 0, "to": 9}]}
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    with pytest.raises(ScenarioError, match=r"trainingPlans\[0\].instanceType: ml.g5.2xlarge is not offered"):
+        load_scenario(tmp_path / "scenario.yaml")

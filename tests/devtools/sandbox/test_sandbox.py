@@ -141,6 +141,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "onDemandCostUsd",
         "onDemandSeconds",
         "savingsPercent",
+        "trainingPlanSeconds",
         "billingSettled",
         "stateTransitions",
         "historyEvents",

@@ -12,10 +12,11 @@ from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
+from spotline.aws.training_plans import candidate_plans
 from spotline.core import links
 from spotline.core.durations import format_duration
 from spotline.core.execution_state import MAX_REASON, clip
-from spotline.core.lifecycle import CapacityWait, next_step, within_history_budget
+from spotline.core.lifecycle import CapacityWait, NextStep, next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
@@ -24,6 +25,7 @@ from spotline.core.policy import (
     decide,
     measured_work_seconds,
     no_option_left,
+    on_demand_needs,
     out_of_reach,
     remaining_work,
 )
@@ -36,6 +38,7 @@ from spotline.core.status import (
     training_job_name_of,
     waits_for_capacity,
 )
+from spotline.core.training_plans import PlanView, fallback_plan
 from spotline.core.training_request import pending_limit
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
@@ -142,6 +145,32 @@ def _priority_next(
     return current
 
 
+def _plan_ended(training: dict[str, Any], now: datetime) -> bool:
+    usable_until = (training.get("trainingPlan") or {}).get("usableUntil")
+    return bool(usable_until) and now >= datetime.fromisoformat(str(usable_until))
+
+
+def plan_step(step: NextStep, plan: PlanView) -> NextStep:
+    """The move to on-demand, onto the training plan instead: reserved capacity, paid already."""
+    until = to_rfc3339(plan.usable_until) if plan.usable_until else "?"
+    return NextStep(
+        "switch-to-training-plan",
+        f"{step.explanation}; onto training plan {plan.name} ({plan.instance_type}, reserved until {until}) "
+        "before paid on-demand",
+        next_capacity="training-plan",
+        next_instance_type=plan.instance_type,
+    )
+
+
+def plan_record(plan: PlanView) -> dict[str, Any]:
+    return {
+        "arn": plan.arn,
+        "name": plan.name,
+        "instanceType": plan.instance_type,
+        "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
+    }
+
+
 def capacity_wait_seconds(status: TrainingStatus, submitted: datetime, now: datetime) -> float:
     """How long the attempt has waited for capacity of its type so far (0 when not waiting)."""
     if not (status.capacity_short or waits_for_capacity(status.state, status.reason)):
@@ -222,7 +251,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         )
         / slowest_speed(spec),
         progress=progress["fraction"],
-        capacity=capacity,
+        capacity="spot" if capacity == "spot" else "on-demand",  # a plan's attempt never goes back to spot
         spot_missing=is_spot_missing(status, since_submit, overhead),
         restart_overhead_seconds=overhead,
         queue_wait_seconds=wait_now,
@@ -243,6 +272,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         instance_type=status.instance_type or training.get("instanceType") or spec.instance_type,
         waited_seconds=capacity_wait_seconds(status, submitted, now),
         deadline_passed=spec.deadline_at is not None and now >= spec.deadline_at,
+        plan_ended=_plan_ended(training, now),
     )
     checks = int((state.get("status") or {}).get("checks") or 0) + 1
     step = within_history_budget(
@@ -257,6 +287,11 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         ),
         checks,
     )
+    plan = None
+    if step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:
+        plan = fallback_plan(spec, candidate_plans(spec, settings.team_policy), now, min_seconds=on_demand_needs(clock))
+        if plan is not None:
+            step = plan_step(step, plan)
     # Only a job that may still move to on-demand has a moment of its own to look again at.
     upcoming = next_check(
         status,
@@ -303,6 +338,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         "explanation": step.explanation,
         "nextCapacity": step.next_capacity,
         "nextInstanceType": step.next_instance_type,
+        "nextTrainingPlan": plan_record(plan) if plan else None,
         # An on-demand fallback may look for capacity as long as the deadline leaves after the work.
         "maxPendingSeconds": pending_limit(left - remaining_work(clock) - STARTUP_AFTER_ACQUIRE_SECONDS)
         if left is not None and step.next_capacity == "on-demand"

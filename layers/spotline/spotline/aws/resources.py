@@ -14,12 +14,14 @@ from urllib.parse import unquote
 
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.aws.quota_share_reads import existing_shares
+from spotline.aws.training_plans import plan_problems
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
 from spotline.core.quota_shares import quota_share_name, share_problems
 from spotline.core.service_jobs import LIVE_STATUSES
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid, option_paths
+from spotline.core.training_plans import PLAN_PATH
 
 STACK_PATH = "(stack)"
 TEAM_TAG = "spotline:team"  # on roles: the team a SageMaker execution role belongs to
@@ -51,6 +53,8 @@ def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestE
     if isinstance(policy, TeamPolicyInvalid):
         return [ManifestError(STACK_PATH, f"the stack's TeamPolicy is invalid ({policy}); page the platform team")]
     problems = list(policy.check(spec))
+    if not any(problem.path == PLAN_PATH for problem in problems):
+        problems += plan_problems(spec)
     problems += _check_role(spec.role_arn, settings.training_role_pattern, spec.team)
     problems += _check_image(spec.image)
     for index, channel in enumerate(spec.inputs):

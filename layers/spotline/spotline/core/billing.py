@@ -48,6 +48,9 @@ class JobBill:
     """The type it was billed for: ResourceConfig.SelectedInstanceType with InstancePreferences ("The
     job is billed for this instance type and count"), else InstanceType."""
     instance_count: int = 0
+    training_plan: bool = False
+    """It ran on a training plan's reserved capacity (ResourceConfig.TrainingPlanArn): paid up front
+    with the plan, so no cost of its own; its hours are shown apart."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,6 +88,7 @@ def bill_of(training_job: Mapping[str, Any], now: datetime) -> JobBill:
         interruptions=sum(1 for status, _ in spent if status == "Interrupted"),
         instance_type=str(resources.get("SelectedInstanceType") or resources.get("InstanceType") or ""),
         instance_count=int(resources.get("SelectedInstanceCount") or resources.get("InstanceCount") or 0),
+        training_plan=bool(resources.get("TrainingPlanArn")),
     )
 
 
@@ -125,6 +129,11 @@ class RunBill:
     @property
     def billable_seconds(self) -> int:
         return sum(job.billable_seconds for job in self.jobs)
+
+    @property
+    def training_plan_seconds(self) -> int:
+        """Billed time on training plans' reserved capacity (prepaid: not in the run's cost)."""
+        return sum(job.billable_seconds for job in self.jobs if job.training_plan)
 
     @property
     def interruptions(self) -> int:

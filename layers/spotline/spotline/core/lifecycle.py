@@ -10,14 +10,16 @@ from typing import Literal
 
 from spotline.core.durations import format_duration
 from spotline.core.model import JobSpec
-from spotline.core.policy import Capacity, Decision, backoff_seconds
+from spotline.core.policy import Decision, backoff_seconds
 from spotline.core.status import TrainingStatus
+from spotline.core.training_request import Capacity
 
 Action = Literal[
     "keep-waiting",
     "resubmit-on-spot",
     "move-to-another-type",
     "switch-to-on-demand",
+    "switch-to-training-plan",
     "give-up",
     "finish",
     "continue-in-new-execution",
@@ -75,6 +77,8 @@ class CapacityWait:
     waited_seconds: float = 0.0
     """How long it has waited for capacity of its type so far (0 when it is not waiting)."""
     deadline_passed: bool = False
+    plan_ended: bool = False
+    """A training-plan attempt's plan has begun terminating its instances (30 minutes before its end)."""
 
 
 def next_step(
@@ -92,6 +96,17 @@ def next_step(
     may_switch = capacity == "spot" and spec.strategy == "spot-first"
     if status.state == "completed":
         return NextStep("finish", "training completed", finish_reason="completed")
+    if capacity == "training-plan" and (
+        (status.state == "failed" and status.reason_class in SPOT_ENDINGS)
+        or (not status.finished and status.state != "training" and wait.plan_ended)
+    ):
+        # A plan's end is handled like a spot interruption: resume elsewhere, never a failure.
+        return NextStep(
+            "switch-to-on-demand",
+            "the training plan's reserved capacity ended (SageMaker terminates its instances 30 minutes before "
+            "the plan's end): the job resumes on on-demand from the last checkpoint",
+            next_capacity="on-demand",
+        )
     if status.state == "failed":
         if capacity == "spot" and status.reason_class in SPOT_ENDINGS:
             if spot_attempts < spec.retry_max_attempts:

@@ -208,6 +208,10 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         if problem:
             yield problem
     max_wait, expected = durations["maxWait"], durations["expectedDuration"]
+    if strategy == "spot-only" and _get(capacity, "trainingPlan") is not None:
+        yield ManifestError(
+            "spec.capacity.trainingPlan", "a spot-only job never leaves spot; choose spot-first or remove the plan"
+        )
     if strategy == "on-demand" and _get(capacity, "maxWait") is not None:
         yield ManifestError("spec.capacity.maxWait", "applies to spot only; remove it or choose a spot strategy")
     # When maxRuntime itself is wrong (reported above), comparisons against it would mislead.
@@ -418,6 +422,7 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         code_entry_point=spec["code"]["entryPoint"] if "code" in spec else None,
         metrics=tuple(MetricDefinition(m["name"], m["regex"]) for m in spec.get("metrics", [])),
         keep_alive_seconds=parse_duration(resources_["keepAlive"]) if "keepAlive" in resources_ else 0,
+        training_plan=capacity.get("trainingPlan"),
         alternatives=tuple(
             InstanceOption(
                 a["instanceType"],

@@ -85,6 +85,8 @@ class JobSpec:
     keep_alive_seconds: int = 0
     alternatives: tuple[InstanceOption, ...] = ()
     """`resources.alternatives`, in order of preference after the primary type."""
+    training_plan: str | None = None
+    """`capacity.trainingPlan`: a training plan ARN, `auto`, or None (no reserved capacity)."""
 
     @property
     def instance_options(self) -> tuple[InstanceOption, ...]:

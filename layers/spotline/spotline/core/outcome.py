@@ -70,6 +70,8 @@ class Figures:
     lost_work_seconds: int | None = None
     """Training done and not kept (None while the bills are not read: a live run)."""
     on_demand_seconds: int | None = None
+    training_plan_seconds: int = 0
+    """Billed time on training plans (reserved capacity paid up front): apart from the cost."""
     billing_settled: bool = False
     """Every training job had ended when its bill was read: the figures are SageMaker's final ones."""
 
@@ -134,6 +136,7 @@ def figures(
         lost_work_seconds=bill.lost_work_seconds if bill is not None else None,
         on_demand_seconds=baseline,
         billing_settled=bill.settled if bill is not None else False,
+        training_plan_seconds=bill.training_plan_seconds if bill is not None else 0,
     )
 
 
@@ -142,15 +145,26 @@ def _costs(
 ) -> tuple[float | None, float | None, float | None]:
     """(cost, on-demand baseline cost, saving %). Each training job is priced at the type and count
     it was billed for (a job with alternatives may run on several); the baseline at the type that
-    completed the job. Without bills (a run under way): the manifest's type."""
+    completed the job; a job on a training plan costs nothing of its own (the plan was paid up
+    front). Without bills (a run under way): the manifest's type."""
     if bill is None or not bill.jobs or not all(job.instance_type for job in bill.jobs):
         on_demand = cost_usd(instance, count, baseline, region=region) if baseline else None
         return cost_usd(instance, count, billable, region=region), on_demand, bill.savings_percent if bill else None
-    costs = [cost_usd(job.instance_type, job.instance_count, job.billable_seconds, region=region) for job in bill.jobs]
+    costs = [
+        0.0
+        if job.training_plan
+        else cost_usd(job.instance_type, job.instance_count, job.billable_seconds, region=region)
+        for job in bill.jobs
+    ]
     total = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
     last = bill.jobs[-1]
     on_demand = cost_usd(last.instance_type, last.instance_count, baseline, region=region) if baseline else None
-    if {(job.instance_type, job.instance_count) for job in bill.jobs} == {(last.instance_type, last.instance_count)}:
+    one_type = {(job.instance_type, job.instance_count) for job in bill.jobs} == {
+        (last.instance_type, last.instance_count)
+    }
+    if any(job.training_plan for job in bill.jobs):
+        return total, on_demand, None  # the plan's fee was paid up front, elsewhere: no saving to claim
+    if one_type:
         return total, on_demand, bill.savings_percent  # one type: billed time against the baseline's
     saving = round(100 * (1 - total / on_demand), 2) if total is not None and on_demand else None
     return total, on_demand, saving

@@ -1,7 +1,7 @@
 """Spotline's AWS Batch service jobs as the clean-up sees them (pure): whose they are, whether
 they are still queued or running, and which ones no execution watches any more.
 
-Every service job Spotline submits is named `<execution name>-a<attempt>-spot|od` and tagged
+Every service job Spotline submits is named `<execution name>-a<attempt>-spot|od|tp` and tagged
 `spotline:team`, `spotline:job` and `spotline:execution` (the execution's name), see
 `spotline.core.training_request.service_job_request`. The name narrows a search (the JOB_NAME
 filter of ListServiceJobs takes a prefix); the tag decides, so a job whose name merely starts

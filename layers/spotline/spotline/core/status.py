@@ -40,6 +40,7 @@ _FAILURE_PREFIXES: tuple[tuple[str, ReasonClass], ...] = (
     ("ClientError", "client"),
     ("ValidationException", "client"),
     ("CapacityError", "capacity"),
+    ("InsufficientCapacityError", "capacity"),  # a job pending 2 days for its training plan
     ("InternalServerError", "internal"),
 )
 

@@ -62,6 +62,7 @@ class TeamAllowance:
     max_keep_alive_seconds: int | None = None  # None: no warm pools
     max_keep_alive_text: str | None = None
     max_concurrent_jobs: int | None = None
+    training_plans: tuple[str, ...] = ()  # ARN patterns of the training plans its jobs may use
     quotas: tuple[tuple[str, int], ...] | None = None  # (instance type, instances); None: not declared
 
     @classmethod
@@ -81,6 +82,7 @@ class TeamAllowance:
             max_keep_alive_seconds=parse_duration(keep_alive) if keep_alive else None,
             max_keep_alive_text=keep_alive,
             max_concurrent_jobs=entry.get("maxConcurrentJobs"),
+            training_plans=tuple(entry.get("trainingPlans", ())),
             quotas=tuple(sorted((str(t), int(n)) for t, n in entry["quotas"].items())) if "quotas" in entry else None,
         )
 
@@ -171,7 +173,12 @@ class TeamPolicy:
                 )
             )
         errors += _check_keep_alive(team, spec.keep_alive_seconds, allowance)
+        errors += _check_training_plan(team, spec.training_plan, allowance)
         return errors
+
+    def may_use_plan(self, team: str, plan_arn: str) -> bool:
+        allowance = self.teams.get(team)
+        return allowance is not None and plan_allowed(plan_arn, allowance)
 
 
 def _check_keep_alive(team: str, seconds: int, allowance: TeamAllowance) -> list[ManifestError]:
@@ -185,6 +192,20 @@ def _check_keep_alive(team: str, seconds: int, allowance: TeamAllowance) -> list
             path, f"{format_duration(seconds)} exceeds team {team}'s limit of {allowance.max_keep_alive_text}"
         )
     ]
+
+
+def plan_allowed(plan_arn: str, allowance: TeamAllowance) -> bool:
+    return any(fnmatch.fnmatchcase(plan_arn, pattern) for pattern in allowance.training_plans)
+
+
+def _check_training_plan(team: str, plan: str | None, allowance: TeamAllowance) -> list[ManifestError]:
+    path = "spec.capacity.trainingPlan"
+    if plan is None or (plan == "auto" and allowance.training_plans) or plan_allowed(plan, allowance):
+        return []
+    if not allowance.training_plans:
+        return [ManifestError(path, f"team {team} may use no training plans (its team policy lists none)")]
+    allowed = _some(allowance.training_plans)
+    return [ManifestError(path, f"{plan} is not a training plan team {team} may use ({allowed})")]
 
 
 def _check_role(team: str, role_arn: str, allowance: TeamAllowance) -> list[ManifestError]:

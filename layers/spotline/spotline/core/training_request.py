@@ -17,7 +17,9 @@ from spotline.core.model import CHECKPOINT_LOCAL_PATH, JobSpec
 from spotline.core.naming import short_hash, slug
 from spotline.core.quota_shares import quota_share_name
 
-Capacity = Literal["spot", "on-demand"]
+Capacity = Literal["spot", "on-demand", "training-plan"]
+SUFFIXES: dict[str, str] = {"spot": "spot", "on-demand": "od", "training-plan": "tp"}
+"""Each capacity tier's suffix in the names of its attempts (`-a2-od`)."""
 TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
@@ -107,7 +109,7 @@ def has_instance_storage(instance_type: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """Which submission this is: the n-th of the execution, on spot or on-demand."""
+    """Which submission this is: the n-th of the execution, on spot, on-demand or a training plan."""
 
     execution_arn: str
     number: int
@@ -118,6 +120,8 @@ class Attempt:
     instance_type: str | None = None
     """A spot attempt's instance type (None: the primary). Spot takes one type per job; an
     on-demand attempt of a job with alternatives lists them all (InstancePreferences)."""
+    training_plan_arn: str | None = None
+    """The training plan a `training-plan` attempt runs on (its reserved capacity, of `instance_type`)."""
     max_pending_seconds: int | None = None
     """StoppingCondition.MaxPendingTimeInSeconds: how long SageMaker may look for capacity
     (on-demand fallback: from the deadline's slack; `pending_limit`)."""
@@ -136,7 +140,7 @@ def training_job_name(spec: JobSpec, attempt: Attempt) -> str:
     """The payload's TrainingJobName, `<job>-a<n>-<spot|od>` in at most 23 characters. The
     training job's real name is Batch's (DescribeServiceJob's attempts); the execution and attempt
     are on its tags, and Batch's attempt id keeps the real name unique."""
-    suffix = f"-a{attempt.number}-{'spot' if attempt.capacity == 'spot' else 'od'}"
+    suffix = f"-a{attempt.number}-{SUFFIXES[attempt.capacity]}"
     return f"{slug(spec.name, MAX_PAYLOAD_NAME - len(suffix)) or 'job'}{suffix}"
 
 
@@ -225,7 +229,10 @@ def instance_resources(spec: JobSpec, attempt: Attempt) -> dict[str, Any]:
             ]
         }
     option = spec.option(attempt.instance_type)
-    return {"InstanceType": option.instance_type, "InstanceCount": option.instance_count}
+    resources = {"InstanceType": option.instance_type, "InstanceCount": option.instance_count}
+    if attempt.capacity == "training-plan" and attempt.training_plan_arn:
+        resources["TrainingPlanArn"] = attempt.training_plan_arn  # "The plan's instance type must match"
+    return resources
 
 
 def requested_types(request: dict[str, Any]) -> list[str]:
@@ -270,7 +277,7 @@ def service_job_request(
     training = create_training_job_request(spec, attempt, settings)
     execution_name = attempt.execution_arn.rsplit(":", 1)[-1]
     return {
-        "jobName": f"{execution_name}-a{attempt.number}-{'spot' if attempt.capacity == 'spot' else 'od'}"[:128],
+        "jobName": f"{execution_name}-a{attempt.number}-{SUFFIXES[attempt.capacity]}"[:128],
         "jobQueue": job_queue,
         "serviceJobType": "SAGEMAKER_TRAINING",
         "serviceRequestPayload": json.dumps(training, separators=(",", ":")),

@@ -1,0 +1,139 @@
+"""SageMaker training plans: reserved capacity of one instance type for a fixed window
+(DescribeTrainingPlan, ListTrainingPlans), and what a training job on one may do.
+
+As the SageMaker developer guide documents them ("Training plans utilization for SageMaker training
+jobs"), and as the stand-in plays them:
+
+- A plan is Scheduled before its start, Active during its window, Expired after (DescribeTrainingPlan
+  Status). The stand-in creates the plans a scenario names (`trainingPlans:`), already paid for.
+- "The training plan must be in the Scheduled or Active status to be used by a training job", and "The
+  plan's instance type must match InstanceType" (InstancePreference.TrainingPlanArns): CreateTrainingJob
+  refuses otherwise (`refusal`).
+- A job waits for the plan's capacity ("the job waits until it becomes available ... or the job has been
+  Pending for capacity for 2 days, whichever comes first ... it is terminated with an
+  InsufficientCapacityError"); "When there are 30 minutes remaining in your Reserved Capacity, SageMaker
+  training plans begin the process of terminating any running instances": the job goes back to Pending
+  ("Between capacity reservations: Jobs temporarily back to Pending status", StoppingCondition.
+  MaxPendingTimeInSeconds). `window` gives both edges to the job's timeline (training_timeline).
+
+Partial: a plan's instances are not shared out between jobs when they start (each job sees the whole
+plan); AvailableInstanceCount and InUseInstanceCount do count the jobs training on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from spotline_dev.standin.http_answers import ApiError
+
+TERMINATION_NOTICE_SECONDS = 1800.0
+
+
+@dataclass(frozen=True)
+class ReservedPlan:
+    """A scenario's training plan: `instances` of `instance_type` from `start` to `end`."""
+
+    name: str
+    instance_type: str
+    instances: int
+    start: datetime
+    end: datetime
+
+
+class TrainingPlans:
+    def __init__(
+        self,
+        plans: list[ReservedPlan],
+        *,
+        account: str,
+        region: str,
+        now: Callable[[], float],
+        in_use: Callable[[str], int],
+    ) -> None:
+        self.plans = {plan.name: plan for plan in plans}
+        self.account, self.region, self._now, self._in_use = account, region, now, in_use
+
+    def arn(self, plan: ReservedPlan) -> str:
+        return f"arn:aws:sagemaker:{self.region}:{self.account}:training-plan/{plan.name}"
+
+    def status(self, plan: ReservedPlan, t: float) -> str:
+        if t < plan.start.timestamp():
+            return "Scheduled"
+        return "Active" if t < plan.end.timestamp() else "Expired"
+
+    def by_arn(self, arn: str) -> ReservedPlan | None:
+        plan = self.plans.get(arn.rsplit("/", 1)[-1])
+        return plan if plan is not None and self.arn(plan) == arn else None
+
+    def refusal(self, arn: str, instance_type: str, t: float) -> str | None:
+        """Why CreateTrainingJob refuses a job on the plan `arn` at `t` (None: it may use it)."""
+        plan = self.by_arn(arn)
+        if plan is None:
+            return f"ResourceConfig.TrainingPlanArn: training plan {arn} does not exist"
+        status = self.status(plan, t)
+        if status not in ("Scheduled", "Active"):
+            return (
+                f"ResourceConfig.TrainingPlanArn: training plan {plan.name} is {status}; it must be Scheduled or Active"
+            )
+        if instance_type != plan.instance_type:
+            return (
+                f"ResourceConfig.InstanceType {instance_type} does not match training plan {plan.name}'s "
+                f"instance type {plan.instance_type}"
+            )
+        return None
+
+    def window(self, arn: str) -> tuple[float, float]:
+        """When a job on the plan may hold instances: from the plan's start until 30 minutes before its end."""
+        plan = self.by_arn(arn)
+        assert plan is not None
+        return plan.start.timestamp(), plan.end.timestamp() - TERMINATION_NOTICE_SECONDS
+
+    # --- SageMaker operations ---------------------------------------------------------------
+
+    def serves(self, body: dict[str, Any]) -> bool:
+        return str(body.get("TrainingPlanName") or "") in self.plans
+
+    def describe_training_plan(self, body: dict[str, Any]) -> dict[str, Any]:
+        plan = self.plans.get(str(body["TrainingPlanName"]))
+        if plan is None:
+            # AWS: sagemaker ResourceNotFound: "Resource being access is not found."
+            raise ApiError("ResourceNotFound", f"Training plan {body['TrainingPlanName']} does not exist")
+        return self._summary(plan)
+
+    def list_training_plans(self, body: dict[str, Any]) -> dict[str, Any]:
+        now = self._now()
+        wanted = {f["Value"] for f in body.get("Filters") or [] if f.get("Name") == "Status"}
+        plans = [self._summary(p) for p in self.plans.values() if not wanted or self.status(p, now) in wanted]
+        return {"TrainingPlanSummaries": plans}
+
+    def _summary(self, plan: ReservedPlan) -> dict[str, Any]:
+        now = self._now()
+        status = self.status(plan, now)
+        in_use = min(plan.instances, self._in_use(self.arn(plan))) if status == "Active" else 0
+        minutes = int((plan.end - plan.start).total_seconds() // 60)
+        return {
+            "TrainingPlanArn": self.arn(plan),
+            "TrainingPlanName": plan.name,
+            "Status": status,
+            "DurationHours": minutes // 60,
+            "DurationMinutes": minutes % 60,
+            "StartTime": plan.start.timestamp(),
+            "EndTime": plan.end.timestamp(),
+            "TotalInstanceCount": plan.instances,
+            "AvailableInstanceCount": plan.instances - in_use if status == "Active" else 0,
+            "InUseInstanceCount": in_use,
+            "TargetResources": ["training-job"],
+            "ReservedCapacitySummaries": [
+                {
+                    "ReservedCapacityArn": self.arn(plan).replace(":training-plan/", ":reserved-capacity/"),
+                    "InstanceType": plan.instance_type,
+                    "TotalInstanceCount": plan.instances,
+                    "Status": status,
+                    "StartTime": plan.start.timestamp(),
+                    "EndTime": plan.end.timestamp(),
+                }
+            ],
+        }

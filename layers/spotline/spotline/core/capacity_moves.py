@@ -1,0 +1,39 @@
+"""What StopSpotJob tells on-call for each move between capacity tiers (pure): where the job goes,
+the alert's kind, the next step, and the metric it counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Move:
+    where: str
+    kind: str  # the alert's kind (SNS attribute `outcome`)
+    next_step: str
+    metric: str
+
+
+MOVES = {
+    "spot": Move(
+        "spot on {type}",
+        "MovedToAnotherInstanceType",
+        "Nothing is needed now: the job resumes on spot from its last checkpoint. If this recurs, put the type "
+        "with spot capacity first in the manifest.",
+        "InstanceTypeMoves",
+    ),
+    "training-plan": Move(
+        "training plan {plan} ({type})",
+        "MovedToTrainingPlan",
+        "Nothing is needed now: the job resumes on the plan's reserved capacity from its last checkpoint (paid "
+        "already); when the plan ends it moves on to on-demand.",
+        "TrainingPlanFallbacks",
+    ),
+    "on-demand": Move(
+        "on-demand",
+        "MovedToOnDemand",
+        "Nothing is needed now: the job resumes on on-demand from its last checkpoint (at a higher cost). If "
+        "this recurs, give the deadline more slack or review the instance type's spot availability.",
+        "OnDemandFallbacks",
+    ),
+}

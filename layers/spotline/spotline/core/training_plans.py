@@ -1,0 +1,92 @@
+"""SageMaker training plans (reserved capacity) as a capacity tier (pure): which plan a job may fall
+back onto before paid on-demand, and why a named one cannot serve it.
+
+What AWS says (SageMaker developer guide, "Training plans utilization for SageMaker training
+jobs"): "The training plan must be in the Scheduled or Active status to be used by a training
+job"; "When there are 30 minutes remaining in your Reserved Capacity, SageMaker training plans
+begin the process of terminating any running instances within that Reserved Capacity". A job
+uses a plan with ResourceConfig.TrainingPlanArn and the plan's instance type ("The plan's
+instance type must match InstanceType", InstancePreference.TrainingPlanArns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from spotline.core.errors import ManifestError
+from spotline.core.model import InstanceOption, JobSpec
+
+USABLE = frozenset({"Scheduled", "Active"})
+TERMINATION_NOTICE = timedelta(minutes=30)
+"""Instances are terminated from this long before the plan's end."""
+PLAN_PATH = "spec.capacity.trainingPlan"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanView:
+    """One training plan as DescribeTrainingPlan or ListTrainingPlans gives it."""
+
+    arn: str
+    name: str
+    status: str
+    instance_type: str | None
+    total_instances: int
+    available_instances: int
+    start: datetime | None
+    end: datetime | None
+
+    @classmethod
+    def from_api(cls, plan: dict[str, Any]) -> PlanView:
+        reserved = plan.get("ReservedCapacitySummaries") or []
+        return cls(
+            arn=str(plan["TrainingPlanArn"]),
+            name=str(plan["TrainingPlanName"]),
+            status=str(plan["Status"]),
+            instance_type=str(reserved[0]["InstanceType"]) if reserved else None,
+            total_instances=int(plan.get("TotalInstanceCount") or 0),
+            available_instances=int(plan.get("AvailableInstanceCount") or 0),
+            start=plan.get("StartTime"),
+            end=plan.get("EndTime"),
+        )
+
+    @property
+    def usable_until(self) -> datetime | None:
+        """When its instances start to be terminated (30 minutes before its end)."""
+        return self.end - TERMINATION_NOTICE if self.end else None
+
+    def option_for(self, spec: JobSpec) -> InstanceOption | None:
+        """The job's option of the plan's instance type (the primary or an alternative)."""
+        return next((o for o in spec.instance_options if o.instance_type == self.instance_type), None)
+
+
+def named_plan_problems(spec: JobSpec, plan: PlanView | None) -> list[ManifestError]:
+    """Why the plan the manifest names cannot serve the job ([] when it can)."""
+    if plan is None:
+        return [ManifestError(PLAN_PATH, f"training plan {spec.training_plan} does not exist")]
+    if plan.status not in USABLE:
+        return [ManifestError(PLAN_PATH, f"training plan {plan.name} is {plan.status}: it must be Scheduled or Active")]
+    if plan.option_for(spec) is None:
+        types = ", ".join(o.instance_type for o in spec.instance_options)
+        return [
+            ManifestError(
+                PLAN_PATH,
+                f"training plan {plan.name} reserves {plan.instance_type}, not one of the job's types ({types})",
+            )
+        ]
+    return []
+
+
+def fallback_plan(spec: JobSpec, plans: list[PlanView], now: datetime, *, min_seconds: float) -> PlanView | None:
+    """The plan to fall back onto now: Active, of one of the job's types, with free instances for it,
+    and at least `min_seconds` before its instances are terminated; the one that lasts longest."""
+    usable = [
+        plan
+        for plan in plans
+        if plan.status == "Active"
+        and (option := plan.option_for(spec)) is not None
+        and plan.available_instances >= option.instance_count
+        and plan.usable_until is not None
+        and (plan.usable_until - now).total_seconds() >= min_seconds
+    ]
+    return max(usable, key=lambda plan: (plan.usable_until, plan.name), default=None)
