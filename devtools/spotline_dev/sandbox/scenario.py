@@ -23,7 +23,7 @@ DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "scenario-v1.schema.json"
 MAX_ERRORS = 20
 PLAN_INSTANCE_TYPES: tuple[str, ...] = tuple(
-    botocore.session.get_session().get_service_model("sagemaker").shape_for("ReservedCapacityInstanceType").enum
+    botocore.session.get_session().get_service_model("sagemaker").shape_for("ReservedCapacityInstanceType").enum  # type: ignore[attr-defined]
 )
 """The instance types training plans reserve (botocore's model; g5 and the like are not offered)."""
 SAMPLE_MANIFESTS = PROJECT_ROOT / "examples" / "manifests"
@@ -212,7 +212,7 @@ def _capacity(spot: dict[str, Any], on_demand: dict[str, Any], where: str, defau
 
 
 def _plans(raw: list[dict[str, Any]]) -> list[PlanSpec]:
-    plans = []
+    plans: list[PlanSpec] = []
     for index, entry in enumerate(raw):
         where = f"trainingPlans[{index}]"
         begin, end = _seconds(entry["from"], f"{where}.from"), _seconds(entry["to"], f"{where}.to")
