@@ -106,6 +106,15 @@ def create_resources(
             f"{STACK}-{logical}",
             scheduling_policy_arn=resolver.resolve(policy) if policy else None,
             capacity=capacity,
+            time_limits=[
+                {
+                    "reason": action["Reason"],
+                    "state": action["State"],
+                    "maxTimeSeconds": int(resolver.resolve(action["MaxTimeSeconds"])),
+                    "action": action["Action"],
+                }
+                for action in queue["Properties"].get("JobStateTimeLimitActions") or []
+            ],
         )
 
     dynamodb = stack.client("dynamodb")

@@ -95,6 +95,7 @@ def _weather(scenario: Scenario, capacity: Scenario | Capacity) -> SpotWeather:
         spot_start_delay=capacity.spot_start_delay,
         on_demand_start_delay=capacity.on_demand_start_delay,
         on_demand_gaps=moments(capacity.on_demand_gaps),
+        speed=capacity.speed if isinstance(capacity, Capacity) else 1.0,
     )
 
 

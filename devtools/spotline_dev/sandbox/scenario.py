@@ -6,7 +6,7 @@ schema cannot express (a gap's end after its start, files that exist, functions 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ class Capacity:
     capacity_gaps: list[tuple[float, float]] = field(default_factory=list)  # spot
     on_demand_start_delay: float = 480.0
     on_demand_gaps: list[tuple[float, float]] = field(default_factory=list)
+    speed: float = 1.0  # how fast the training code really runs on the type
 
 
 @dataclass(frozen=True)
@@ -171,8 +172,9 @@ def load_scenario(path: Path | None) -> Scenario:
         on_demand_start_delay=default.on_demand_start_delay,
         on_demand_gaps=default.on_demand_gaps,
         instance_types={
-            str(name): _capacity(
-                entry.get("spot") or {}, entry.get("onDemand") or {}, f"instanceTypes.{name}.", default
+            str(name): replace(
+                _capacity(entry.get("spot") or {}, entry.get("onDemand") or {}, f"instanceTypes.{name}.", default),
+                speed=float(entry.get("speed", 1.0)),
             )
             for name, entry in (raw.get("instanceTypes") or {}).items()
         },

@@ -71,6 +71,7 @@ __all__ = [
 SAGEMAKER_PREFIX = "Received status from SageMaker: "
 # "Jobs stuck in RUNNABLE due to capacity": the statusReason while the job waits for capacity.
 CAPACITY_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute resources"
+TIME_LIMIT_TERMINATED = "Terminated by JobStateTimeLimit action due to reason: CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
 
 
 class ServiceJobs:
@@ -140,12 +141,27 @@ class ServiceJobs:
             self._finish(sjob, "FAILED", end, reason)
             return
         if (plan.failure_reason or "").startswith("CapacityError"):
-            sjob.next_attempt_at = end + self.weather.requeue_delay
+            self._requeue_for_capacity(sjob, job, end)
             return
         if sjob.counted_attempts < sjob.retry_attempts and self._retry_action(sjob, reason) == "RETRY":
             sjob.next_attempt_at = end + self.weather.requeue_delay
             return
         self._finish(sjob, "FAILED", end, reason)
+
+    def _requeue_for_capacity(self, sjob: ServiceJob, attempt: TrainingJob, end: float) -> None:
+        """Back to RUNNABLE for capacity, unless the queue's time limit ends the wait first. AWS guide: AWS Batch
+        User Guide, "Jobs stuck in RUNNABLE due to capacity": "the time the corresponding AWS Batch job spent in
+        SCHEDULED between job submission and failure accumulates between job submissions for comparison against
+        maxTimeSeconds". Stand-in: the RUNNABLE time between attempts counts too (the action is on RUNNABLE), and
+        the job is terminated as soon as it is RUNNABLE past the limit."""
+        sjob.capacity_waited += end - attempt.created
+        limit, delay = sjob.queue.capacity_wait_limit(), self.weather.requeue_delay
+        if limit is not None and sjob.capacity_waited + delay >= limit - EPS:
+            sjob.next_attempt_at = end + max(0.0, limit - sjob.capacity_waited)
+            sjob.time_limit_due = True
+            return
+        sjob.capacity_waited += delay
+        sjob.next_attempt_at = end + delay
 
     @staticmethod
     def _reason_of(plan: Plan) -> str:
@@ -173,6 +189,14 @@ class ServiceJobs:
         assert sjob.next_attempt_at is not None
         t = sjob.next_attempt_at
         sjob.next_attempt_at = None
+        if sjob.time_limit_due:
+            # AWS guide: AWS Batch User Guide, "Jobs stuck in RUNNABLE due to capacity": "statusReason message after
+            # the job is terminated by jobStateTimeLimitActions: Terminated by JobStateTimeLimit action due to
+            # reason: CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
+            self._finish(sjob, "FAILED", t, TIME_LIMIT_TERMINATED)
+            if sjob.quota_share is not None:
+                self.reschedule(sjob.queue, t)
+            return
         if sjob.quota_share is not None and not sjob.admitted:
             # RUNNABLE until quota_schedule admits it (now, maybe), together with every job of the
             # queue asking at this same moment: their order is the scheduler's, not the replay's.

@@ -33,6 +33,29 @@ MAX_REQUEST_BYTES = 30 * 1024  # "Maximum size of SubmitServiceJob request", AWS
 MAX_STATUS_REASON_PATTERN = 512
 
 
+TIME_LIMIT_REASONS = (
+    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+    "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+)
+
+
+def _check_time_limit(action: dict[str, Any]) -> None:
+    """A jobStateTimeLimitActions entry as CreateJobQueue accepts it for a SAGEMAKER_TRAINING queue."""
+    # AWS: batch JobStateTimeLimitAction.action: "For job queues connected to a SAGEMAKER_TRAINING service
+    # environment, the only supported value is TERMINATE"
+    if action["action"] != "TERMINATE":
+        raise ApiError("ClientException", f"jobStateTimeLimitActions.action {action['action']}: only TERMINATE")
+    # AWS: batch JobStateTimeLimitAction.maxTimeSeconds: "The minimum value is 600 (10 minutes) and the maximum
+    # value is 86,400 (24 hours)."
+    if not 600 <= int(action["maxTimeSeconds"]) <= 86_400:
+        raise ApiError("ClientException", "jobStateTimeLimitActions.maxTimeSeconds must be 600 to 86,400")
+    # AWS guide: AWS Batch User Guide, "Automatic remediation with jobStateTimeLimitActions": "The following
+    # reason values support jobStateTimeLimitActions"
+    if action["reason"] not in TIME_LIMIT_REASONS or action["state"] != "RUNNABLE":
+        raise ApiError("ClientException", f"jobStateTimeLimitActions: {action['reason']} in {action['state']}")
+
+
 def _checked_capacity(capacity: int | Mapping[str, int] | None, policy: str | None) -> dict[str, int] | None:
     """The service environment's capacityLimits as CreateServiceEnvironment takes them: an int is
     NUM_INSTANCES; per instance type only for quota management (a queue with a scheduling policy).
@@ -96,10 +119,15 @@ class JobQueues:
         status: str,
         scheduling_policy_arn: str | None,
         capacity: int | Mapping[str, int] | None = None,
+        time_limits: list[dict[str, Any]] | None = None,
     ) -> str:
         arn = f"arn:aws:batch:{self.region}:{self.account}:job-queue/{name}"
         limits = _checked_capacity(capacity, scheduling_policy_arn)
-        self.queues[name] = Queue(name, arn, state, status, scheduling_policy_arn, limits)
+        for action in time_limits or []:
+            _check_time_limit(action)
+        self.queues[name] = Queue(
+            name, arn, state, status, scheduling_policy_arn, limits, time_limits=time_limits or []
+        )
         return arn
 
     def queue(self, name_or_arn: str) -> Queue | None:
@@ -278,7 +306,7 @@ class JobQueues:
                 ],
                 "jobQueueType": "SAGEMAKER_TRAINING",
                 "tags": {},
-                "jobStateTimeLimitActions": [],
+                "jobStateTimeLimitActions": list(queue.time_limits),
             }
             if queue.scheduling_policy_arn:
                 entry["schedulingPolicyArn"] = queue.scheduling_policy_arn

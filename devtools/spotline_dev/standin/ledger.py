@@ -111,8 +111,8 @@ def lost_work(plan: Plan, *, duration: float, total_steps: int) -> float:
     if not trainings:
         return lost
     last = trainings[-1]
-    if any(s.status == "Interrupted" for s in plan.segments[last + 1 :]):
-        return lost  # it ended while restarting: the interruption counted what was lost
+    if any(s.status in ("Interrupted", "Pending") for s in plan.segments[last + 1 :]):
+        return lost  # it ended while restarting (or pending after its plan's end): that counted what was lost
     segment = plan.segments[last]
     stop = plan.segments[last + 1].start if last + 1 < len(plan.segments) else plan.end
     reached = segment.progress + max(0.0, stop - segment.start)

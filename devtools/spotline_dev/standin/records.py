@@ -13,6 +13,7 @@ from spotline_dev.standin.clock import EPS
 from spotline_dev.standin.spot_weather import TrainingBehaviour
 from spotline_dev.standin.training_timeline import Plan
 
+CAPACITY_LIMIT_REASON = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"
 ANY_INSTANCE_TYPE = "NUM_INSTANCES"  # a service environment's unit for instances of every type
 
 
@@ -25,6 +26,12 @@ class Queue:
     scheduling_policy_arn: str | None
     capacity: dict[str, int] | None = None  # the service environment's limits: {NUM_INSTANCES: n} or per type
     quota_shares: dict[str, QuotaShare] = field(default_factory=dict)  # by name (batch_shares)
+    time_limits: list[dict[str, Any]] = field(default_factory=list)  # jobStateTimeLimitActions
+
+    def capacity_wait_limit(self) -> float | None:
+        """maxTimeSeconds of the queue's TERMINATE for jobs waiting for instance capacity, if any."""
+        limits = [a["maxTimeSeconds"] for a in self.time_limits if a["reason"] == CAPACITY_LIMIT_REASON]
+        return float(min(limits)) if limits else None
 
     @property
     def counts_instance_types(self) -> bool:
@@ -99,6 +106,7 @@ class TrainingJob:
     service_job: ServiceJob
     written: int = 0  # checkpoints of the plan already written to the store
     selected: tuple[str, int] = ("", 1)  # the instance type and count it runs on (SelectedInstanceType)
+    by_type_before: dict[str, dict[str, Any]] = field(default_factory=dict)  # progress.json's, at its start
     handled: bool = False  # its end has been reported to the Batch job
 
     @property
@@ -142,6 +150,8 @@ class ServiceJob:
     admitted: bool = False  # quota_schedule let it start now: its next attempt starts without checks
     blocked_reason: str | None = None  # statusReason while it waits and can never start (misconfiguration)
     preemptions: list[Preemption] = field(default_factory=list)
+    capacity_waited: float = 0.0  # time short of capacity, added up (SCHEDULED then failing, and RUNNABLE)
+    time_limit_due: bool = False  # its next "attempt" is the queue's TERMINATE (jobStateTimeLimitActions)
 
     def attempts_at(self, t: float) -> list[TrainingJob]:
         """The attempts Batch had started by `t` (every attempt, once the stand-in is past `t`)."""

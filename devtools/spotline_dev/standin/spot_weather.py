@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from spotline_dev.standin.clock import EPS
@@ -30,6 +30,9 @@ class SpotWeather:
     within MaxPendingTimeInSeconds); one already running keeps its instances."""
     instance_types: dict[str, SpotWeather] = field(default_factory=dict)
     """Capacity of one instance type where it differs from the rest (scenario `instanceTypes:`)."""
+    speed: float = 1.0
+    """How fast the training code runs on the type, relative to its `duration` (0.8: it takes 25 %
+    longer); what progress.json then measures."""
     training_plans: list[ReservedPlan] = field(default_factory=list)
     """Reserved capacity the account has bought (scenario `trainingPlans:`)."""
 
@@ -50,10 +53,20 @@ class TrainingBehaviour:
     fail_after: float | None = None
     upload_seconds: float = 60.0
     steps_per_hour: int = 60
+    steps: int | None = None
+    """The job's steps when set (a slower type takes longer for the same steps)."""
 
     @property
     def total_steps(self) -> int:
+        if self.steps is not None:
+            return self.steps
         return max(1, math.ceil(self.duration / 3600 * self.steps_per_hour))
+
+    def at_speed(self, speed: float) -> TrainingBehaviour:
+        """The same steps on a type `speed` times as fast."""
+        if speed == 1.0:
+            return self
+        return replace(self, duration=self.duration / speed, steps=self.total_steps)
 
 
 def merged_gaps(gaps: list[tuple[datetime, datetime]]) -> list[tuple[float, float]]:

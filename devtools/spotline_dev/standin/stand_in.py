@@ -149,6 +149,7 @@ class BatchSageMakerStandIn:
         status: str = "VALID",
         scheduling_policy_arn: str | None = None,
         capacity: int | Mapping[str, int] | None = None,
+        time_limits: list[dict[str, Any]] | None = None,
     ) -> str:
         """A SAGEMAKER_TRAINING job queue. With a scheduling policy (fair share), submissions
         without a shareIdentifier are refused, as Batch does; without one, shareIdentifier is not checked.
@@ -162,6 +163,7 @@ class BatchSageMakerStandIn:
                 status=status,
                 scheduling_policy_arn=scheduling_policy_arn,
                 capacity=capacity,
+                time_limits=time_limits or [],
             )
 
     def register_quota_share(

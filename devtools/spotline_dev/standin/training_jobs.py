@@ -102,11 +102,19 @@ class SageMakerTrainingJobs:
         job.written += 1
         if job.key is not None:
             total = job.behaviour.total_steps
+            # As the helper records it (spotline.training.checkpoint), its per-type figures under
+            # SM_CURRENT_INSTANCE_TYPE, the type SageMaker runs the job on.
+            by_type = {name: dict(entry) for name, entry in job.by_type_before.items()}
+            here = by_type.setdefault(job.selected[0], {"steps": 0, "seconds": 0.0})
+            done = step - (job.restored_from_step or 0)
+            here["steps"] = int(here["steps"]) + done
+            here["seconds"] = round(float(here["seconds"]) + done / total * job.behaviour.duration, 1)
             progress = {
                 "step": step,
                 "totalSteps": total,
                 "updatedAt": rfc3339(t),
-                "trainingSeconds": round(step / total * job.behaviour.duration, 1),  # as the helper records
+                "trainingSeconds": round(step / total * job.behaviour.duration, 1),
+                "byInstanceType": by_type,
             }
             self.store.write(job.key, progress)
 
@@ -121,7 +129,10 @@ class SageMakerTrainingJobs:
         name = request["TrainingJobName"]
         key = (request.get("CheckpointConfig") or {}).get("S3Uri")
         spot = bool(request.get("EnableManagedSpotTraining"))
-        behaviour = self.behaviour(request)
+        resources = request.get("ResourceConfig") or {}
+        selected = self._selected(resources, created, spot)
+        # Its speed on the type it runs on: the same steps, in that type's time.
+        behaviour = self.behaviour(request).at_speed(self.weather.for_type(selected[0]).speed)
         restored_step, restored = None, 0.0
         progress = self.store.read(key) if key else None
         if progress and int(progress.get("totalSteps") or 0) > 0:
@@ -135,8 +146,6 @@ class SageMakerTrainingJobs:
         interval = _checkpoint_interval(request.get("Environment") or {})
         injected = self._failures.popleft() if self._failures else None
         stopping = request.get("StoppingCondition") or {}
-        resources = request.get("ResourceConfig") or {}
-        selected = self._selected(resources, created, spot)
         pending = stopping.get("MaxPendingTimeInSeconds")
         # AWS: sagemaker StoppingCondition.MaxPendingTimeInSeconds: "takes effect only for jobs that request
         # accelerated computing instance types, such as instances in the ml.p, ml.g, and ml.trn families"; with
@@ -192,6 +201,8 @@ class SageMakerTrainingJobs:
             name, self.training_arn(name), request, key, spot, created, behaviour, plan, restored_step, sjob
         )
         job.selected = selected
+        if progress and isinstance(progress.get("byInstanceType"), dict):
+            job.by_type_before = {k: dict(v) for k, v in progress["byInstanceType"].items()}
         self.jobs[name.lower()] = job
         return job
 

@@ -144,3 +144,32 @@ def test_a_scenario_plan_must_be_of_a_type_sagemaker_reserves(tmp_path: Path) ->
     (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
     with pytest.raises(ScenarioError, match=r"trainingPlans\[0\].instanceType: ml.g5.2xlarge is not offered"):
         load_scenario(tmp_path / "scenario.yaml")
+
+
+def test_a_types_speed_is_declared_until_measured_and_the_policy_plans_with_it(tmp_path: Path) -> None:
+    """ml.g6.2xlarge is declared 0.8 as fast as the primary but really runs at half its speed: once
+    the job has trained on both, progress.json measures it, and the deadline policy plans the
+    fallback with the measured speed."""
+    scenario = yaml.safe_load((SCENARIOS / "spot-on-an-alternative.yaml").read_text())
+    scenario["manifests"] = [str(SCENARIOS / "manifests" / "deadline-with-alternatives.yaml")]
+    scenario["spot"].pop("interruptions")
+    scenario["instanceTypes"] = {
+        "ml.g5.2xlarge": {"spot": {"capacityGaps": [{"from": "2h", "to": "1d"}]}},
+        "ml.g6.2xlarge": {"speed": 0.5},
+    }
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    (run,) = run_scenario(load_scenario(tmp_path / "scenario.yaml"))["executions"]
+    checks = [
+        json.loads(event["stateExitedEventDetails"]["output"])["status"]
+        for event in run["history"]
+        if (event.get("stateExitedEventDetails") or {}).get("name") == "CheckTrainingStatus"
+    ]
+    first, last = checks[0]["progress"]["speeds"], [c for c in checks if c["progress"].get("step")][-1]
+    assert [s["source"] for s in first] == ["declared"] * 3
+    speeds = {s["instanceType"]: s for s in last["progress"]["speeds"]}
+    assert speeds["ml.g6.2xlarge"]["source"] == "measured"
+    assert speeds["ml.g6.2xlarge"]["speed"] == pytest.approx(0.5, abs=0.02)
+    assert speeds["ml.g6e.2xlarge"] == {"instanceType": "ml.g6e.2xlarge", "speed": 1.0, "source": "declared"}
+    # Half speed on ml.g6.2xlarge cannot make the deadline on spot: the fallback came, on-demand.
+    assert run["capacityTiers"][:2] == ["spot", "spot"] and run["capacityTiers"][-1] == "on-demand"
+    assert run["deadlineMet"] is True

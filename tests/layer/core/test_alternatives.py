@@ -219,3 +219,39 @@ def test_no_option_left_only_while_the_deadline_is_ahead() -> None:
     assert not no_option_left(clock(4.01, 0.5), running=True)  # running: no restart needed
     assert no_option_left(clock(3.99, 0.5), running=True)
     assert not no_option_left(clock(-1, 0.5), running=False)  # passed: DeadlineMissed's business
+
+
+def test_the_queues_time_limit_on_an_on_demand_attempt_is_a_capacity_event_not_a_failure() -> None:
+    spec = spec_with(ALTERNATIVES)
+    terminated = replace(
+        _status("failed"),
+        reason_class="capacity",
+        reason="Terminated by JobStateTimeLimit action due to reason: CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+    )
+
+    def step_after(on_demand_attempts: int, deadline_passed: bool = False) -> Any:
+        wait = CapacityWait(None, 0, deadline_passed=deadline_passed, on_demand_attempts=on_demand_attempts)
+        return next_step(
+            spec, terminated, capacity="on-demand", spot_attempts=3, decision=CONTINUE, seed="s", wait=wait
+        )
+
+    again = step_after(1)
+    assert (again.action, again.next_capacity, again.backoff_seconds > 0) == ("resubmit-on-demand", "on-demand", True)
+    assert step_after(spec.retry_max_attempts).finish_reason == "capacity-unavailable"
+    assert step_after(1, deadline_passed=True).action == "give-up"
+    # An algorithm error on on-demand is still final.
+    failed = replace(terminated, reason_class="algorithm")
+    step = next_step(spec, failed, capacity="on-demand", spot_attempts=3, decision=CONTINUE, seed="s")
+    assert (step.action, step.finish_reason) == ("finish", "failed")
+
+
+def test_a_training_plans_end_moves_the_job_to_on_demand() -> None:
+    spec = spec_with(ALTERNATIVES)
+    pending = _status("starting", "Training plan capacity ending")
+    for ended, action in ((False, "keep-waiting"), (True, "switch-to-on-demand")):
+        wait = CapacityWait("ml.g6.2xlarge", 0, plan_ended=ended)
+        step = next_step(
+            spec, pending, capacity="training-plan", spot_attempts=3, decision=CONTINUE, seed="s", wait=wait
+        )
+        assert step.action == action
+    assert step.next_capacity == "on-demand"

@@ -112,6 +112,11 @@ def _assert_well_formed(step: NextStep, status: TrainingStatus) -> None:
         assert step.next_capacity == "spot" and step.backoff_seconds >= 1 and step.finish_reason is None
     elif step.action == "switch-to-on-demand":
         assert step.next_capacity == "on-demand" and step.backoff_seconds == 0 and step.finish_reason is None
+    elif step.action == "resubmit-on-demand":  # Batch ended an on-demand wait for capacity (issue 29)
+        assert status.state == "failed" and status.reason_class == "capacity"
+        assert step.next_capacity == "on-demand" and step.backoff_seconds >= 1 and step.finish_reason is None
+    elif step.action == "give-up":
+        assert step.finish_reason == "capacity-unavailable" and step.next_capacity is None
     else:
         assert step.action == "keep-waiting"
         assert not status.finished
@@ -187,15 +192,21 @@ def test_training_errors_are_never_retried(
     assert "never retried" in step.explanation
 
 
-@pytest.mark.parametrize("reason_class", SPOT_ENDING_CLASSES)
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("decision", DECISIONS, ids=lambda d: d.verdict)
-def test_spot_endings_on_on_demand_capacity_are_plain_failures(
-    reason_class: ReasonClass, strategy: Strategy, decision: Decision
-) -> None:
-    step = _step(SPECS[strategy], _status("failed", reason_class), capacity="on-demand", decision=decision)
+def test_max_wait_on_on_demand_capacity_is_a_plain_failure(strategy: Strategy, decision: Decision) -> None:
+    step = _step(SPECS[strategy], _status("failed", "spot-wait-exceeded"), capacity="on-demand", decision=decision)
     assert step.action == "finish"
     assert step.finish_reason == "failed"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("decision", DECISIONS, ids=lambda d: d.verdict)
+def test_a_capacity_ending_on_on_demand_is_a_capacity_event(strategy: Strategy, decision: Decision) -> None:
+    """Batch ends an on-demand attempt short of capacity only through the queue's time limit
+    (jobStateTimeLimitActions): Spotline resubmits on on-demand after a back-off (issue 29)."""
+    step = _step(SPECS[strategy], _status("failed", "capacity"), capacity="on-demand", decision=decision)
+    assert (step.action, step.next_capacity, step.finish_reason) == ("resubmit-on-demand", "on-demand", None)
 
 
 # --- spot endings: resubmit with back-off, then switch or give up --------------------------
@@ -332,7 +343,8 @@ def test_spot_only_never_uses_on_demand(
     status = _status(state, reason_class)
     step = _step(spec, status, capacity=capacity, spot_attempts=attempts, decision=decision, seed=seed)
     assert step.action != "switch-to-on-demand"
-    assert step.next_capacity != "on-demand"
+    # Once on on-demand (which a spot-only job never reaches), only on-demand follows.
+    assert step.next_capacity != "on-demand" or capacity == "on-demand"
     _assert_well_formed(step, status)
 
 
@@ -343,14 +355,14 @@ def test_spot_only_never_uses_on_demand(
     st.integers(min_value=0, max_value=20),
     st.sampled_from(DECISIONS),
 )
-def test_on_demand_capacity_never_switches_or_resubmits(
+def test_on_demand_capacity_never_switches_and_resubmits_only_on_demand(
     strategy: Strategy, state: State, reason_class: ReasonClass | None, attempts: int, decision: Decision
 ) -> None:
     status = _status(state, reason_class)
     step = _step(SPECS[strategy], status, capacity="on-demand", spot_attempts=attempts, decision=decision)
-    assert step.action in ("keep-waiting", "finish")
-    assert step.next_capacity is None
-    assert step.backoff_seconds == 0
+    assert step.action in ("keep-waiting", "finish", "resubmit-on-demand")
+    assert step.next_capacity in (None, "on-demand")
+    assert (step.backoff_seconds > 0) == (step.action == "resubmit-on-demand")
 
 
 @given(
@@ -366,7 +378,7 @@ def test_on_demand_strategy_only_waits_or_finishes(
     `_next_attempt`), so that is the only combination that occurs."""
     status = _status(state, reason_class)
     step = _step(ON_DEMAND, status, capacity="on-demand", spot_attempts=attempts, decision=decision)
-    assert step.action in ("keep-waiting", "finish")
+    assert step.action in ("keep-waiting", "finish", "resubmit-on-demand")
     assert step.finish_reason in (None, "completed", "failed")
 
 

@@ -495,3 +495,47 @@ def test_a_progress_json_without_training_seconds_counts_from_this_process(tmp_p
     run_to(second, store, 12)
 
     assert progress(tmp_path)["trainingSeconds"] == 120.0
+
+
+def test_steps_and_seconds_are_kept_per_instance_type_over_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that moves between instance types (resources.alternatives) records each type's own
+    throughput: the steps done on it and the seconds they took ($SM_CURRENT_INSTANCE_TYPE)."""
+    clock, store = FakeClock(), Store()
+    monkeypatch.setenv("SM_CURRENT_INSTANCE_TYPE", "ml.g5.2xlarge")
+    first = make(tmp_path, store, clock)
+    first.restore()
+    clock.advance(600)
+    run_to(first, store, 20)
+
+    monkeypatch.setenv("SM_CURRENT_INSTANCE_TYPE", "ml.g6.2xlarge")
+    second = make(tmp_path, store, clock)
+    assert second.restore()[1] == 20
+    clock.advance(900)
+    run_to(second, store, 35)
+
+    saved = progress(tmp_path)
+    assert saved["byInstanceType"] == {
+        "ml.g5.2xlarge": {"steps": 20, "seconds": 600.0},
+        "ml.g6.2xlarge": {"steps": 15, "seconds": 900.0},
+    }
+    assert saved["trainingSeconds"] == 1500.0
+
+
+def test_the_per_type_record_starts_again_when_progress_json_names_another_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock, store = FakeClock(), Store()
+    monkeypatch.setenv("SM_CURRENT_INSTANCE_TYPE", "ml.g5.2xlarge")
+    first = make(tmp_path, store, clock)
+    first.restore()
+    clock.advance(1000)
+    run_to(first, store, 40)
+    (tmp_path / "checkpoint-40").rename(tmp_path / "checkpoint-20")  # progress.json says 40, the file 20
+
+    second = make(tmp_path, store, clock)
+    assert second.restore()[1] == 20
+    clock.advance(100)
+    run_to(second, store, 22)
+    assert progress(tmp_path)["byInstanceType"] == {"ml.g5.2xlarge": {"steps": 2, "seconds": 100.0}}

@@ -31,6 +31,7 @@ from spotline.core.policy import (
 )
 from spotline.core.polling import next_check
 from spotline.core.queue import escalation, queue_wait_now
+from spotline.core.speeds import measured_throughputs, primary_throughput, type_speeds
 from spotline.core.status import (
     TrainingStatus,
     earlier_training_job_names,
@@ -74,6 +75,9 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
     if saved:
         fraction = min(1.0, saved["step"] / saved["totalSteps"])
         measured = measured_work_seconds(fraction, saved.get("trainingSeconds"))
+        by_type = saved.get("byInstanceType") if isinstance(saved.get("byInstanceType"), dict) else None
+        if spec.alternatives and (throughput := primary_throughput(spec, measured_throughputs(by_type))):
+            measured = saved["totalSteps"] / throughput  # in seconds on the primary type
         return {
             "fraction": fraction,
             "step": saved["step"],
@@ -81,6 +85,7 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
             "source": "progress.json",
             "trainingSeconds": saved.get("trainingSeconds"),
             "estimatedWorkSeconds": round(measured) if measured is not None else None,
+            "speeds": [s.to_dict() for s in type_speeds(spec, by_type)] if spec.alternatives else None,
         }
     total = spec.expected_duration_seconds or spec.max_runtime_seconds
     # Without checkpoints, earlier attempts' work is lost: Spotline's and Batch's own retries alike.
@@ -95,6 +100,7 @@ def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, 
         "source": "training time (no progress.json yet)",
         "trainingSeconds": None,
         "estimatedWorkSeconds": None,
+        "speeds": [s.to_dict() for s in type_speeds(spec, None)] if spec.alternatives else None,
     }
 
 
@@ -179,10 +185,16 @@ def capacity_wait_seconds(status: TrainingStatus, submitted: datetime, now: date
     return max(0.0, (now - since).total_seconds())
 
 
-def slowest_speed(spec: JobSpec) -> float:
-    """The declared speed of the slowest type the job may run on (1.0: the primary's): on-demand
-    may land on any of them (InstancePreferences), so the policy plans with the slowest."""
-    return min(option.speed for option in spec.instance_options)
+def slowest_speed(progress: dict[str, Any]) -> float:
+    """The speed of the slowest type the job may run on, relative to the primary (measured where
+    progress.json says, else declared): on-demand may land on any of them (InstancePreferences),
+    so the policy plans with the slowest."""
+    return min((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)
+
+
+def fastest_speed(progress: dict[str, Any]) -> float:
+    """The speed of the fastest type the job may run on, relative to the primary."""
+    return max((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)
 
 
 def deadline_at_risk(
@@ -249,7 +261,8 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         total_work_seconds=float(
             progress["estimatedWorkSeconds"] or spec.expected_duration_seconds or spec.max_runtime_seconds
         )
-        / slowest_speed(spec),
+        / slowest_speed(progress),
+        fastest_speed=fastest_speed(progress) / slowest_speed(progress),
         progress=progress["fraction"],
         capacity="spot" if capacity == "spot" else "on-demand",  # a plan's attempt never goes back to spot
         spot_missing=is_spot_missing(status, since_submit, overhead),
@@ -273,6 +286,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         waited_seconds=capacity_wait_seconds(status, submitted, now),
         deadline_passed=spec.deadline_at is not None and now >= spec.deadline_at,
         plan_ended=_plan_ended(training, now),
+        on_demand_attempts=sum(1 for a in [*previous, training] if a["capacity"] == "on-demand"),
     )
     checks = int((state.get("status") or {}).get("checks") or 0) + 1
     step = within_history_budget(

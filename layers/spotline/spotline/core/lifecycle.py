@@ -17,6 +17,7 @@ from spotline.core.training_request import Capacity
 Action = Literal[
     "keep-waiting",
     "resubmit-on-spot",
+    "resubmit-on-demand",
     "move-to-another-type",
     "switch-to-on-demand",
     "switch-to-training-plan",
@@ -78,6 +79,8 @@ class CapacityWait:
     """How long it has waited for capacity of its type so far (0 when it is not waiting)."""
     deadline_passed: bool = False
     plan_ended: bool = False
+    on_demand_attempts: int = 0
+    """On-demand submissions so far, this one included."""
     """A training-plan attempt's plan has begun terminating its instances (30 minutes before its end)."""
 
 
@@ -137,6 +140,8 @@ def next_step(
                     "and the strategy is spot-only",
                     finish_reason="spot-exhausted",
                 )
+        if capacity == "on-demand" and status.reason_class == "capacity":
+            return _on_demand_short(spec, wait, seed)
         return NextStep("finish", f"training failed ({status.reason_class}): never retried", finish_reason="failed")
     if may_switch and decision.verdict == "switch-to-on-demand":
         return NextStep("switch-to-on-demand", decision.reason, next_capacity="on-demand")
@@ -167,6 +172,27 @@ def next_step(
                 next_instance_type=other,
             )
     return NextStep("keep-waiting", decision.reason)
+
+
+def _on_demand_short(spec: JobSpec, wait: CapacityWait, seed: str) -> NextStep:
+    """An on-demand attempt Batch ended for capacity (the queue's time limit on jobs short of it):
+    a capacity event, not a failure of the job. Again on on-demand after a back-off, until the
+    deadline or retry.maxAttempts on-demand attempts; then CapacityUnavailable."""
+    if wait.deadline_passed or wait.on_demand_attempts >= spec.retry_max_attempts:
+        why = "by the deadline" if wait.deadline_passed else f"in {wait.on_demand_attempts} on-demand attempts"
+        return NextStep(
+            "give-up",
+            f"no on-demand capacity of {_types(spec)} {why}: Batch ended the wait (the queue's time limit)",
+            finish_reason="capacity-unavailable",
+        )
+    pause = backoff_seconds(spec.retry_backoff_seconds, wait.on_demand_attempts, seed)
+    return NextStep(
+        "resubmit-on-demand",
+        f"Batch ended the on-demand attempt's wait for capacity (the queue's time limit); on-demand attempt "
+        f"{wait.on_demand_attempts + 1} of {spec.retry_max_attempts} from the last checkpoint after {pause}s",
+        next_capacity="on-demand",
+        backoff_seconds=pause,
+    )
 
 
 def _types(spec: JobSpec) -> str:

@@ -77,6 +77,10 @@ class JobClock:
     queue_wait_seconds: float = 0.0
     """The wait a new attempt would meet in the queue now, included in the restart overhead
     (`spotline.core.queue`): in a crowded queue on-demand is not instant either."""
+    fastest_speed: float = 1.0
+    """A job with instance-type alternatives: `total_work_seconds` is on its slowest type (the
+    switch comes in time for whichever type on-demand gets); the fastest type's speed relative
+    to it (>= 1) judges whether the deadline is out of reach (even the best type cannot make it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +147,7 @@ def decide(job: JobClock) -> Decision:
         return Decision(
             "continue",
             f"{OUT_OF_REACH}: {format_duration(max(0.0, left))} left, less than on-demand's "
-            f"{format_duration(remaining_work(job) + best_restart_seconds(job))} for the work and a restart: "
+            f"{format_duration(best_remaining_work(job) + best_restart_seconds(job))} for the work and a restart: "
             "moving would cost more and miss it all the same, so the job stays on spot",
             slack,
         )
@@ -160,11 +164,16 @@ def decide(job: JobClock) -> Decision:
 
 
 def out_of_reach(job: JobClock) -> bool:
-    """Too late to switch: even on-demand from now at best (no margin, and no queue wait: the
-    fallback runs at the team's top priority) ends after the deadline."""
+    """Too late to switch: even on-demand from now at best (the fastest type, no margin, and no
+    queue wait: the fallback runs at the team's top priority) ends after the deadline."""
     if job.deadline is None:
         return False
-    return (job.deadline - job.now).total_seconds() < remaining_work(job) + best_restart_seconds(job)
+    return (job.deadline - job.now).total_seconds() < best_remaining_work(job) + best_restart_seconds(job)
+
+
+def best_remaining_work(job: JobClock) -> float:
+    """The work left on the fastest type the job may run on."""
+    return remaining_work(job) / max(1.0, job.fastest_speed)
 
 
 def no_option_left(job: JobClock, *, running: bool) -> bool:
@@ -174,7 +183,7 @@ def no_option_left(job: JobClock, *, running: bool) -> bool:
     if job.deadline is None:
         return False
     left = (job.deadline - job.now).total_seconds()
-    return 0 < left < remaining_work(job) + (0.0 if running else best_restart_seconds(job))
+    return 0 < left < best_remaining_work(job) + (0.0 if running else best_restart_seconds(job))
 
 
 def best_restart_seconds(job: JobClock) -> float:

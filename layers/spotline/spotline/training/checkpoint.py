@@ -16,9 +16,12 @@ nothing beyond the standard library, and it runs on Python 3.11+ (training image
 
 Layout of the directory: `checkpoint-<step>` (a file or a directory, whatever `save` writes; step =
 steps completed) for the last `keep` saves, and `progress.json` = {"step", "totalSteps", "updatedAt",
-"trainingSeconds"}: the training time behind that step, over every attempt (this process's time
-since its restore, plus what the restored checkpoint's progress.json said), so Spotline can
-estimate the whole job's work from real throughput instead of the declared expectedDuration.
+"trainingSeconds", "byInstanceType"}: the training time behind that step, over every attempt (this
+process's time since its restore, plus what the restored checkpoint's progress.json said), so
+Spotline can estimate the whole job's work from real throughput instead of the declared
+expectedDuration; and per instance type ($SM_CURRENT_INSTANCE_TYPE, which SageMaker sets in the
+container) the steps done and the seconds they took there, so a job that may run on several types
+is planned with each type's own speed.
 A kill at any instant, SIGKILL included, leaves complete checkpoints only: each is written under a
 temporary name in the same directory, fsynced and renamed into place (rename is atomic), and
 `progress.json` is replaced the same way only afterwards, so it never names a missing or partial
@@ -45,6 +48,7 @@ DIR_ENV = "SPOTLINE_CHECKPOINT_DIR"
 INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"  # set by Spotline in the training job's Environment
 DEFAULT_DIR = "/opt/ml/checkpoints"  # SageMaker's default CheckpointConfig.LocalPath
 DEFAULT_INTERVAL_MINUTES = 15.0
+INSTANCE_TYPE_ENV = "SM_CURRENT_INSTANCE_TYPE"  # set by SageMaker in the training container
 PROGRESS_FILE = "progress.json"
 PREFIX = "checkpoint-"
 _TEMP_MARK = ".tmp-"  # temporary names: ".checkpoint-<step>.tmp-<pid>", ".progress.json.tmp-<pid>"
@@ -93,6 +97,9 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         self._clock = clock
         self._last_save_at = clock()
         self._trained_before = 0.0  # training seconds behind the restored step (earlier attempts)
+        self._by_type_before: dict[str, dict[str, float]] = {}  # {type: {steps, seconds}} behind it
+        self._restored_step = 0
+        self.instance_type = os.environ.get(INSTANCE_TYPE_ENV, "").strip()
         self._resumed_at = clock()  # when this process's training began
         self._stop_requested = False
         self._previous_handler: Any = None
@@ -122,12 +129,14 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
                 continue
             log.info("restored step %d of %d from %s", step, self.total_steps, path)
             self._trained_before = self._training_seconds_at(step)
+            self._by_type_before, self._restored_step = self._by_type_at(step), step
             self._last_save_at = self._resumed_at = self._clock()
             return state, step
         if first_error is not None:
             raise first_error
         log.info("no checkpoint in %s: starting at step 0", self.directory)
         self._trained_before = 0.0
+        self._by_type_before, self._restored_step = {}, 0
         self._last_save_at = self._resumed_at = self._clock()
         return None, 0
 
@@ -221,12 +230,44 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
             return 0.0
         return seconds if at == step else seconds * step / at
 
+    def _by_type_at(self, step: int) -> dict[str, dict[str, float]]:
+        """progress.json's per-type record behind the restored `step` ({} when it names another step
+        or has none: the per-type figures start again rather than count steps twice)."""
+        try:
+            saved = json.loads((self.directory / PROGRESS_FILE).read_text(encoding="utf-8"))
+            by_type = saved.get("byInstanceType") if int(saved["step"]) == step else None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+        if not isinstance(by_type, dict):
+            return {}
+        kept = {}
+        for name, entry in by_type.items():
+            try:
+                kept[str(name)] = {"steps": float(entry["steps"]), "seconds": float(entry["seconds"])}
+            except (KeyError, TypeError, ValueError):
+                continue
+        return kept
+
     def _write_progress(self, step: int) -> None:
         updated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        trained = round(self._trained_before + max(0.0, self._clock() - self._resumed_at), 1)
-        body = json.dumps(
-            {"step": step, "totalSteps": self.total_steps, "updatedAt": updated, "trainingSeconds": trained}
-        )
+        here = max(0.0, self._clock() - self._resumed_at)
+        trained = round(self._trained_before + here, 1)
+        progress: dict[str, object] = {
+            "step": step,
+            "totalSteps": self.total_steps,
+            "updatedAt": updated,
+            "trainingSeconds": trained,
+        }
+        if self.instance_type or self._by_type_before:
+            by_type = {name: dict(entry) for name, entry in self._by_type_before.items()}
+            if self.instance_type:
+                entry = by_type.setdefault(self.instance_type, {"steps": 0.0, "seconds": 0.0})
+                entry["steps"] += max(0, step - self._restored_step)
+                entry["seconds"] = round(entry["seconds"] + here, 1)
+            progress["byInstanceType"] = {
+                name: {"steps": int(entry["steps"]), "seconds": entry["seconds"]} for name, entry in by_type.items()
+            }
+        body = json.dumps(progress)
         temporary = self.directory / f".{PROGRESS_FILE}{_TEMP_MARK}{os.getpid()}"
         try:
             with open(temporary, "w", encoding="utf-8") as out:
