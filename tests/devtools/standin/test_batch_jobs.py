@@ -160,6 +160,7 @@ def test_terminate_stops_the_training_job_after_a_final_checkpoint(make_rig: Rig
         "totalSteps": 120,
         "updatedAt": "2026-11-29T08:45:30Z",
         "trainingSeconds": 2400.0,  # 40 of 120 steps of a 2-hour job, as the helper records
+        "byInstanceType": {"ml.g5.2xlarge": {"steps": 40, "seconds": 2400.0}},  # the type it ran on
     }
 
     rig.clock.at(330 + 40 * 60 + 30)

@@ -79,6 +79,7 @@ def test_on_demand_job_walks_every_status_to_completed(make_rig: RigFactory) -> 
         "totalSteps": 60,
         "updatedAt": "2026-11-29T08:23:30Z",
         "trainingSeconds": 900.0,
+        "byInstanceType": {"ml.g5.2xlarge": {"steps": 15, "seconds": 900.0}},  # the type it ran on
     }
     check_shapes(rig)
 
@@ -209,6 +210,7 @@ def test_max_runtime_exceeded_stops_with_a_final_checkpoint(make_rig: RigFactory
         "totalSteps": 180,
         "updatedAt": "2026-11-29T09:07:30Z",
         "trainingSeconds": 3540.0,
+        "byInstanceType": {"ml.g5.2xlarge": {"steps": 59, "seconds": 3540.0}},  # the type it ran on
     }
 
 
