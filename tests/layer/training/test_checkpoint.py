@@ -469,8 +469,11 @@ def test_training_seconds_add_up_over_restarts_and_exclude_the_time_between(tmp_
     assert progress(tmp_path)["trainingSeconds"] == 1350.0
 
 
-def test_restoring_a_step_progress_json_does_not_name_scales_its_training_seconds(tmp_path: Path) -> None:
+def test_restoring_a_step_progress_json_does_not_name_scales_its_training_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock, store = FakeClock(), Store()
+    monkeypatch.setenv("SM_CURRENT_INSTANCE_TYPE", "ml.g5.2xlarge")
     first = make(tmp_path, store, clock)
     first.restore()
     clock.advance(1000)
@@ -480,8 +483,11 @@ def test_restoring_a_step_progress_json_does_not_name_scales_its_training_second
     second = make(tmp_path, store, clock)
     assert second.restore()[1] == 20
     run_to(second, store, 20)
-
     assert progress(tmp_path)["trainingSeconds"] == 500.0
+    clock.advance(100)
+    run_to(second, store, 22)
+    # The per-type record starts again rather than count the steps between 20 and 40 twice.
+    assert progress(tmp_path)["byInstanceType"] == {"ml.g5.2xlarge": {"steps": 2, "seconds": 100.0}}
 
 
 def test_a_progress_json_without_training_seconds_counts_from_this_process(tmp_path: Path) -> None:
@@ -521,21 +527,3 @@ def test_steps_and_seconds_are_kept_per_instance_type_over_restarts(
         "ml.g6.2xlarge": {"steps": 15, "seconds": 900.0},
     }
     assert saved["trainingSeconds"] == 1500.0
-
-
-def test_the_per_type_record_starts_again_when_progress_json_names_another_step(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    clock, store = FakeClock(), Store()
-    monkeypatch.setenv("SM_CURRENT_INSTANCE_TYPE", "ml.g5.2xlarge")
-    first = make(tmp_path, store, clock)
-    first.restore()
-    clock.advance(1000)
-    run_to(first, store, 40)
-    (tmp_path / "checkpoint-40").rename(tmp_path / "checkpoint-20")  # progress.json says 40, the file 20
-
-    second = make(tmp_path, store, clock)
-    assert second.restore()[1] == 20
-    clock.advance(100)
-    run_to(second, store, 22)
-    assert progress(tmp_path)["byInstanceType"] == {"ml.g5.2xlarge": {"steps": 2, "seconds": 100.0}}
