@@ -92,6 +92,8 @@ def status_line(status: dict[str, Any]) -> str:
     progress = status.get("progress") or {}
     done = f"{progress.get('fraction', 0):.0%} done" if progress else ""
     parts = [status["state"], done]
+    if status.get("instanceType") and _capacity_of(status) == "on-demand ":
+        parts.append(f"on {status['instanceType']}")  # the type SageMaker selected from the job's list
     if status.get("interruptions"):
         parts.append(f"{status['interruptions']} interruption(s) in this job")
     if status.get("preemptions"):
@@ -109,6 +111,8 @@ def status_line(status: dict[str, Any]) -> str:
     escalation = (status.get("decision") or {}).get("escalation")
     if escalation:
         parts.append(f"-> raise-priority: {escalation['reason']}")
+    if status.get("deadlineAtRisk") and status["deadlineAtRisk"].get("at") == status.get("checkedAt"):
+        parts.append(f"-> DeadlineAtRisk: {status['deadlineAtRisk']['cause']}")
     if status["action"] != "keep-waiting":
         parts.append(f"-> {status['action']}: {status['explanation']}")
     elif out_of_reach(status):
@@ -203,6 +207,8 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
                     status.get("trainingJobName"),
                     bool((status.get("decision") or {}).get("escalation")),
                     out_of_reach(status),
+                    status.get("instanceType"),
+                    bool(status.get("deadlineAtRisk")),
                 )
                 if str(key) != last_status:
                     at = datetime.fromisoformat(status["checkedAt"])

@@ -22,6 +22,7 @@ from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
     Decision,
     JobClock,
+    best_remaining_work,
     decide,
     measured_work_seconds,
     no_option_left,
@@ -197,6 +198,19 @@ def fastest_speed(progress: dict[str, Any]) -> float:
     return max((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)
 
 
+def _tried(spec: JobSpec, state: dict[str, Any], status: TrainingStatus) -> str:
+    """Each attempt's tier and type (an on-demand one not yet selected: every type it asked for)."""
+    training = state["training"]
+    current = {**training, "instanceType": status.instance_type or training.get("instanceType")}
+    any_type = "/".join(option.instance_type for option in spec.instance_options)
+
+    def where(attempt: dict[str, Any]) -> str:
+        fallback = any_type if attempt.get("capacity") == "on-demand" else spec.instance_type
+        return f"{attempt.get('capacity')} on {attempt.get('instanceType') or fallback}"
+
+    return ", ".join(where(a) for a in [*training.get("previousAttempts", []), current])
+
+
 def deadline_at_risk(
     spec: JobSpec,
     state: dict[str, Any],
@@ -211,15 +225,12 @@ def deadline_at_risk(
     earlier = (state.get("status") or {}).get("deadlineAtRisk")
     if earlier or not no_option_left(clock, running=status.state == "training"):
         return earlier or None
-    current = {**state["training"], "instanceType": status.instance_type}
-    tried = ", ".join(
-        f"{a.get('capacity')} on {a.get('instanceType') or spec.instance_type}"
-        for a in [*state["training"].get("previousAttempts", []), current]
-    )
+    tried = _tried(spec, state, status)
     left = (clock.deadline - clock.now).total_seconds() if clock.deadline else 0.0
+    work = format_duration(best_remaining_work(clock))
     cause = (
-        f"{format_duration(left)} left before the deadline, less than the {format_duration(remaining_work(clock))} "
-        f"of work left plus a restart, on any capacity (tried: {tried})"
+        f"{format_duration(left)} left before the deadline, less than the {work} of work left (on the fastest "
+        f"type) plus a restart, on any capacity (tried: {tried})"
     )
     notified = bool(settings.alert_topic_arn) and try_publish_alert(
         str(settings.alert_topic_arn),
@@ -323,7 +334,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     left = (spec.deadline_at - now).total_seconds() if spec.deadline_at else None
     return {
         "jobId": training["jobId"],
-        "instanceType": wait.instance_type,
+        "instanceType": status.instance_type or training.get("instanceType"),  # None until SageMaker selects it
         "state": status.state,
         "finished": status.finished,
         "reasonClass": status.reason_class,
