@@ -37,9 +37,10 @@ MOVE_AFTER_INTERRUPTIONS = 3
 """...or has been interrupted this many times and is waiting to restart."""
 CHECKS_PER_EXECUTION = 600
 """Status checks one execution makes before a fresh one takes over the watch. A check costs
-about 13 history events and a submission about 12 (at most 11 per run: 10 spot attempts and
-one on-demand), so an execution stays under 8,100 of Step Functions' 25,000 events whatever
-happens; the design bound is 10,000 (`benchmarks/history_worst_case.py`)."""
+about 13 history events and a submission about 12 (at most 21 per run: 10 spot attempts, moves
+between types included, a training plan's, and 10 on-demand ones after the queue's time limit),
+so an execution stays under 8,100 of Step Functions' 25,000 events whatever happens; the design
+bound is 10,000 (`benchmarks/history_worst_case.py`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +80,9 @@ class CapacityWait:
     """How long it has waited for capacity of its type so far (0 when it is not waiting)."""
     deadline_passed: bool = False
     plan_ended: bool = False
+    """A training-plan attempt's plan has begun terminating its instances (30 minutes before its end)."""
     on_demand_attempts: int = 0
     """On-demand submissions so far, this one included."""
-    """A training-plan attempt's plan has begun terminating its instances (30 minutes before its end)."""
 
 
 def next_step(
