@@ -92,7 +92,7 @@ def status_line(status: dict[str, Any]) -> str:
     progress = status.get("progress") or {}
     done = f"{progress.get('fraction', 0):.0%} done" if progress else ""
     parts = [status["state"], done]
-    if status.get("instanceType") and _capacity_of(status) == "on-demand ":
+    if status.get("instanceType") and _capacity_of(status) == "on-demand " and progress.get("speeds"):
         parts.append(f"on {status['instanceType']}")  # the type SageMaker selected from the job's list
     if status.get("interruptions"):
         parts.append(f"{status['interruptions']} interruption(s) in this job")
