@@ -52,10 +52,6 @@ def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
     )
 
 
-def status_of(state: dict[str, Any]) -> dict[str, Any]:
-    return dict(state.get("status") or {})
-
-
 @log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -86,7 +82,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "capacity": attempt.capacity,
         "instanceType": attempt.instance_type if attempt.capacity != "on-demand" else None,
         # The plan a training-plan attempt runs on, and when its instances start to be terminated.
-        "trainingPlan": (status_of(state).get("nextTrainingPlan") or None) if attempt.training_plan_arn else None,
+        "trainingPlan": (state.get("status") or {}).get("nextTrainingPlan") if attempt.training_plan_arn else None,
         "jobId": submitted.job_id,
         "jobArn": submitted.job_arn,
         "jobName": submitted.job_name,

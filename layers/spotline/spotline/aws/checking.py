@@ -16,7 +16,7 @@ from spotline.aws.training_plans import candidate_plans
 from spotline.core import links
 from spotline.core.durations import format_duration
 from spotline.core.execution_state import MAX_REASON, clip
-from spotline.core.lifecycle import CapacityWait, NextStep, next_step, within_history_budget
+from spotline.core.lifecycle import CapacityWait, next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
@@ -32,7 +32,7 @@ from spotline.core.policy import (
 )
 from spotline.core.polling import next_check
 from spotline.core.queue import escalation, queue_wait_now
-from spotline.core.speeds import measured_throughputs, primary_throughput, type_speeds
+from spotline.core.speeds import fastest_speed, measured_throughputs, primary_throughput, slowest_speed, type_speeds
 from spotline.core.status import (
     TrainingStatus,
     earlier_training_job_names,
@@ -40,7 +40,7 @@ from spotline.core.status import (
     training_job_name_of,
     waits_for_capacity,
 )
-from spotline.core.training_plans import PlanView, fallback_plan
+from spotline.core.training_plans import fallback_plan, plan_ended, plan_record, plan_step
 from spotline.core.training_request import pending_limit
 
 STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
@@ -152,50 +152,12 @@ def _priority_next(
     return current
 
 
-def _plan_ended(training: dict[str, Any], now: datetime) -> bool:
-    usable_until = (training.get("trainingPlan") or {}).get("usableUntil")
-    return bool(usable_until) and now >= datetime.fromisoformat(str(usable_until))
-
-
-def plan_step(step: NextStep, plan: PlanView) -> NextStep:
-    """The move to on-demand, onto the training plan instead: reserved capacity, paid already."""
-    until = to_rfc3339(plan.usable_until) if plan.usable_until else "?"
-    return NextStep(
-        "switch-to-training-plan",
-        f"{step.explanation}; onto training plan {plan.name} ({plan.instance_type}, reserved until {until}) "
-        "before paid on-demand",
-        next_capacity="training-plan",
-        next_instance_type=plan.instance_type,
-    )
-
-
-def plan_record(plan: PlanView) -> dict[str, Any]:
-    return {
-        "arn": plan.arn,
-        "name": plan.name,
-        "instanceType": plan.instance_type,
-        "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
-    }
-
-
 def capacity_wait_seconds(status: TrainingStatus, submitted: datetime, now: datetime) -> float:
     """How long the attempt has waited for capacity of its type so far (0 when not waiting)."""
     if not (status.capacity_short or waits_for_capacity(status.state, status.reason)):
         return 0.0
     since = status.state_since if status.state_since and status.state == "starting" else submitted
     return max(0.0, (now - since).total_seconds())
-
-
-def slowest_speed(progress: dict[str, Any]) -> float:
-    """The speed of the slowest type the job may run on, relative to the primary (measured where
-    progress.json says, else declared): on-demand may land on any of them (InstancePreferences),
-    so the policy plans with the slowest."""
-    return min((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)
-
-
-def fastest_speed(progress: dict[str, Any]) -> float:
-    """The speed of the fastest type the job may run on, relative to the primary."""
-    return max((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)
 
 
 def _tried(spec: JobSpec, state: dict[str, Any], status: TrainingStatus) -> str:
@@ -296,7 +258,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         instance_type=status.instance_type or training.get("instanceType") or spec.instance_type,
         waited_seconds=capacity_wait_seconds(status, submitted, now),
         deadline_passed=spec.deadline_at is not None and now >= spec.deadline_at,
-        plan_ended=_plan_ended(training, now),
+        plan_ended=plan_ended(training, now),
         on_demand_attempts=sum(1 for a in [*previous, training] if a["capacity"] == "on-demand"),
     )
     checks = int((state.get("status") or {}).get("checks") or 0) + 1

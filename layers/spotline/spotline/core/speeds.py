@@ -61,3 +61,15 @@ def type_speeds(spec: JobSpec, by_type: Mapping[str, Any] | None) -> list[TypeSp
         else:
             speeds.append(TypeSpeed(option.instance_type, option.speed, "declared"))
     return speeds
+
+
+def slowest_speed(progress: dict[str, Any]) -> float:
+    """The speed of the slowest type the job may run on, relative to the primary (measured where
+    progress.json says, else declared): on-demand may land on any of them (InstancePreferences),
+    so the policy plans with the slowest."""
+    return min((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)
+
+
+def fastest_speed(progress: dict[str, Any]) -> float:
+    """The speed of the fastest type the job may run on, relative to the primary."""
+    return max((float(s["speed"]) for s in progress.get("speeds") or []), default=1.0)

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from spotline.core.errors import ManifestError
-from spotline.core.model import InstanceOption, JobSpec
+from spotline.core.lifecycle import NextStep
+from spotline.core.model import InstanceOption, JobSpec, to_rfc3339
 
 USABLE = frozenset({"Scheduled", "Active"})
 TERMINATION_NOTICE = timedelta(minutes=30)
@@ -90,3 +91,30 @@ def fallback_plan(spec: JobSpec, plans: list[PlanView], now: datetime, *, min_se
         and (plan.usable_until - now).total_seconds() >= min_seconds
     ]
     return max(usable, key=lambda plan: (plan.usable_until, plan.name), default=None)
+
+
+def plan_step(step: NextStep, plan: PlanView) -> NextStep:
+    """The move to on-demand, onto the training plan instead: reserved capacity, paid already."""
+    until = to_rfc3339(plan.usable_until) if plan.usable_until else "?"
+    return NextStep(
+        "switch-to-training-plan",
+        f"{step.explanation}; onto training plan {plan.name} ({plan.instance_type}, reserved until {until}) "
+        "before paid on-demand",
+        next_capacity="training-plan",
+        next_instance_type=plan.instance_type,
+    )
+
+
+def plan_record(plan: PlanView) -> dict[str, Any]:
+    return {
+        "arn": plan.arn,
+        "name": plan.name,
+        "instanceType": plan.instance_type,
+        "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
+    }
+
+
+def plan_ended(training: dict[str, Any], now: datetime) -> bool:
+    """A training-plan attempt whose plan has begun terminating its instances (`$.training.trainingPlan`)."""
+    usable_until = (training.get("trainingPlan") or {}).get("usableUntil")
+    return bool(usable_until) and now >= datetime.fromisoformat(str(usable_until))
