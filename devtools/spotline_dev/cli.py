@@ -407,6 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
             "spotline simulate",
             "spotline simulate --traces ../shared/data/spot-availability --work-hours 8 --slack 20 50 --no-plot",
             "spotline simulate --traces ../shared/data/spot-traces/availability/1-node --work-error 5 --json",
+            "spotline simulate --traces ../shared/data/spot-traces/availability/1-node --regions --json",
         ),
         description="Runs one training job per trace x job length x deadline slack x start time on real spot "
         "traces (the 2020 spot-availability logs, or the 2022-2023 traces of Wu et al. with --traces) with "
@@ -467,6 +468,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="jobs run this %% longer than their declared expectedDuration (default 0)",
     )
     simulate.add_argument("--bill-overhead", action="store_true", help="bill the restart overhead too")
+    simulate.add_argument(
+        "--regions",
+        action="store_true",
+        help="group the traces' zones into regions (us-west-2b_... -> us-west-2): jobs free to move between "
+        "regions against the multi-region optimum, and the same jobs pinned to each region (singleRegion)",
+    )
+    simulate.add_argument(
+        "--checkpoint-gib",
+        type=float,
+        default=10.0,
+        metavar="G",
+        help="the checkpoint a move between regions copies, GiB (default 10; with --regions)",
+    )
     simulate.add_argument(
         "--step-seconds", type=int, default=60, metavar="S", help="the replay's time step (default 60)"
     )

@@ -14,7 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
-from spotline.aws.clients import client
+from spotline.aws.clients import client, in_region
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.reporting import try_publish_alert
 from spotline.core.capacity_moves import MOVES
@@ -35,13 +35,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     job_id = state["training"]["jobId"]
     status = state["status"]
     tier = str(status.get("nextCapacity") or "on-demand")
-    move = MOVES.get(tier, MOVES["on-demand"])
+    move = MOVES["region"] if status.get("action") == "move-to-another-region" else MOVES.get(tier, MOVES["on-demand"])
     plan = (status.get("nextTrainingPlan") or {}).get("name")
-    where = move.where.format(type=status.get("nextInstanceType"), plan=plan)
+    where = move.where.format(type=status.get("nextInstanceType"), plan=plan, region=status.get("nextRegion"))
     reason = f"Spotline: moving to {where}: {status['explanation']}"[:REASON_LIMIT]
     already_ended = status["finished"]
     if not already_ended:
-        client("batch").terminate_service_job(jobId=job_id, reason=reason)
+        with in_region(state["training"].get("region")):
+            client("batch").terminate_service_job(jobId=job_id, reason=reason)
     logger.info(f"Moving to {where}", extra={"jobId": job_id, "reason": reason, "terminated": not already_ended})
     notified = try_publish_alert(
         os.environ["ALERT_TOPIC_ARN"],

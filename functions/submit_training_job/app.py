@@ -14,7 +14,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock, training_settings
+from spotline.aws.clients import in_region
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
+from spotline.aws.regions import copy_checkpoint, home_region, place_attempt, queue_in, spec_at
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.spec_store import spec_of
 from spotline.aws.submission import submit_once
@@ -59,10 +61,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     state = {**event["input"], "executionArn": event["execution"]}
     spec = spec_of(state)
     attempt = _next_attempt(state, spec)
-    request = submit_service_job_request(spec, attempt, os.environ["JOB_QUEUE"], training_settings.from_environment())
-    submitted = submit_once(request)
+    placement = place_attempt(state, spec, attempt.capacity, clock.now())
+    where = placement.region
+    there = spec_at(spec, where)
+    copied = None
+    previous_region = (state.get("training") or {}).get("region") or home_region()
+    if state.get("training") and there.checkpoint_s3_uri and previous_region != where:
+        # The latest checkpoint is where the last attempt ran: the attempt here resumes from a copy.
+        copied = copy_checkpoint(spec_at(spec, previous_region).checkpoint_s3_uri or "", there.checkpoint_s3_uri, where)
+        metrics.add_metric(name="CheckpointCopies", unit=MetricUnit.Count, value=1)
+    queue = queue_in(os.environ["JOB_QUEUE"], where)
+    request = submit_service_job_request(there, attempt, queue, training_settings.from_environment())
+    with in_region(where):
+        submitted = submit_once(request)
     name = training_job_name(spec, attempt)
-    region = os.environ.get("AWS_REGION", "us-east-1")
+    region = where
     logger.info(
         "Training job submitted",
         extra={
@@ -70,6 +83,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "foundEarlierSubmission": submitted.found,
             "attempt": attempt.number,
             "capacity": attempt.capacity,
+            "region": where,
             "payloadTrainingJobName": name,  # Batch names the training job itself (AWSBatch<name><id>)
         },
     )
@@ -85,6 +99,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "trainingPlan": (state.get("status") or {}).get("nextTrainingPlan") if attempt.training_plan_arn else None,
         "jobId": submitted.job_id,
         "jobArn": submitted.job_arn,
+        "region": where,
+        "regionChoice": placement.choice["reason"] if placement.choice else None,
+        "checkpointCopy": copied.to_dict() if copied else None,
         "jobName": submitted.job_name,
         "submittedAt": to_rfc3339(clock.now()),
         "firstPollSeconds": FIRST_POLL_SECONDS,

@@ -3,11 +3,13 @@ spec depends on, all checked before anything is queued; every problem reported a
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws.observability import bind_execution, logger
+from spotline.aws.region_checks import RegionPlan, plan_regions
 from spotline.aws.resources import ResourceSettings, check_resources
 from spotline.aws.spec_store import spec_of
 from spotline.core.errors import summarize
@@ -17,11 +19,21 @@ from spotline.core.errors import summarize
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     spec = spec_of(event["input"])
-    problems = check_resources(spec, ResourceSettings.from_environment())
+    settings = ResourceSettings.from_environment()
+    problems = check_resources(spec, settings)
+    home = os.environ.get("AWS_REGION", "us-east-1")
+    plan = RegionPlan(home, (home,))
+    allowance = None if isinstance(settings.team_policy, Exception) else settings.team_policy.allowance(spec.team)
+    if not problems and allowance is not None:
+        plan, refused = plan_regions(spec, home, allowance.replicas, settings.job_queue)
+        problems += refused
+        for left_out in plan.excluded:
+            logger.info("Region left out", extra=left_out.to_dict())
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
     return {
         "valid": not problems,
         "problems": [p.to_dict() for p in problems],
         "summary": summarize(problems) if problems else "all resources available",
+        "regions": plan.to_dict(),
     }

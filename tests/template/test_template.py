@@ -232,7 +232,9 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
     statements = listings + [
         s for s in _with_action("s3:GetObject") if any("progress.json" in str(r) for r in _resources(s))
     ]
-    assert len(statements) == 3  # the listing, and progress.json for CheckTrainingStatus and RecordOutcome
+    # the listings (ValidateResources, SubmitTrainingJob's and CheckTrainingStatus's for a checkpoint's
+    # size), and progress.json for CheckTrainingStatus and RecordOutcome
+    assert len(statements) == 5
     for statement in statements:
         assert statement["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
         for resource in _resources(statement):
@@ -240,6 +242,16 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
     for progress in (s for s in statements if "s3:GetObject" in _actions(s)):
         keys = {r["Fn::Sub"].split("${TrainingDataBucketPattern}/", 1)[1] for r in _resources(progress)}
         assert keys == {"progress.json", "*/progress.json"}
+
+
+def test_only_submit_training_job_writes_team_data_for_a_checkpoint_copy_in_the_patterns_buckets() -> None:
+    writes = _with_action("s3:PutObject")
+    team = [s for s in writes if "TrainingDataBucketPattern" in str(s["Resource"])]
+    assert team == _function_statements("SubmitTrainingJobFunction", "s3:PutObject")
+    (copy,) = team
+    assert _actions(copy) == ["s3:GetObject", "s3:PutObject"]
+    assert copy["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert copy["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrainingDataBucketPattern}/*"}
 
 
 def test_only_intake_and_loadmanifest_may_list_the_ingest_bucket_and_nothing_narrows_it() -> None:
@@ -283,9 +295,8 @@ def test_only_spotlines_service_jobs_can_be_terminated_but_by_the_reconciler() -
     assert len(statements) == 3  # StopSpotJob, StopExecutionJobs, ReconcileTrainingJobs
     (sweeping,) = _function_statements("ReconcileTrainingJobsFunction", "batch:TerminateServiceJob")
     for statement in statements:
-        assert statement["Resource"] == {
-            "Fn::Sub": "arn:${AWS::Partition}:batch:${AWS::Region}:${AWS::AccountId}:service-job/*"
-        }
+        # Here or in a peer region an attempt was placed in (PeerRegions).
+        assert statement["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:batch:*:${AWS::AccountId}:service-job/*"}
         if statement is sweeping:
             # A job put on the queue by anyone but Spotline carries none of its tags and must still
             # be stopped; IAM has no condition to keep this to the queue (the code lists JOB_QUEUE).

@@ -102,8 +102,9 @@ def create_resources(
     for logical, queue in resources_of_type(template, "AWS::Batch::JobQueue").items():
         policy = queue["Properties"].get("SchedulingPolicyArn")
         capacity = stack.queue_capacities[logical] = queue_capacity(template, queue, resolver)
+        name = queue["Properties"].get("JobQueueName")  # as CloudFormation names it, else as it would
         physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
-            f"{STACK}-{logical}",
+            str(resolver.resolve(name)) if name else f"{STACK}-{logical}",
             scheduling_policy_arn=resolver.resolve(policy) if policy else None,
             capacity=capacity,
             time_limits=[

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from spotline_dev.simulate.grid import GridSpec, default_workers
+from spotline_dev.simulate.region_report import run_regions
+from spotline_dev.simulate.regions import region_sets
 from spotline_dev.simulate.report import run, slack_table, summary_json
 from spotline_dev.trace_series import read_trace_folder
 from spotline_dev.traces import DEFAULT_TRACES_DIR, REPO_ROOT
@@ -28,6 +30,7 @@ def grid_from_args(args: argparse.Namespace) -> GridSpec:
         spot_price_ratio=float(args.spot_price_ratio),
         overhead_billed=bool(args.bill_overhead),
         work_error=float(args.work_error) / 100,
+        checkpoint_gib=float(getattr(args, "checkpoint_gib", 10.0)),
     )
 
 
@@ -62,12 +65,19 @@ def main(args: argparse.Namespace) -> int:
     print(f"spot traces in {folder} (read in place):", file=info)
     for line in found.summaries():
         print(f"  {line}", file=info)
+    workers = max(1, int(args.jobs or default_workers()))
+    if getattr(args, "regions", False):
+        sets = region_sets(traces)
+        if not sets:
+            print(f"spotline simulate: --regions: no trace in {folder} names a zone (us-west-2b_...)", file=sys.stderr)
+            return EXIT_USAGE
+        return run_regions(sets, grid, out_dir, workers=workers, as_json=as_json, info=info)
     instances = sum(len(grid.starts(t, w)) for t in traces for w in grid.work_hours) * len(grid.slacks)
     print(f"grid: {grid.describe(len(traces))}: {instances} jobs x {len(grid.policies)} policies", file=info)
     if not instances:
         print("spotline simulate: no job fits in these traces; try shorter --work-hours", file=sys.stderr)
         return EXIT_USAGE
-    report = run(traces, grid, out_dir, workers=max(1, int(args.jobs or default_workers())), with_plot=not args.no_plot)
+    report = run(traces, grid, out_dir, workers=workers, with_plot=not args.no_plot)
     written = [report.runs_csv, report.summary_csv, *([report.png] if report.png else [])]
     if as_json:
         print(json.dumps(summary_json(grid, len(traces), report.rows), indent=2, allow_nan=False))

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import numpy as np
 
+from spotline.core.regions import GIB, copy_estimate
 from spotline_dev.simulate.model import (
     DEFAULT_CHECKPOINT_SECONDS,
     DEFAULT_OVERHEAD_SECONDS,
@@ -19,10 +20,15 @@ from spotline_dev.simulate.model import (
     HOUR,
     SPOT_PRICE_RATIO,
     Job,
+    Outcome,
 )
 from spotline_dev.simulate.optimum import optimal_costs
 from spotline_dev.simulate.policies import POLICIES, run_policy
 from spotline_dev.traces import Trace
+
+ML_P3_2XLARGE_USD_PER_HOUR = 3.825
+"""SageMaker training on-demand price of ml.p3.2xlarge (the traces' p3.2xlarge) in us-east-1,
+us-east-2 and us-west-2: what the checkpoint copy's transfer price is measured against."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +46,13 @@ class GridSpec:
     work_error: float = 0.0
     """Jobs really need work x (1 + work_error); every policy is told the work (expectedDuration)."""
     policies: tuple[str, ...] = tuple(POLICIES)
+    checkpoint_gib: float = 10.0
+    """The checkpoint a move between regions copies (`--regions`)."""
+    on_demand_usd_per_hour: float = ML_P3_2XLARGE_USD_PER_HOUR
+    """Prices the copy in on-demand hours (`--regions`)."""
 
     def job(self, work_hours: float, slack: float) -> Job:
+        copy_seconds, copy_usd = copy_estimate(round(self.checkpoint_gib * GIB), "here", "there")
         return Job.from_seconds(
             work=work_hours * HOUR,
             deadline=work_hours * (1 + slack) * HOUR,
@@ -51,6 +62,8 @@ class GridSpec:
             spot_price_ratio=self.spot_price_ratio,
             overhead_billed=self.overhead_billed,
             work_error=self.work_error,
+            copy=copy_seconds,
+            copy_cost=copy_usd / self.on_demand_usd_per_hour,
         )
 
     def starts(self, trace: Trace, work_hours: float) -> list[float]:
@@ -97,6 +110,8 @@ class Row:
     lost_hours: float
     switched_at_hours: float | None
     reason: str
+    moves: int = 0
+    """Attempts started in another region than the one before (`--regions`)."""
 
     @property
     def feasible(self) -> bool:
@@ -111,6 +126,41 @@ class Row:
         return self.cost / self.optimum if self.feasible and self.optimum > 0 else math.nan
 
 
+def row_of(
+    *,
+    trace: str,
+    source: str,
+    start_hours: float,
+    work_hours: float,
+    slack: float,
+    job: Job,
+    outcome: Outcome,
+    optimum: float,
+) -> Row:
+    hours = job.step_hours
+    return Row(
+        trace=trace,
+        source=source,
+        start_hours=start_hours,
+        work_hours=work_hours,
+        slack=slack,
+        deadline_hours=job.deadline * hours,
+        policy=outcome.policy,
+        cost=outcome.cost,
+        on_demand_cost=job.on_demand_cost,
+        optimum=optimum,
+        met=outcome.met,
+        finished_hours=None if outcome.finished_at is None else outcome.finished_at * hours,
+        spot_hours=outcome.spot_steps * hours,
+        on_demand_hours=outcome.on_demand_steps * hours,
+        preemptions=outcome.preemptions,
+        lost_hours=outcome.lost_steps * hours,
+        switched_at_hours=None if outcome.switched_at is None else outcome.switched_at * hours,
+        reason=outcome.reason,
+        moves=outcome.moves,
+    )
+
+
 def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
     """Every start, slack and policy for one trace and one job length (one optimum computation)."""
     starts = grid.starts(trace, work_hours)
@@ -119,7 +169,6 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
     loosest = grid.job(work_hours, max(grid.slacks))
     windows = np.stack([trace.availability(grid.step_seconds, s * HOUR, loosest.deadline) for s in starts])
     best = optimal_costs(loosest, windows, horizon=loosest.deadline)
-    hours = grid.step_seconds / HOUR
     rows: list[Row] = []
     for i, start_hours in enumerate(starts):
         start = trace.start + timedelta(hours=start_hours)
@@ -129,25 +178,15 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
             for name in grid.policies:
                 outcome = run_policy(name, job, window, start)
                 rows.append(
-                    Row(
+                    row_of(
                         trace=trace.label,
                         source=trace.source,
                         start_hours=start_hours,
                         work_hours=work_hours,
                         slack=slack,
-                        deadline_hours=job.deadline * hours,
-                        policy=name,
-                        cost=outcome.cost,
-                        on_demand_cost=job.on_demand_cost,
+                        job=job,
+                        outcome=outcome,
                         optimum=float(best[i, job.deadline]),
-                        met=outcome.met,
-                        finished_hours=None if outcome.finished_at is None else outcome.finished_at * hours,
-                        spot_hours=outcome.spot_steps * hours,
-                        on_demand_hours=outcome.on_demand_steps * hours,
-                        preemptions=outcome.preemptions,
-                        lost_hours=outcome.lost_steps * hours,
-                        switched_at_hours=None if outcome.switched_at is None else outcome.switched_at * hours,
-                        reason=outcome.reason,
                     )
                 )
     return rows

@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from spotline.aws.checking import STARTUP_AFTER_ACQUIRE_SECONDS
 from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
+from spotline.core.regions import RECORD_WINDOW_SECONDS, RegionRecord
 
 SPOT_PRICE_RATIO = 0.3
 """Spot price / on-demand price (source in the module docstring)."""
@@ -54,9 +55,13 @@ DEFAULT_CHECKPOINT_SECONDS = 15 * 60
 """The manifest default, checkpoint.intervalMinutes = 15."""
 HOUR = 3600.0
 NEVER = 1 << 62
+SIGHTING_SECONDS = 10 * 60
+"""How old the fleet's latest sighting of a region's spot capacity may be in the simulation: a
+fleet busy enough to have a job starting, waiting or interrupted in each allowed region every
+ten minutes (Spotline records each, `spotline.core.regions`)."""
 
 Capacity = Literal["spot", "on-demand", "none"]
-Phase = Literal["idle", "waiting", "interrupted", "starting", "training"]
+Phase = Literal["idle", "copying", "waiting", "interrupted", "starting", "training"]
 
 
 # --- the job ---------------------------------------------------------------------------------
@@ -79,6 +84,10 @@ class Job:
     declared_work: int | None = None
     """The work the manifest declares (expectedDuration) when it differs from `work`: policies
     plan with it, while progress.json reports the true fraction done."""
+    copy: int = 0
+    """Steps to copy the latest checkpoint to another region before an attempt starts there."""
+    copy_cost: float = 0.0
+    """What one such copy costs (data transfer between regions), in on-demand hours."""
 
     def __post_init__(self) -> None:
         if self.work <= 0 or self.deadline <= 0 or self.overhead < 0 or self.step_seconds <= 0:
@@ -87,6 +96,8 @@ class Job:
             raise ValueError("the checkpoint interval must be positive (None: no checkpoints)")
         if self.declared_work is not None and self.declared_work <= 0:
             raise ValueError("the declared work must be positive")
+        if self.copy < 0 or self.copy_cost < 0:
+            raise ValueError("a checkpoint copy takes no negative time and costs no negative money")
 
     @property
     def declared(self) -> int:
@@ -122,6 +133,8 @@ class Job:
         spot_price_ratio: float = SPOT_PRICE_RATIO,
         overhead_billed: bool = False,
         work_error: float = 0.0,
+        copy: float = 0.0,
+        copy_cost: float = 0.0,
     ) -> Job:
         """Work and overhead round up to whole steps, the deadline down (never in the job's
         favour). With `work_error` the job really needs `work x (1 + work_error)`; policies are
@@ -137,6 +150,8 @@ class Job:
             spot_price=spot_price_ratio,
             overhead_billed=overhead_billed,
             declared_work=None if true == declared else declared,
+            copy=math.ceil(copy / step_seconds - 1e-9),
+            copy_cost=copy_cost,
         )
 
 
@@ -165,6 +180,18 @@ class View:
     phase_since: int
     trained_in_attempt: int
     preemptions_in_attempt: int
+    region: int = 0
+    """Where the current attempt runs (an index into the simulation's regions)."""
+    checkpoint_region: int = 0
+    """Where the latest checkpoint is: an attempt anywhere else starts with a copy of it."""
+    regions_available: tuple[bool, ...] = ()
+    """Spot capacity in every region in this step: the baselines look at it, Spotline does not."""
+    sighted: tuple[bool, ...] = ()
+    """Spot capacity in every region at the fleet's last sighting (`SIGHTING_SECONDS` ago at
+    most): what Spotline's record of its own fleet says."""
+    records: tuple[RegionRecord, ...] = ()
+    """Each region's last day (the trace before the job included) as the fleet's sightings
+    record it: the share with spot, interruptions per hour of spot."""
 
     @property
     def fraction_done(self) -> float:
@@ -184,6 +211,8 @@ class Command:
     capacity: Capacity
     wake_at: int | None = None
     """The step at which to ask again (None: only at events, for a policy that wants them)."""
+    region: int | None = None
+    """Where to run (None: where the job is)."""
 
 
 class Policy(Protocol):
@@ -209,6 +238,12 @@ class Outcome:
     decisions: int
     reason: str = ""
     """Why the policy moved to on-demand, when it says."""
+    moves: int = 0
+    """Attempts started in another region than the one before."""
+    copies: int = 0
+    """Checkpoint copies between regions."""
+    regions: tuple[int, ...] = ()
+    """The region of each attempt, in order."""
 
 
 # --- the simulator ---------------------------------------------------------------------------
@@ -226,6 +261,36 @@ def _next_index(flags: npt.NDArray[np.bool_], value: bool) -> npt.NDArray[np.int
     return nxt
 
 
+class _FleetRecord:
+    """`View.records`: each region's share of spot and interruptions per spot hour over the day
+    before a moment, from running sums over the history and the window."""
+
+    def __init__(self, avails: npt.NDArray[np.bool_], history: npt.NDArray[np.bool_] | None, step: int) -> None:
+        places = len(avails)
+        past = np.zeros((places, 0), dtype=np.bool_) if history is None else np.atleast_2d(history).astype(np.bool_)
+        flags = np.hstack([past, avails])
+        ends = np.zeros_like(flags)
+        ends[:, 1:] = flags[:, :-1] & ~flags[:, 1:]
+        zero = np.zeros((places, 1), dtype=np.int64)
+        self.spot = np.concatenate([zero, np.cumsum(flags, axis=1)], axis=1)
+        self.ends = np.concatenate([zero, np.cumsum(ends, axis=1)], axis=1)
+        self.before, self.day, self.step = past.shape[1], max(1, RECORD_WINDOW_SECONDS // step), step
+        self.now = avails
+
+    def at(self, t: int) -> tuple[RegionRecord, ...]:
+        end = self.before + t
+        length = min(self.day, end)
+        if not length:
+            return tuple(RegionRecord(float(a[t]), 0.0) for a in self.now)
+        spot = self.spot[:, end] - self.spot[:, end - length]
+        ends = self.ends[:, end] - self.ends[:, end - length]
+        hours = spot * self.step / 3600
+        return tuple(
+            RegionRecord(float(s) / length, float(e) / h if h else float(e) * 3600 / self.step)
+            for s, e, h in zip(spot, ends, hours, strict=True)
+        )
+
+
 @dataclass(slots=True)
 class _Run:
     """The mutable state of one simulation."""
@@ -234,6 +299,10 @@ class _Run:
     """The instance that exists now."""
     request: Capacity = "none"
     """What the current attempt asks for."""
+    region: int = 0
+    checkpoint_region: int = 0
+    copy_left: int = 0
+    """Steps of a checkpoint copy still to go before the attempt is submitted."""
     overhead_left: int = 0
     checkpointed: int = 0
     unsaved: int = 0
@@ -251,19 +320,36 @@ class _Run:
     phase_since: int = 0
     trained_in_attempt: int = 0
     preemptions_in_attempt: int = 0
+    copies: int = 0
+    regions: list[int] = field(default_factory=list)
 
 
-def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outcome:
-    """Run `policy` on one trace window (`available[t]`: spot capacity for the whole step t).
+def simulate(
+    job: Job, available: npt.NDArray[np.bool_], policy: Policy, history: npt.NDArray[np.bool_] | None = None
+) -> Outcome:
+    """Run `policy` on one trace window: `available[t]` (one region) or `available[r, t]` (one row
+    per region): spot capacity for the whole step t. `history` (the same rows, the steps before
+    the job) feeds `View.records` from the start.
 
     Event-driven: between two events (the policy's wake-up, capacity found or lost, the end of a
-    start-up, a checkpoint, completion) nothing changes, so whole stretches are applied at once.
+    copy or a start-up, a checkpoint, completion) nothing changes, so whole stretches are applied
+    at once. An attempt in another region than the latest checkpoint's first copies it
+    (`job.copy` steps, `job.copy_cost`), then is submitted there.
     """
     horizon = job.deadline
-    if len(available) < horizon:
-        raise ValueError(f"the trace window has {len(available)} steps, the deadline needs {horizon}")
-    avail = np.asarray(available[:horizon], dtype=np.bool_)
-    next_on, next_off = _next_index(avail, True), _next_index(avail, False)
+    grid = np.atleast_2d(np.asarray(available, dtype=np.bool_))
+    if grid.shape[1] < horizon:
+        raise ValueError(f"the trace window has {grid.shape[1]} steps, the deadline needs {horizon}")
+    avails = grid[:, :horizon]
+    places = len(avails)
+    next_on = [_next_index(a, True) for a in avails]
+    next_off = [_next_index(a, False) for a in avails]
+    changed = np.zeros(horizon, dtype=np.bool_)
+    changed[1:] = np.any(avails[:, 1:] != avails[:, :-1], axis=0)
+    next_change = _next_index(changed, True)
+    sighting = max(1, SIGHTING_SECONDS // job.step_seconds)
+    records = _FleetRecord(avails, history, job.step_seconds)
+
     after_acquire = math.ceil(STARTUP_AFTER_ACQUIRE_SECONDS / job.step_seconds - 1e-9)
     run = _Run()
     t, wake, event, decisions = 0, 0, True, 0
@@ -277,16 +363,22 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
         if run.attempt_started is not None and run.attempt_started > t:
             run.attempt_started = None  # gone before SageMaker reported it started
 
+    def save() -> None:
+        run.checkpointed += run.unsaved
+        run.unsaved = 0
+        run.checkpoint_region = run.region
+
     def stop_instance() -> None:
+        run.copy_left = 0
         if run.instance == "none":
             return
         forget_unreached_start()
         if run.unsaved:
             if job.checkpoint is not None:  # SIGTERM: the helper saves once more
-                run.checkpointed += run.unsaved
+                save()
             else:
                 run.lost += run.unsaved
-            run.unsaved = 0
+                run.unsaved = 0
         run.instance, run.overhead_left = "none", 0
 
     def submit() -> None:
@@ -296,6 +388,7 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
             run.previous_waits.append(run.attempt_started - run.attempt_submitted)
         run.attempt_submitted, run.attempt_started = t, None
         run.trained_in_attempt = run.preemptions_in_attempt = 0
+        run.regions.append(run.region)
 
     def start_instance(capacity: Capacity) -> None:
         run.instance, run.overhead_left = capacity, job.overhead
@@ -305,23 +398,38 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
         if run.attempt_started is None:  # TrainingStartTime; the last 10 minutes of start-up follow it
             run.attempt_started = t + max(0, job.overhead - after_acquire)
 
+    def start_or_wait() -> None:
+        if run.request == "on-demand" or avails[run.region, t]:
+            start_instance(run.request)
+        else:
+            set_phase("waiting")
+
     def apply(command: Command) -> None:
         wanted = command.capacity
-        if wanted == run.request:
+        region = run.region if command.region is None else command.region
+        if not 0 <= region < places:
+            raise ValueError(f"region {region} is not one of the {places} simulated")
+        if wanted == run.request and region == run.region:
             return
         stop_instance()
-        run.request = wanted
+        run.request, run.region = wanted, region
         if wanted == "none":
             set_phase("idle")
             return
         submit()
-        if wanted == "on-demand" or avail[t]:
-            start_instance(wanted)
-        else:
-            set_phase("waiting")
+        if run.checkpointed and run.checkpoint_region != region and job.copy:
+            run.copy_left = job.copy
+            run.copies += 1
+            set_phase("copying")
+            return
+        if run.checkpointed:
+            run.copies += run.checkpoint_region != region
+            run.checkpoint_region = region
+        start_or_wait()
 
     while t < horizon:
-        if t and avail[t] != avail[t - 1]:
+        avail = avails[run.region]
+        if t and changed[t]:
             event = True  # capacity came or went (heard only by policies that want events)
         if run.instance == "spot" and not avail[t]:  # reclaimed: the work since the last checkpoint is lost
             run.lost += run.unsaved
@@ -331,11 +439,12 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
             run.preemptions_in_attempt += 1
             set_phase("interrupted")
             event = True
-        if run.instance == "none" and run.request == "spot" and avail[t]:
+        if run.instance == "none" and run.request == "spot" and not run.copy_left and avail[t]:
             start_instance("spot")
             event = True
         if t >= wake or (event and policy.wakes_on_events):
             started = run.attempt_started if run.attempt_started is not None and run.attempt_started <= t else None
+            seen = t - t % sighting
             command = policy.decide(
                 View(
                     t=t,
@@ -351,20 +460,28 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
                     phase_since=run.phase_since,
                     trained_in_attempt=run.trained_in_attempt,
                     preemptions_in_attempt=run.preemptions_in_attempt,
+                    region=run.region,
+                    checkpoint_region=run.checkpoint_region,
+                    regions_available=tuple(bool(a[t]) for a in avails),
+                    sighted=tuple(bool(a[seen]) for a in avails),
+                    records=records.at(seen) if places > 1 else (),
                 )
             )
             decisions += 1
             apply(command)
             wake = NEVER if command.wake_at is None else max(command.wake_at, t + 1)
+            avail = avails[run.region]
         event = False
         # How long nothing changes.
         span = min(horizon, wake) - t
         if policy.wakes_on_events:
-            span = min(span, int(next_off[t] if avail[t] else next_on[t]) - t)
-        if run.instance == "spot":
-            span = min(span, int(next_off[t]) - t)
+            span = min(span, int(next_change[t + 1]) - t if t + 1 < horizon else span)
+        if run.copy_left:
+            span = min(span, run.copy_left)
+        elif run.instance == "spot":
+            span = min(span, int(next_off[run.region][t]) - t)
         elif run.instance == "none" and run.request == "spot":
-            span = min(span, int(next_on[t]) - t)
+            span = min(span, int(next_on[run.region][t]) - t)
         if run.instance != "none":
             if run.overhead_left:
                 span = min(span, run.overhead_left)
@@ -373,6 +490,15 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
                 if job.checkpoint is not None:
                     span = min(span, job.checkpoint - run.unsaved)
         span = max(span, 1)
+        if run.copy_left:
+            run.copy_left -= span
+            t += span
+            if not run.copy_left:
+                run.checkpoint_region = run.region
+                if t < horizon:
+                    start_or_wait()
+                event = True
+            continue
         if run.instance != "none" and run.overhead_left:
             billed = job.billed_start  # the last steps of the start-up
             run.billed_overhead[run.instance] += min(run.overhead_left, billed) - min(run.overhead_left - span, billed)
@@ -394,15 +520,14 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
                 run.checkpointed, run.unsaved = job.work, 0
                 break
             if job.checkpoint is not None and run.unsaved >= job.checkpoint:
-                run.checkpointed += run.unsaved
-                run.unsaved = 0
+                save()
                 event = True
         t += span
     spot = run.spot_steps + run.billed_overhead["spot"]
     on_demand = run.on_demand_steps + run.billed_overhead["on-demand"]
     return Outcome(
         policy=policy.name,
-        cost=(spot * job.spot_price + on_demand * job.on_demand_price) * job.step_hours,
+        cost=(spot * job.spot_price + on_demand * job.on_demand_price) * job.step_hours + run.copies * job.copy_cost,
         finished_at=finished,
         met=finished is not None and finished <= job.deadline,
         spot_steps=run.spot_steps,
@@ -412,4 +537,7 @@ def simulate(job: Job, available: npt.NDArray[np.bool_], policy: Policy) -> Outc
         switched_at=run.switched_at,
         decisions=decisions,
         reason=str(getattr(policy, "reason", "")),
+        moves=sum(1 for a, b in zip(run.regions, run.regions[1:], strict=False) if a != b),
+        copies=run.copies,
+        regions=tuple(run.regions),
     )

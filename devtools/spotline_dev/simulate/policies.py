@@ -132,6 +132,7 @@ class UniformProgress:
 
 _STATE_OF_PHASE: dict[Phase, State] = {
     "idle": "queued",
+    "copying": "queued",  # the checkpoint copy before a submission in another region
     "waiting": "starting",  # SageMaker "Starting": insufficient capacity, retrying
     "starting": "starting",
     "training": "training",
@@ -178,6 +179,15 @@ class SpotlinePolicy:
         self.clocks: list[JobClock] = []
         """Every clock the policy was asked about, in order (for tests and reports)."""
         self._wake, self._preemptions = 0, 0
+        self.checked = False
+        """Whether the last `decide` was a check (not an answer the last check already gave)."""
+        self.spot_missing = False
+        self.overhead = float(job.overhead * job.step_seconds)
+        """The restart estimate of the last check (without a checkpoint copy)."""
+
+    def copy_seconds(self) -> float:
+        """What a move to another region adds to a restart (none in one region)."""
+        return 0.0
 
     def _at(self, step: int) -> datetime:
         return self.start + timedelta(seconds=step * self.job.step_seconds)
@@ -186,6 +196,7 @@ class SpotlinePolicy:
         return max(1, math.ceil(seconds / self.job.step_seconds - 1e-9))
 
     def decide(self, view: View) -> Command:
+        self.checked = False
         if view.capacity == "none":  # SubmitTrainingJob (spot-first), then WaitForJobToStart
             return Command("spot", view.t + self._steps(FIRST_POLL_SECONDS))
         if view.capacity == "on-demand":  # decide() answers "continue" on on-demand: nothing left to ask
@@ -193,6 +204,7 @@ class SpotlinePolicy:
         if view.t < self._wake and view.preemptions_in_attempt == self._preemptions:
             return Command("spot", self._wake)  # a change no Batch or SageMaker event announces
         self._preemptions = view.preemptions_in_attempt
+        self.checked = True
         step = self.job.step_seconds
         now = self._at(view.t)
         started_at = None if view.attempt_started is None else self._at(view.attempt_started)
@@ -217,7 +229,8 @@ class SpotlinePolicy:
         previous = [{"finalStatus": {"queueWaitSeconds": wait * step}} for wait in view.previous_waits]
         overhead = restart_overhead(previous, queue_wait, "spot")
         since_submit = (now - submitted).total_seconds()
-        spot_missing = is_spot_missing(status, since_submit, overhead)
+        spot_missing = self.spot_missing = is_spot_missing(status, since_submit, overhead)
+        self.overhead = overhead
         measured = measured_work_seconds(view.fraction_done, view.checkpointed * step) if self.measures_work else None
         clock = JobClock(
             now=now,
@@ -228,7 +241,7 @@ class SpotlinePolicy:
             progress=view.fraction_done,
             capacity="spot",
             spot_missing=spot_missing,
-            restart_overhead_seconds=overhead,
+            restart_overhead_seconds=overhead + self.copy_seconds(),
         )
         self.clocks.append(clock)
         decision = decide(clock)

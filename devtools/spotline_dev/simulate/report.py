@@ -94,7 +94,24 @@ def _json_number(value: float) -> float | None:
     return round(value, 4) if math.isfinite(value) else None
 
 
-def summary_json(grid: GridSpec, traces: int, rows: Iterable[Row]) -> dict[str, object]:
+def policies_json(rows: Iterable[Row], policies: Sequence[str]) -> dict[str, dict[str, object]]:
+    """Each policy's figures as `--json` gives them."""
+    return {
+        s.policy: {
+            "runs": s.runs,
+            "meanOverOptimum": _json_number(s.mean_vs_optimum),
+            "worstOverOptimum": _json_number(s.worst_vs_optimum),
+            "meanOverOnDemand": _json_number(s.mean_vs_on_demand),
+            "missed": s.missed,
+            "missedFeasible": s.missed_feasible,
+        }
+        for s in summarize(rows, policies)
+    }
+
+
+def summary_json(
+    grid: GridSpec, traces: int, rows: Iterable[Row], policies: Sequence[str] | None = None
+) -> dict[str, object]:
     """`spotline simulate --json`: the grid's parameters and each policy's numbers, so scripts and
     CI can compare runs without parsing the table."""
     rows = list(rows)
@@ -113,29 +130,20 @@ def summary_json(grid: GridSpec, traces: int, rows: Iterable[Row]) -> dict[str, 
             "traces": traces,
             "jobs": len(jobs),
         },
-        "policies": {
-            s.policy: {
-                "runs": s.runs,
-                "meanOverOptimum": _json_number(s.mean_vs_optimum),
-                "worstOverOptimum": _json_number(s.worst_vs_optimum),
-                "meanOverOnDemand": _json_number(s.mean_vs_on_demand),
-                "missed": s.missed,
-                "missedFeasible": s.missed_feasible,
-            }
-            for s in summarize(rows, grid.policies)
-        },
+        "policies": policies_json(rows, grid.policies if policies is None else policies),
     }
 
 
 def format_table(summaries: Sequence[Summary]) -> str:
+    name = max([13, *(len(s.policy) for s in summaries)])
     head = (
-        f"{'policy':<13} {'runs':>5} {'mean/OD':>8} {'worst/OD':>8} {'mean/opt':>8} {'worst/opt':>9} "
+        f"{'policy':<{name}} {'runs':>5} {'mean/OD':>8} {'worst/OD':>8} {'mean/opt':>8} {'worst/opt':>9} "
         f"{'bill/opt':>8} {'missed':>7} {'miss rate':>9} {'missed feasible':>15}"
     )
     lines = [head, "-" * len(head)]
     for s in summaries:
         lines.append(
-            f"{s.policy:<13} {s.runs:>5} {s.mean_vs_on_demand:>8.3f} {s.worst_vs_on_demand:>8.3f} "
+            f"{s.policy:<{name}} {s.runs:>5} {s.mean_vs_on_demand:>8.3f} {s.worst_vs_on_demand:>8.3f} "
             f"{s.mean_vs_optimum:>8.3f} {s.worst_vs_optimum:>9.3f} {s.bill_vs_optimum:>8.3f} "
             f"{s.missed:>7} {100 * s.miss_rate:>8.1f}% {s.missed_feasible:>15}"
         )
@@ -160,10 +168,14 @@ def by_slack(rows: Iterable[Row]) -> dict[str, dict[float, tuple[float, float]]]
 def slack_table(rows: Sequence[Row], policies: Sequence[str]) -> str:
     """Mean cost / optimum by slack, a column per policy: the plot's left panel as text."""
     curves = by_slack(rows)
-    lines = [f"{'slack':>6} " + " ".join(f"{p:>12}" for p in policies)]
+    widths = [max(12, len(p)) for p in policies]
+    lines = [f"{'slack':>6} " + " ".join(f"{p:>{w}}" for p, w in zip(policies, widths, strict=True))]
     for slack in sorted({s for per in curves.values() for s in per}):
         cells = [curves.get(p, {}).get(slack) for p in policies]
-        lines.append(f"{100 * slack:>5g}% " + " ".join(f"{c[0]:>12.3f}" if c else f"{'':>12}" for c in cells))
+        lines.append(
+            f"{100 * slack:>5g}% "
+            + " ".join(f"{c[0]:>{w}.3f}" if c else f"{'':>{w}}" for c, w in zip(cells, widths, strict=True))
+        )
     return "\n".join(lines)
 
 
@@ -189,6 +201,7 @@ CSV_FIELDS = (
     "lost_hours",
     "switched_at_hours",
     "reason",
+    "moves",
 )
 SUMMARY_FIELDS = (
     "policy",

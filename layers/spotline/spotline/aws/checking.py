@@ -7,9 +7,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from spotline.aws.billing import describe_training_job
-from spotline.aws.clients import client
+from spotline.aws.clients import client, in_region
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
+from spotline.aws.region_moves import copy_seconds, look_elsewhere
+from spotline.aws.regions import queue_in, spec_at
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
 from spotline.aws.training_plans import candidate_plans
@@ -210,7 +212,15 @@ def deadline_at_risk(
 
 
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
+    """The status of the run's current attempt, read in the region it runs in (`region`: home)."""
+    where = state["training"].get("region") or region
+    with in_region(where if where != region else None):
+        return _check(state, execution_arn=execution_arn, now=now, where=where)
+
+
+def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: str) -> dict[str, Any]:
     spec = spec_of(state)
+    here = spec_at(spec, where)
     training = state["training"]
     previous: list[dict[str, Any]] = training.get("previousAttempts", [])
     batch_job = client("batch").describe_service_job(jobId=training["jobId"])
@@ -223,9 +233,11 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
     queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
     capacity = training["capacity"]
     settings = QueueSettings.from_environment()
-    wait_now = queue_wait_now(waiting_jobs(settings.job_queue, batch_job.get("quotaShareName")), now)
+    queue = queue_in(settings.job_queue, where) if settings.job_queue else None
+    wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
     overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
-    progress = progress_of(spec, status, previous)
+    progress = progress_of(here, status, previous)
+    copy, size = copy_seconds(state, here, where) if capacity == "spot" else (0.0, 0)
     since_submit = (now - submitted).total_seconds()
     clock = JobClock(
         now=now,
@@ -239,7 +251,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         progress=progress["fraction"],
         capacity="spot" if capacity == "spot" else "on-demand",  # a plan's attempt never goes back to spot
         spot_missing=is_spot_missing(status, since_submit, overhead),
-        restart_overhead_seconds=overhead,
+        restart_overhead_seconds=overhead + copy,  # a move to another region copies the checkpoint first
         queue_wait_seconds=wait_now,
         work_measured=progress["estimatedWorkSeconds"] is not None,
     )
@@ -251,7 +263,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         decision=decision,
         settings=settings,
         in_queue_for=now - submitted,
-        region=region,
+        region=where,
     )
     spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
     wait = CapacityWait(
@@ -274,6 +286,17 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         ),
         checks,
     )
+    step, region_choice, next_region = look_elsewhere(
+        state,
+        spec,
+        status,
+        clock,
+        step,
+        where=where,
+        execution=execution_arn,
+        size=size,
+        restart_seconds=overhead,
+    )
     plan = None
     if step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:
         plan = fallback_plan(spec, candidate_plans(spec, settings.team_policy), now, min_seconds=on_demand_needs(clock))
@@ -287,7 +310,7 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         may_switch=capacity == "spot" and spec.strategy == "spot-first" and not out_of_reach(clock),
     )
     job_links = links.for_job(
-        region,
+        where,
         execution_arn=execution_arn,
         training_job_name=status.training_job_name,
         batch_job_id=training["jobId"],
@@ -325,6 +348,8 @@ def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: s
         "explanation": step.explanation,
         "nextCapacity": step.next_capacity,
         "nextInstanceType": step.next_instance_type,
+        "nextRegion": next_region,
+        "regionChoice": region_choice,
         "nextTrainingPlan": plan_record(plan) if plan else None,
         # An on-demand fallback may look for capacity as long as the deadline leaves after the work.
         "maxPendingSeconds": pending_limit(left - remaining_work(clock) - STARTUP_AFTER_ACQUIRE_SECONDS)

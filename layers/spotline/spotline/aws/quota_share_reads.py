@@ -12,9 +12,9 @@ from spotline.aws.clients import client
 from spotline.core.quota_shares import ExistingShare
 
 
-def existing_shares(job_queue: str) -> list[ExistingShare]:
+def existing_shares(job_queue: str, region: str | None = None) -> list[ExistingShare]:
     """Every quota share of the queue, enabled or not (ListQuotaShares, all pages)."""
-    batch, shares = client("batch"), []
+    batch, shares = client("batch", region), []
     request: dict[str, Any] = {"jobQueue": job_queue, "maxResults": 100}
     while True:
         page = batch.list_quota_shares(**request)

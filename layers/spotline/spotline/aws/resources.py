@@ -132,10 +132,10 @@ def _check_image(image: str) -> list[ManifestError]:
     return []
 
 
-def _check_prefix_has_objects(path: str, uri: str) -> list[ManifestError]:
+def _check_prefix_has_objects(path: str, uri: str, region: str | None = None) -> list[ManifestError]:
     bucket, prefix = split_s3_uri(uri)
     try:
-        listing = client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+        listing = client("s3", region).list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
     except Exception as exc:
         return [_access_problem(path, exc, f"bucket {bucket} does not exist")]
     if not listing.get("KeyCount"):
@@ -143,12 +143,12 @@ def _check_prefix_has_objects(path: str, uri: str) -> list[ManifestError]:
     return []
 
 
-def _check_object(path: str, uri: str) -> list[ManifestError]:
+def _check_object(path: str, uri: str, region: str | None = None) -> list[ManifestError]:
     """The object itself, found by listing (s3:ListBucket, as for the inputs): the first key
     under a prefix equal to the key is the key itself."""
     bucket, key = split_s3_uri(uri)
     try:
-        listing = client("s3").list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+        listing = client("s3", region).list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
     except Exception as exc:
         return [_access_problem(path, exc, f"bucket {bucket} does not exist")]
     if not any(item.get("Key") == key for item in listing.get("Contents", [])):
@@ -156,17 +156,25 @@ def _check_object(path: str, uri: str) -> list[ManifestError]:
     return []
 
 
-def _check_bucket(path: str, uri: str) -> list[ManifestError]:
+def _check_bucket(path: str, uri: str, region: str | None = None) -> list[ManifestError]:
+    """The bucket exists (and, for an attempt in `region`, is there: SageMaker needs the job's
+    buckets in its region)."""
     bucket, _ = split_s3_uri(uri)
     try:
-        client("s3").head_bucket(Bucket=bucket)
+        client("s3", region).head_bucket(Bucket=bucket)
+        if region is not None:
+            where = client("s3", region).get_bucket_location(Bucket=bucket).get("LocationConstraint") or "us-east-1"
+            if where != region:
+                return [ManifestError(path, f"bucket {bucket} is in {where}, not {region}")]
     except Exception as exc:
         return [_access_problem(path, exc, f"bucket {bucket} does not exist")]
     return []
 
 
-def _check_queue(queue: str) -> list[ManifestError]:
-    queues = client("batch").describe_job_queues(jobQueues=[queue]).get("jobQueues", [])
+def _check_queue(queue: str, region: str | None = None) -> list[ManifestError]:
+    queues = client("batch", region).describe_job_queues(jobQueues=[queue]).get("jobQueues", [])
+    if not queues and region is not None:
+        return [ManifestError(STACK_PATH, f"no Spotline stack in {region}: job queue {queue} does not exist there")]
     if not queues:
         return [
             ManifestError(STACK_PATH, f"job queue {queue} does not exist; the stack is broken, page the platform team")
@@ -177,9 +185,9 @@ def _check_queue(queue: str) -> list[ManifestError]:
     return []
 
 
-def _check_quota_share(spec: JobSpec, queue: str) -> list[ManifestError]:
+def _check_quota_share(spec: JobSpec, queue: str, region: str | None = None) -> list[ManifestError]:
     """Whether the team's quota share lets the job start at all (read live: ListQuotaShares)."""
-    shares = existing_shares(queue)
+    shares = existing_shares(queue, region)
     problems: list[ManifestError] = []
     for where, option in option_paths(spec):
         for problem in share_problems(spec.team, option.instance_type, option.instance_count, shares):
@@ -223,3 +231,20 @@ def _access_problem(path: str, exc: Exception, not_found: str) -> ManifestError:
     if code in DENIED:
         return ManifestError(path, f"Spotline is not allowed to check it ({code}); grant read access or fix the name")
     raise exc
+
+
+def check_in_region(spec: JobSpec, region: str, queue: str) -> list[ManifestError]:
+    """The checks of a job as placed in another region (`spotline.core.replicas.spec_in`): its
+    inputs, code, buckets and image there, and that region's Spotline queue and the team's share."""
+    problems = _check_image(spec.image)
+    for index, channel in enumerate(spec.inputs):
+        problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri, region)
+    if spec.code_s3_uri:
+        problems += _check_object("spec.code.s3Uri", spec.code_s3_uri, region)
+    problems += _check_bucket("spec.output.s3Uri", spec.output_s3_uri, region)
+    if spec.checkpoint_s3_uri:
+        problems += _check_bucket("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri, region)
+    problems += _check_queue(queue, region)
+    if not problems:
+        problems += _check_quota_share(spec, queue, region)
+    return problems

@@ -1,4 +1,4 @@
-"""What StopSpotJob tells on-call for each move between capacity tiers (pure): where the job goes,
+"""What StopSpotJob tells on-call for each move between capacity tiers and regions (pure): where the job goes,
 the alert's kind, the next step, and the metric it counts."""
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ MOVES = {
         "Nothing is needed now: the job resumes on spot from its last checkpoint. If this recurs, put the type "
         "with spot capacity first in the manifest.",
         "InstanceTypeMoves",
+    ),
+    "region": Move(
+        "spot in {region}",
+        "MovedToAnotherRegion",
+        "Nothing is needed now: the job resumes on spot in another of its regions from a copy of its last "
+        "checkpoint. If this recurs, list the region with spot capacity first in capacity.regions.",
+        "RegionMoves",
     ),
     "training-plan": Move(
         "training plan {plan} ({type})",

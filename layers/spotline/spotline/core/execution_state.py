@@ -165,6 +165,8 @@ def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None
         "trainingJobName": status.get("trainingJobName") if final is not None and status else None,
         "submittedAt": training.get("submittedAt"),
         "finalStatus": final,
+        **({"region": training["region"]} if training.get("region") else {}),
+        **({"checkpointCopy": training["checkpointCopy"]} if training.get("checkpointCopy") else {}),
     }
 
 

@@ -19,6 +19,7 @@ Action = Literal[
     "resubmit-on-spot",
     "resubmit-on-demand",
     "move-to-another-type",
+    "move-to-another-region",
     "switch-to-on-demand",
     "switch-to-training-plan",
     "give-up",

@@ -423,6 +423,7 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         metrics=tuple(MetricDefinition(m["name"], m["regex"]) for m in spec.get("metrics", [])),
         keep_alive_seconds=parse_duration(resources_["keepAlive"]) if "keepAlive" in resources_ else 0,
         training_plan=capacity.get("trainingPlan"),
+        regions=tuple(capacity.get("regions", ())),
         alternatives=tuple(
             InstanceOption(
                 a["instanceType"],

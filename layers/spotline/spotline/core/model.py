@@ -87,6 +87,8 @@ class JobSpec:
     """`resources.alternatives`, in order of preference after the primary type."""
     training_plan: str | None = None
     """`capacity.trainingPlan`: a training plan ARN, `auto`, or None (no reserved capacity)."""
+    regions: tuple[str, ...] = ()
+    """`capacity.regions`: where spot attempts may run (empty: the home region only)."""
 
     @property
     def instance_options(self) -> tuple[InstanceOption, ...]:
@@ -111,6 +113,7 @@ class JobSpec:
         data["depends_on"] = list(self.depends_on)
         data["metrics"] = [asdict(metric) for metric in self.metrics]
         data["alternatives"] = [asdict(option) for option in self.alternatives]
+        data["regions"] = list(self.regions)
         return data
 
     @classmethod
@@ -120,6 +123,7 @@ class JobSpec:
         values["depends_on"] = tuple(values.get("depends_on", ()))
         values["metrics"] = tuple(MetricDefinition(**metric) for metric in values.get("metrics", ()))
         values["alternatives"] = tuple(InstanceOption(**option) for option in values.get("alternatives", ()))
+        values["regions"] = tuple(values.get("regions", ()))
         return cls(**values)
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from spotline.core import json_schemas
@@ -64,6 +64,8 @@ class TeamAllowance:
     max_concurrent_jobs: int | None = None
     training_plans: tuple[str, ...] = ()  # ARN patterns of the training plans its jobs may use
     quotas: tuple[tuple[str, int], ...] | None = None  # (instance type, instances); None: not declared
+    replicas: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """prefix -> region -> the prefix holding the same data or images there."""
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
@@ -84,6 +86,7 @@ class TeamAllowance:
             max_concurrent_jobs=entry.get("maxConcurrentJobs"),
             training_plans=tuple(entry.get("trainingPlans", ())),
             quotas=tuple(sorted((str(t), int(n)) for t, n in entry["quotas"].items())) if "quotas" in entry else None,
+            replicas={prefix: dict(by_region) for prefix, by_region in entry.get("replicas", {}).items()},
         )
 
 
@@ -150,7 +153,7 @@ class TeamPolicy:
             )
         errors += _check_role(team, spec.role_arn, allowance)
         errors += _check_image(team, spec.image, allowance)
-        for path, uri in _s3_uris(spec):
+        for path, uri in s3_uris(spec):
             if not any(_within(uri, prefix) for prefix in allowance.s3_prefixes):
                 errors.append(
                     ManifestError(path, f"{uri} is outside team {team}'s S3 prefixes ({_some(allowance.s3_prefixes)})")
@@ -234,7 +237,7 @@ def _check_image(team: str, image: str, allowance: TeamAllowance) -> list[Manife
     return [ManifestError("spec.image", f"{image} is not an image team {team} may use ({allowed})")]
 
 
-def _s3_uris(spec: JobSpec) -> Iterable[tuple[str, str]]:
+def s3_uris(spec: JobSpec) -> Iterable[tuple[str, str]]:
     for index, channel in enumerate(spec.inputs):
         yield f"spec.inputs[{index}].s3Uri", channel.s3_uri
     yield "spec.output.s3Uri", spec.output_s3_uri

@@ -1,0 +1,113 @@
+"""CheckTrainingStatus across regions: the fleet's record of spot capacity, written at each
+check of a spot attempt, and the move of a stuck spot attempt to another of the run's regions
+(`spotline.core.regions.choose_region`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from spotline.aws.clients import client, split_s3_uri
+from spotline.aws.observability import logger
+from spotline.aws.regions import allowed_regions, recent_sightings, record_sighting
+from spotline.core.lifecycle import NextStep
+from spotline.core.model import JobSpec
+from spotline.core.policy import JobClock, remaining_work
+from spotline.core.regions import Sighting, choose_region, copy_estimate, latest_sightings, region_records
+from spotline.core.status import TrainingStatus
+
+CHECKPOINT_KEYS_READ = 1000
+"""Keys of the checkpoint prefix summed for its size (one page)."""
+
+
+def checkpoint_bytes(spec: JobSpec) -> int:
+    """The size of the job's checkpoint prefix as it stands (one page of keys)."""
+    if not spec.checkpoint_s3_uri:
+        return 0
+    bucket, prefix = split_s3_uri(spec.checkpoint_s3_uri)
+    page = client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=CHECKPOINT_KEYS_READ)
+    return sum(int(item.get("Size", 0)) for item in page.get("Contents", []))
+
+
+def copy_seconds(state: dict[str, Any], spec_here: JobSpec, where: str) -> tuple[float, int]:
+    """(the longest checkpoint copy to another of the run's regions, the checkpoint's bytes): what
+    a move adds to a restart, so the deadline policy counts it. (0, 0) for a run in one region."""
+    others = [r for r in allowed_regions(state) if r != where]
+    if not others or not spec_here.checkpoint_s3_uri:
+        return 0.0, 0
+    size = checkpoint_bytes(spec_here)
+    return max(copy_estimate(size, where, r)[0] for r in others), size
+
+
+def sighting_of(status: TrainingStatus, clock: JobClock, *, where: str, instance_type: str) -> Sighting | None:
+    """What this check saw of spot capacity where the attempt runs (None: nothing either way)."""
+    if status.state == "training":
+        return Sighting(where, clock.now, True, instance_type)
+    if clock.spot_missing:
+        return Sighting(where, clock.now, False, instance_type, interruption=status.state == "interrupted")
+    return None
+
+
+def look_elsewhere(
+    state: dict[str, Any],
+    spec: JobSpec,
+    status: TrainingStatus,
+    clock: JobClock,
+    step: NextStep,
+    *,
+    where: str,
+    execution: str,
+    size: int,
+    restart_seconds: float,
+) -> tuple[NextStep, dict[str, Any] | None, str | None]:
+    """The step, the region choice made (if any) and the region to move to (if any)."""
+    training = state["training"]
+    instance_type = status.instance_type or training.get("instanceType") or spec.instance_type
+    if training["capacity"] != "spot":
+        return step, None, None
+    seen = sighting_of(status, clock, where=where, instance_type=instance_type)
+    if seen is not None:
+        try:
+            record_sighting(seen, execution)
+        except Exception:  # the record informs choices; a failed write never fails the check
+            logger.exception("Capacity sighting not recorded")
+    if step.action != "keep-waiting" or not clock.spot_missing:
+        return step, None, None
+    allowed = allowed_regions(state)
+    excluded = ((state.get("resources") or {}).get("regions") or {}).get("excluded") or []
+    left_out = "; ".join(f"{e['region']} left out ({e['field']}: {e['reason']})" for e in excluded)
+    if len(allowed) < 2:
+        if left_out:
+            step = replace(step, explanation=f"{step.explanation}; spot waits in {where}: {left_out}")
+        return step, None, None
+    sightings = recent_sightings(allowed, instance_type, clock.now)
+    choice = choose_region(
+        situation="stuck",
+        current=where,
+        allowed=allowed,
+        sightings=latest_sightings(sightings, clock.now),
+        restart_seconds=restart_seconds,
+        checkpoint_bytes=size,
+        checkpoint_region=where,
+        remaining_seconds=remaining_work(clock),
+        checkpoint_interval_seconds=60.0 * spec.checkpoint_interval_minutes,
+        records=region_records(sightings, clock.now),
+        stuck_since=status.state_since,
+    )
+    if not choice.moves:
+        extra = f"; {left_out}" if left_out else ""
+        return (
+            replace(step, explanation=f"{step.explanation}; stays in {where}: {choice.reason}{extra}"),
+            choice.to_dict(),
+            None,
+        )
+    return (
+        NextStep(
+            "move-to-another-region",
+            f"no spot capacity in {where}: the spot attempt moves to {choice.reason}, from a copy of its last "
+            "checkpoint, before any on-demand is spent",
+            next_capacity="spot",
+        ),
+        choice.to_dict(),
+        choice.region,
+    )

@@ -1,0 +1,192 @@
+"""A run's attempts across regions: where each runs, its resources there, the fleet's record
+of spot capacity per region, and the checkpoint copy before an attempt starts elsewhere.
+
+The run stays in its home region (the stack that received the manifest): its execution, tables,
+report, metrics and notifications. An attempt in another region uses that region's Spotline
+queue (the same stack deployed there, so the same queue name) and the team's replicas of its
+resources (`spotline.core.replicas`); its Batch and SageMaker calls go to that region
+(`spotline.aws.clients.in_region`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from spotline.aws.clients import client, resource, split_s3_uri
+from spotline.core.model import JobSpec, to_rfc3339
+from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
+from spotline.core.regions import (
+    RECORD_WINDOW_SECONDS,
+    Sighting,
+    choose_region,
+    latest_sightings,
+    region_records,
+)
+from spotline.core.replicas import place, spec_in
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+
+SIGHTINGS_TABLE = "CAPACITY_SIGHTINGS_TABLE"
+SIGHTINGS_READ = 300
+"""Sightings read per region and type for a decision (the newest first: a busy fleet's last day)."""
+SIGHTING_TTL = timedelta(days=2)
+
+
+def home_region() -> str:
+    return os.environ.get("AWS_REGION", "us-east-1")
+
+
+def allowed_regions(state: dict[str, Any]) -> list[str]:
+    """The regions ValidateResources let the run use (`$.resources.regions.allowed`), home first."""
+    plan = (state.get("resources") or {}).get("regions") or {}
+    return list(plan.get("allowed") or [home_region()])
+
+
+def queue_in(queue: str, region: str) -> str:
+    """The stack's queue ARN (or name) as the same stack names it in `region`."""
+    if not queue.startswith("arn:"):
+        return queue
+    parts = queue.split(":")
+    parts[3] = region
+    return ":".join(parts)
+
+
+def spec_at(spec: JobSpec, region: str | None) -> JobSpec:
+    """The job as it runs in `region`, through its team's replicas (the TeamPolicy's)."""
+    home = home_region()
+    if not region or region == home:
+        return spec
+    try:
+        allowance = TeamPolicy.from_json(os.environ.get("TEAM_POLICY", "{}")).allowance(spec.team)
+    except TeamPolicyInvalid:
+        allowance = None
+    placed, problems = place(spec, region, home, allowance.replicas if allowance else {})
+    if placed is None:
+        raise ValueError(f"the job has no place in {region}: {problems[0].path}: {problems[0].message}")
+    return spec_in(spec, placed)
+
+
+# --- the fleet's record of spot capacity ---------------------------------------------------------
+
+
+def _table() -> Any | None:
+    name = os.environ.get(SIGHTINGS_TABLE)
+    return resource("dynamodb").Table(name) if name else None
+
+
+def record_sighting(sighting: Sighting, execution: str) -> None:
+    """One sighting (best effort: the record informs a choice, it never blocks a check)."""
+    table = _table()
+    if table is None:
+        return
+    table.put_item(
+        Item={
+            "pk": f"{sighting.region}#{sighting.instance_type}",
+            "sk": f"{to_rfc3339(sighting.at)}#{execution.rsplit(':', 1)[-1]}",
+            "spot": sighting.spot,
+            "interruption": sighting.interruption,
+            "expiresAt": int((sighting.at + SIGHTING_TTL).timestamp()),
+        }
+    )
+
+
+def recent_sightings(regions: Sequence[str], instance_type: str, now: datetime) -> list[Sighting]:
+    """The fleet's sightings of the last day in each region for `instance_type`, newest first."""
+    table = _table()
+    if table is None:
+        return []
+    since = to_rfc3339(now - timedelta(seconds=RECORD_WINDOW_SECONDS))
+    found: list[Sighting] = []
+    for region in regions:
+        page = table.query(
+            KeyConditionExpression=Key("pk").eq(f"{region}#{instance_type}") & Key("sk").gte(since),
+            ScanIndexForward=False,
+            Limit=SIGHTINGS_READ,
+        )
+        for item in page.get("Items", []):
+            at = datetime.fromisoformat(str(item["sk"]).split("#", 1)[0])
+            found.append(Sighting(region, at, bool(item["spot"]), instance_type, bool(item.get("interruption"))))
+    return found
+
+
+# --- the checkpoint copy ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCopy:
+    source: str
+    target: str
+    objects: int
+    bytes: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "from": self.source,
+            "to": self.target,
+            "objects": self.objects,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def copy_checkpoint(source_uri: str, target_uri: str, target_region: str) -> CheckpointCopy:
+    """Every object under `source_uri` to the same key under `target_uri` (server-side; the
+    managed copy goes multipart above its threshold). Copying again overwrites with the same bytes,
+    so a retried submission may copy twice, never wrongly."""
+    began = time.monotonic()
+    src_bucket, src_prefix = split_s3_uri(source_uri)
+    dst_bucket, dst_prefix = split_s3_uri(target_uri)
+    s3 = client("s3", target_region)
+    objects = size = 0
+    for page in client("s3").get_paginator("list_objects_v2").paginate(Bucket=src_bucket, Prefix=src_prefix):
+        for item in page.get("Contents", []):
+            key = str(item["Key"])
+            s3.copy({"Bucket": src_bucket, "Key": key}, dst_bucket, dst_prefix + key[len(src_prefix) :])
+            objects += 1
+            size += int(item.get("Size", 0))
+    return CheckpointCopy(source_uri, target_uri, objects, size, time.monotonic() - began)
+
+
+# --- where the next attempt runs ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    region: str
+    choice: dict[str, Any] | None
+    """The region decision, when one was made here (the first spot attempt of a job free to move)."""
+
+
+def place_attempt(state: dict[str, Any], spec: JobSpec, capacity: str, now: datetime) -> Placement:
+    """The region of the next attempt: the one the last check chose (`$.status.nextRegion`); for
+    the first spot attempt of a job allowed several, the best by the fleet's record; else where
+    the last attempt ran (its checkpoint is there: on-demand never pays a copy), home at first."""
+    home, allowed = home_region(), allowed_regions(state)
+    training = state.get("training") or {}
+    status = state.get("status") or {}
+    chosen = status.get("nextRegion") if status.get("nextCapacity") else None
+    if chosen in allowed:
+        return Placement(str(chosen), None)
+    if training or capacity != "spot" or len(allowed) < 2:
+        return Placement(str(training.get("region") or home), None)
+    sightings = recent_sightings(allowed, spec.instance_type, now)
+    choice = choose_region(
+        situation="placing",
+        current=home,
+        allowed=allowed,
+        sightings=latest_sightings(sightings, now),
+        restart_seconds=DEFAULT_RESTART_OVERHEAD_SECONDS,
+        checkpoint_bytes=0,
+        checkpoint_region=home,
+        remaining_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
+        checkpoint_interval_seconds=60.0 * spec.checkpoint_interval_minutes,
+        records=region_records(sightings, now),
+    )
+    return Placement(choice.region, choice.to_dict())
