@@ -68,7 +68,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     previous_region = (state.get("training") or {}).get("region") or home_region()
     if state.get("training") and there.checkpoint_s3_uri and previous_region != where:
         # The latest checkpoint is where the last attempt ran: the attempt here resumes from a copy.
-        copied = copy_checkpoint(spec_at(spec, previous_region).checkpoint_s3_uri or "", there.checkpoint_s3_uri, where)
+        source = spec_at(spec, previous_region).checkpoint_s3_uri or ""
+        copied = copy_checkpoint(source, there.checkpoint_s3_uri, previous_region, where)
         metrics.add_metric(name="CheckpointCopies", unit=MetricUnit.Count, value=1)
     queue = queue_in(os.environ["JOB_QUEUE"], where)
     request = submit_service_job_request(there, attempt, queue, training_settings.from_environment())

@@ -15,6 +15,14 @@ from spotline.aws.spec_store import spec_of
 from spotline.core.errors import summarize
 
 
+def _available(plan: RegionPlan) -> str:
+    """All resources available, and where the run may go when a region was left out."""
+    if not plan.excluded:
+        return "all resources available"
+    left_out = "; ".join(f"{e.region} left out: {e.field}: {e.reason}" for e in plan.excluded)
+    return f"all resources available in {', '.join(plan.allowed)}; {left_out}"
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
@@ -34,6 +42,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "valid": not problems,
         "problems": [p.to_dict() for p in problems],
-        "summary": summarize(problems) if problems else "all resources available",
+        "summary": summarize(problems) if problems else _available(plan),
         "regions": plan.to_dict(),
     }

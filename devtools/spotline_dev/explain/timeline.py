@@ -68,10 +68,20 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
 
 
 def _submitted(state: dict[str, Any]) -> str:
-    """`attempt 2 on spot (ml.g6.2xlarge)`: the type when the attempt moved to an alternative."""
+    """`attempt 2 on spot (ml.g6.2xlarge)`: the type when the attempt moved to an alternative; `in
+    us-west-2` for a run free to use several regions, with the checkpoint copy a move made."""
     training = state["training"]
     moved = f" ({training['instanceType']})" if training.get("instanceType") else ""
-    return f"attempt {training['attempt']} on {training['capacity']}{moved}: Batch job {training['jobName']}"
+    regions = as_dict(as_dict(state.get("resources")).get("regions"))
+    where = f" in {training['region']}" if training.get("region") and len(regions.get("allowed") or []) > 1 else ""
+    copy = as_dict(training.get("checkpointCopy"))
+    copied = (
+        f" (checkpoint copied from {copy['fromRegion']}: {copy['objects']} objects, {copy['bytes']:,} bytes)"
+        if copy
+        else ""
+    )
+    attempt = f"attempt {training['attempt']} on {training['capacity']}"
+    return f"{attempt}{moved}{where}{copied}: Batch job {training['jobName']}"
 
 
 def _woken(state: dict[str, Any]) -> str | None:

@@ -7,7 +7,10 @@ an execution waiting for its job's next change is woken then, not at its timeout
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from spotline_dev.local.peers import next_change_after, state_change_events
 
 if TYPE_CHECKING:
     from spotline_dev.local.handles import LocalStack
@@ -24,13 +27,13 @@ def install_service_events(stack: LocalStack) -> None:
     def publish() -> None:
         publish_service_events(stack)
 
-    stack.clock.watch(stack.standin.next_change_after, publish)
+    stack.clock.watch(partial(next_change_after, stack), publish)
 
 
 def publish_service_events(stack: LocalStack) -> list[Any]:
     """Put the changes since the last call on the bus, then deliver what rules on the service
     events matched (and only that: a manifest uploaded meanwhile waits for its own delivery)."""
-    entries = stack.standin.state_change_events()
+    entries = state_change_events(stack)
     if not entries:
         return []
     events = stack.client("events")

@@ -59,6 +59,8 @@ class LocalStack:
     executions: Executions | None = None  # set by start_local_stack
     outputs: dict[str, tuple[str, str]] = field(default_factory=dict)  # the template's: key -> (value, description)
     queue_capacities: dict[str, dict[str, int] | None] = field(default_factory=dict)  # queue -> limits per type
+    queue_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # queue -> its register_queue arguments
+    peers: dict[str, BatchSageMakerStandIn] = field(default_factory=dict)  # peer region -> its Batch and SageMaker
     account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
     region: str = REGION
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -103,11 +103,11 @@ def create_resources(
         policy = queue["Properties"].get("SchedulingPolicyArn")
         capacity = stack.queue_capacities[logical] = queue_capacity(template, queue, resolver)
         name = queue["Properties"].get("JobQueueName")  # as CloudFormation names it, else as it would
-        physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
-            str(resolver.resolve(name)) if name else f"{STACK}-{logical}",
-            scheduling_policy_arn=resolver.resolve(policy) if policy else None,
-            capacity=capacity,
-            time_limits=[
+        settings = stack.queue_settings[logical] = {
+            "name": str(resolver.resolve(name)) if name else f"{STACK}-{logical}",
+            "scheduling_policy_arn": resolver.resolve(policy) if policy else None,
+            "capacity": capacity,
+            "time_limits": [
                 {
                     "reason": action["Reason"],
                     "state": action["State"],
@@ -116,6 +116,12 @@ def create_resources(
                 }
                 for action in queue["Properties"].get("JobStateTimeLimitActions") or []
             ],
+        }
+        physical[logical] = arns[(logical, "JobQueueArn")] = stack.standin.register_queue(
+            settings["name"],
+            scheduling_policy_arn=settings["scheduling_policy_arn"],
+            capacity=capacity,
+            time_limits=settings["time_limits"],
         )
 
     dynamodb = stack.client("dynamodb")

@@ -41,6 +41,7 @@ from spotline_dev.local.moto_shortcuts import (
     skip_repeated_botocore_work,
     skip_repeated_moto_work,
 )
+from spotline_dev.local.peers import mirror_queues, start_peers
 from spotline_dev.local.resources import create_resources
 from spotline_dev.local.template import (
     load_template,
@@ -127,13 +128,17 @@ def start_local_stack(
     account: str = ACCOUNT,
     region: str = REGION,
     parameters: Mapping[str, str] | None = None,
+    peers: Mapping[str, SpotWeather] | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
     yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY);
     `capacity` the training queue's capacity per instance type (the template's TrainingCapacity);
     `account` and `region` the AWS account and region it plays; `parameters` the stack's
-    parameter values where they differ from the template's defaults (e.g. TrainingRolePath)."""
+    parameter values where they differ from the template's defaults (e.g. TrainingRolePath);
+    `peers` the spot weather of each peer region (the stack's PeerRegions, `spotline_dev.local.peers`)."""
     overrides = dict(parameters or {}) | ({"TrainingCapacity": format_capacity(capacity)} if capacity else {})
+    if peers:
+        overrides["PeerRegions"] = ",".join(r for r in peers if r != region)
     template = with_parameters(load_template(), overrides)
     clock = VirtualClock(start or datetime.now(UTC))
     with ExitStack() as exits:
@@ -182,6 +187,7 @@ def start_local_stack(
             account=account,
             region=region,
         )
+        start_peers(stack, peers or {}, behaviour, lambda there: S3CheckpointStore(there, account), session)
         lambdas = InProcessLambdas(stack)
         install_time_hooks(exits, clock)
         exits.callback(clock.close)
@@ -197,6 +203,7 @@ def start_local_stack(
         exits.callback(spotline_aws.reset_clients)
         spotline_aws.reset_clients()
         create_resources(stack, lambdas.handlers, exits, environment or {})
+        mirror_queues(stack)
         install_service_events(stack)
         install_stack_description(stack, STACK, region=region, account=account, created=clock.now())
         exits.callback(lambdas.settle, STOP_TASKS_SECONDS)  # first on the way out: moto still answers

@@ -119,7 +119,7 @@ def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) 
     if "spec.roleArn" not in missing:
         _ensure_role(clients("iam"), spec.role_arn, spec.team)
     if "spec.image" not in missing:
-        _ensure_image(clients("ecr"), spec.image)
+        ensure_image(clients("ecr"), spec.image)
     s3 = clients("s3")
     for index, channel in enumerate(spec.inputs):
         if f"spec.inputs[{index}].s3Uri" in missing:
@@ -160,7 +160,7 @@ def _ensure_role(iam: Any, role_arn: str, team: str) -> None:
         )
 
 
-def _ensure_image(ecr: Any, image: str) -> None:
+def ensure_image(ecr: Any, image: str) -> None:
     registry, _, rest = image.partition("/")
     if registry.split(".")[0] in DLC_REGISTRY_ACCOUNTS:
         return

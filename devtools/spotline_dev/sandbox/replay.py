@@ -27,16 +27,19 @@ from spotline.core.manifest import validate_bytes
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.timeline import offset
+from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
 from spotline_dev.sandbox.fleet import run_fleet
 from spotline_dev.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
+from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
     QUIET,
     follow_run,
     left_running,
     notifications_of,
+    peer_weathers,
     powertools_environment_for,
     read_json,
     rfc3339_or_none,
@@ -95,8 +98,13 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         return TrainingBehaviour(duration=duration, fail_after=scenario.fail_after)
 
     key = f"manifests/{team}/{manifest.name}"
-    environment = {"TEAM_POLICY": json.dumps(policy), **({} if verbose else QUIET)}
     played = played_account([spec] if spec else [], scenario.account)
+    replicas: dict[str, dict[str, str]] = {}
+    if spec and scenario.regions:
+        entry = policy.get("teams", {}).get(spec.team)
+        if entry is not None:  # the team's replicas, as the platform team would declare them
+            replicas = entry.setdefault("replicas", played_replicas(spec, played.region, scenario.regions))
+    environment = {"TEAM_POLICY": json.dumps(policy), **({} if verbose else QUIET)}
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
@@ -108,6 +116,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
                 account=played.id,
                 region=played.region,
                 parameters={"TrainingRolePath": played.role_path},
+                peers=peer_weathers(scenario),
             )
         )
         if not verbose:
@@ -117,6 +126,14 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             scope.enter_context(redirect_stdout(io.StringIO()))
         if spec:
             prepare_account(stack.client, spec, missing=scenario.missing)
+            for name, region in scenario.regions.items():
+                prepare_replicas(
+                    lambda service, where: stack.session.client(service, region_name=where),
+                    spec,
+                    name,
+                    replicas,
+                    region.missing,
+                )
         if scenario.stop_execution_at is not None:
             stack.stop_executions_after(scenario.stop_execution_at)
         faults = [
@@ -129,7 +146,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         execution, history = follow_run(stack, started["executionArn"], delivery_errors)
         ended_at = stack.execution(execution["executionArn"]).ended_at
         settle(stack)
-        jobs = stack.standin.jobs
+        jobs = every_job(stack)
         reports = {outcome: read_json(stack, f"reports/{key}.{outcome}.json") for outcome in ("outcome", "rejected")}
         run = summarize(
             scenario=scenario,
@@ -139,7 +156,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             jobs=jobs,
             reports=reports,
         )
-        ledgers = list(stack.standin.ledger().values())  # this stack ran this one manifest
+        ledgers = list(every_ledger(stack).values())  # this stack ran this one manifest
         run |= {
             "account": played.describe(),
             "ledger": ledgers[0] if ledgers else None,
@@ -293,6 +310,8 @@ def public_summary(
         "onDemandSeconds",
         "savingsPercent",
         "trainingPlanSeconds",
+        "regions",
+        "checkpointCopies",
         "billingSettled",
         "stateTransitions",
         "historyEvents",

@@ -23,6 +23,7 @@ from spotline.aws.billing import bill_for_state
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
+from spotline.core.regions import checkpoint_copies
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of, region_of
 from spotline_dev.local.handles import LocalStack
@@ -83,6 +84,16 @@ def weather_of(scenario: Scenario) -> SpotWeather:
         for plan in scenario.training_plans
     ]
     return weather
+
+
+def peer_weathers(scenario: Scenario) -> dict[str, SpotWeather]:
+    """Each peer region's capacity (`regions:`), its types' where they differ."""
+    weathers = {}
+    for name, region in scenario.regions.items():
+        weather = _weather(scenario, region.capacity)
+        weather.instance_types = {kind: _weather(scenario, c) for kind, c in region.instance_types.items()}
+        weathers[name] = weather
+    return weathers
 
 
 def _weather(scenario: Scenario, capacity: Scenario | Capacity) -> SpotWeather:
@@ -215,6 +226,10 @@ def summarize(
         "onDemandSeconds": figures.get("on_demand_seconds"),
         "savingsPercent": figures.get("savings_percent"),
         "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
+        "regions": [a.get("region") for a in attempt_records(_latest_state(history))] if history else [],
+        "checkpointCopies": figures.get("checkpoint_copies")
+        or checkpoint_copies(attempt_records(_latest_state(history)))
+        or {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},
         "billingSettled": figures.get("billing_settled", False),
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),

@@ -85,6 +85,15 @@ class PlanSpec:
 
 
 @dataclass(frozen=True)
+class RegionSpec:
+    """A peer region of the stack (`regions:`): its capacity and the replicas it lacks."""
+
+    capacity: Capacity
+    instance_types: dict[str, Capacity] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)  # manifest fields whose replica is not there
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     start: datetime
@@ -105,6 +114,7 @@ class Scenario:
     instance_types: dict[str, Capacity] = field(default_factory=dict)  # `instanceTypes:`, where a type differs
     training_plans: list[PlanSpec] = field(default_factory=list)  # `trainingPlans:`
     account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
+    regions: dict[str, RegionSpec] = field(default_factory=dict)  # `regions:`, the stack's peer regions
 
     @property
     def shares_a_queue(self) -> bool:
@@ -179,6 +189,9 @@ def load_scenario(path: Path | None) -> Scenario:
             for name, entry in (raw.get("instanceTypes") or {}).items()
         },
         training_plans=_plans(raw.get("trainingPlans") or []),
+        regions={
+            str(name): _region(entry or {}, str(name), default) for name, entry in (raw.get("regions") or {}).items()
+        },
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],
@@ -188,6 +201,22 @@ def load_scenario(path: Path | None) -> Scenario:
         submissions=submissions,
         capacity=_queue(raw["queue"]) if "queue" in raw else None,
         account={str(k): str(v) for k, v in raw["account"].items()} if raw.get("account") else None,
+    )
+
+
+def _region(raw: dict[str, Any], name: str, default: Capacity) -> RegionSpec:
+    where = f"regions.{name}."
+    capacity = _capacity(raw.get("spot") or {}, raw.get("onDemand") or {}, where, default)
+    return RegionSpec(
+        capacity=capacity,
+        instance_types={
+            str(kind): replace(
+                _capacity(e.get("spot") or {}, e.get("onDemand") or {}, f"{where}instanceTypes.{kind}.", capacity),
+                speed=float(e.get("speed", 1.0)),
+            )
+            for kind, e in (raw.get("instanceTypes") or {}).items()
+        },
+        missing=[str(m) for m in raw.get("missing") or []],
     )
 
 

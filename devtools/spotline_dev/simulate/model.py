@@ -286,7 +286,7 @@ class _FleetRecord:
         ends = self.ends[:, end] - self.ends[:, end - length]
         hours = spot * self.step / 3600
         return tuple(
-            RegionRecord(float(s) / length, float(e) / h if h else float(e) * 3600 / self.step)
+            RegionRecord(float(s) / length, float(e) / h if h else float(e) * 3600 / self.step, length * self.step)
             for s, e, h in zip(spot, ends, hours, strict=True)
         )
 

@@ -204,6 +204,7 @@ class SpotlineAcrossRegions(SpotlinePolicy):
             checkpoint_bytes=self.checkpoint_bytes if view.checkpointed else 0,
             checkpoint_region=self.regions[view.checkpoint_region],
             stuck_since=self._at(view.phase_since) if situation == "stuck" else None,
+            stuck_seconds=(view.t - view.phase_since) * self.job.step_seconds if situation == "stuck" else 0.0,
             records=dict(zip(self.regions, view.records, strict=True)),
             remaining_seconds=view.remaining * self.job.step_seconds,
             checkpoint_interval_seconds=(self.job.checkpoint or 0) * self.job.step_seconds,

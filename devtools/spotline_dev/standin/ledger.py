@@ -39,6 +39,8 @@ class LedgerEntry:
     lost_work_seconds: float
     work_seconds: float  # the whole job's work (the training code's duration)
     upload_seconds: float
+    region: str = ""  # where it ran ("": the stack's region)
+    created: float = 0.0  # when it was created (epoch seconds): the order across regions
 
 
 @dataclass(frozen=True)
@@ -136,4 +138,4 @@ def _entry_cost(entry: LedgerEntry, region: str) -> float | None:
     """A job's bill at its type's on-demand rate; nothing for one on a training plan (paid up front)."""
     if entry.capacity == "training-plan":
         return 0.0
-    return cost_usd(entry.instance_type, entry.instance_count, entry.billed_seconds, region=region)
+    return cost_usd(entry.instance_type, entry.instance_count, entry.billed_seconds, region=entry.region or region)

@@ -27,7 +27,7 @@ from spotline_dev.standin.http_answers import (
     shape,
     shape_problems,
 )
-from spotline_dev.standin.ledger import RunLedger, runs_of
+from spotline_dev.standin.ledger import LedgerEntry, RunLedger, runs_of
 from spotline_dev.standin.records import ServiceJob, TrainingJob
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
@@ -221,11 +221,12 @@ class BatchSageMakerStandIn:
     def ledger(self, *, by_service_job: bool = False) -> dict[str, RunLedger]:
         """What the stand-in billed, per run (`spotline_dev.standin.ledger`) or per service job,
         as of clock()."""
+        return runs_of(self.ledger_entries(), self.weather.on_demand_start_delay, by_service_job=by_service_job)
+
+    def ledger_entries(self) -> list[LedgerEntry]:
+        """Every training job as billed by clock(), in the order they were created."""
         with self._lock:
-            now = self._advance()
-            return runs_of(
-                self._trainings.ledger(now), self.weather.on_demand_start_delay, by_service_job=by_service_job
-            )
+            return self._trainings.ledger(self._advance())
 
     # --- EventBridge events (see state_events) ----------------------------------------------
 
@@ -249,7 +250,14 @@ class BatchSageMakerStandIn:
 
     # --- botocore hooks ---------------------------------------------------------------------
 
+    def _elsewhere(self, request: AWSPreparedRequest) -> bool:
+        """A request to another region's endpoint (batch.<region>.amazonaws.com): another region's
+        stand-in, or moto, answers it. Batch queues and SageMaker training jobs are regional."""
+        return self.region not in urlsplit(request.url).netloc.split(".")
+
     def _on_batch(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        if self._elsewhere(request):
+            return None
         path = urlsplit(request.url).path
         if path.startswith(_BATCH_TAGS_PATH) and request.method == "POST":
             arn = unquote(path.removeprefix(_BATCH_TAGS_PATH))
@@ -269,6 +277,8 @@ class BatchSageMakerStandIn:
             return self._answer(request, "rest-json", operation, body)
 
     def _on_sagemaker(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        if self._elsewhere(request):
+            return None
         operation = _target(request)
         if operation not in _SAGEMAKER_OPERATIONS:
             return None
@@ -284,6 +294,8 @@ class BatchSageMakerStandIn:
 
     def _on_logs(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
         """The training jobs' log group (see training_logs); other groups and streams go to moto."""
+        if self._elsewhere(request):
+            return None
         operation = _target(request)
         if operation not in _LOGS_OPERATIONS:
             return None

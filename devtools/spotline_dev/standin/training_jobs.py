@@ -367,6 +367,8 @@ class SageMakerTrainingJobs:
                     else sum(lost for t, lost in job.plan.interruptions if t <= now + EPS),
                     work_seconds=job.behaviour.duration,
                     upload_seconds=job.behaviour.upload_seconds,
+                    region=self.region,
+                    created=job.created,
                 )
             )
         return entries

@@ -142,6 +142,8 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "onDemandSeconds",
         "savingsPercent",
         "trainingPlanSeconds",
+        "regions",
+        "checkpointCopies",
         "billingSettled",
         "stateTransitions",
         "historyEvents",

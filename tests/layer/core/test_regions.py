@@ -52,7 +52,8 @@ def test_a_regions_record_is_its_share_of_spot_and_interruptions_per_spot_hour_o
     assert set(records) == {"us-east-1"}  # us-west-2's sighting is older than a day
     record = records["us-east-1"]
     assert record.share == pytest.approx(18 / 26)
-    assert record.interruptions_per_hour == pytest.approx(2 / (24 * 18 / 26))
+    assert record.observed_seconds == 23 * 3600  # from the first sighting of the day
+    assert record.interruptions_per_hour == pytest.approx(2 / (23 * 18 / 26))
     assert record.mean_outage_seconds == pytest.approx(3600 * (8 / 26) / (record.interruptions_per_hour * 18 / 26))
 
 
@@ -110,7 +111,7 @@ def test_a_stuck_attempt_stays_when_no_region_has_spot_or_capacity_came_back_whe
         **COMMON,
     )
     assert nowhere.region == "us-east-1" and not nowhere.moves
-    assert "waits here for spot capacity (mean outage 240 min)" in nowhere.reason  # no record: 1/2 share, 0.25/h
+    assert "waits here for spot capacity (about 240 min more)" in nowhere.reason  # no record: 1/2 share, 0.25/h
     back = choose_region(
         situation="stuck",
         current="us-east-1",

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from spotline.aws.clients import client, error_code
+from spotline.aws.clients import client, error_code, in_region
 from spotline.aws.progress import read_progress
+from spotline.aws.regions import spec_at
 from spotline.aws.spec_store import SpecUnavailable, spec_of
 from spotline.core.billing import JobBill, RunBill, bill_of
 from spotline.core.execution_state import attempt_history
@@ -33,23 +35,24 @@ class BillingNotSettled(Exception):
 def job_bills(attempts: Iterable[Mapping[str, Any]], now: datetime) -> list[JobBill]:
     """The bill of every SageMaker job of every attempt (each Batch service job, each of its
     retries), oldest first. An attempt Batch never started has none."""
-    batch = client("batch")
     bills = []
     for attempt in attempts:
         job_id = attempt.get("jobId")
         if not job_id:
             continue
-        try:
-            batch_job = batch.describe_service_job(jobId=job_id)
-        except Exception as exc:
-            if error_code(exc) in ("ClientException", "ResourceNotFoundException"):
-                continue  # Batch keeps ended jobs for days; past that there is nothing to read
-            raise
-        names = [*earlier_training_job_names(batch_job), training_job_name_of(batch_job)]
-        for name in names:
-            described = describe_training_job(name)
-            if described:
-                bills.append(bill_of(described, now))
+        region = str(attempt.get("region") or "")
+        with in_region(region or None):  # an attempt placed in a peer region is read there
+            try:
+                batch_job = client("batch").describe_service_job(jobId=job_id)
+            except Exception as exc:
+                if error_code(exc) in ("ClientException", "ResourceNotFoundException"):
+                    continue  # Batch keeps ended jobs for days; past that there is nothing to read
+                raise
+            names = [*earlier_training_job_names(batch_job), training_job_name_of(batch_job)]
+            for name in names:
+                described = describe_training_job(name)
+                if described:
+                    bills.append(replace(bill_of(described, now), region=region))
     return bills
 
 
@@ -79,7 +82,9 @@ def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
     the spec can still be read) and its last check's progress."""
     try:
         valid = (state.get("manifest") or {}).get("valid")
-        checkpoint = spec_of(dict(state)).checkpoint_s3_uri if valid else None
+        # The latest checkpoint is where the last attempt ran (its team's replica in a peer region).
+        last = (state.get("training") or {}).get("region")
+        checkpoint = spec_at(spec_of(dict(state)), last).checkpoint_s3_uri if valid else None
     except SpecUnavailable:
         checkpoint = None  # the last check's progress says what the checkpoints held
     return run_bill_of(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spotline.aws.clients import client, split_s3_uri
+from spotline.aws.regions import queue_in
 from spotline.aws.resources import check_in_region
 from spotline.core.errors import ManifestError
 from spotline.core.model import JobSpec
@@ -63,7 +64,7 @@ def plan_regions(spec: JobSpec, home: str, replicas: Replicas, queue: str) -> tu
         placed, problems = place(spec, region, home, replicas)
         if placed is not None:
             there = spec_in(spec, placed)
-            problems = check_in_region(there, region, queue) or _behind(spec, there, region)
+            problems = check_in_region(there, region, queue_in(queue, region)) or _behind(spec, there, region)
         if problems:
             excluded.append(Excluded(region, problems[0].path, problems[0].message))
         else:

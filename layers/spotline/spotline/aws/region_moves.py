@@ -93,6 +93,7 @@ def look_elsewhere(
         checkpoint_interval_seconds=60.0 * spec.checkpoint_interval_minutes,
         records=region_records(sightings, clock.now),
         stuck_since=status.state_since,
+        stuck_seconds=(clock.now - status.state_since).total_seconds() if status.state_since else 0.0,
     )
     if not choice.moves:
         extra = f"; {left_out}" if left_out else ""

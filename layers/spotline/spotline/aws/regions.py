@@ -122,6 +122,8 @@ def recent_sightings(regions: Sequence[str], instance_type: str, now: datetime) 
 class CheckpointCopy:
     source: str
     target: str
+    source_region: str
+    target_region: str
     objects: int
     bytes: int
     seconds: float
@@ -130,13 +132,15 @@ class CheckpointCopy:
         return {
             "from": self.source,
             "to": self.target,
+            "fromRegion": self.source_region,
+            "toRegion": self.target_region,
             "objects": self.objects,
             "bytes": self.bytes,
             "seconds": round(self.seconds, 3),
         }
 
 
-def copy_checkpoint(source_uri: str, target_uri: str, target_region: str) -> CheckpointCopy:
+def copy_checkpoint(source_uri: str, target_uri: str, source_region: str, target_region: str) -> CheckpointCopy:
     """Every object under `source_uri` to the same key under `target_uri` (server-side; the
     managed copy goes multipart above its threshold). Copying again overwrites with the same bytes,
     so a retried submission may copy twice, never wrongly."""
@@ -151,7 +155,7 @@ def copy_checkpoint(source_uri: str, target_uri: str, target_region: str) -> Che
             s3.copy({"Bucket": src_bucket, "Key": key}, dst_bucket, dst_prefix + key[len(src_prefix) :])
             objects += 1
             size += int(item.get("Size", 0))
-    return CheckpointCopy(source_uri, target_uri, objects, size, time.monotonic() - began)
+    return CheckpointCopy(source_uri, target_uri, source_region, target_region, objects, size, time.monotonic() - began)
 
 
 # --- where the next attempt runs ---------------------------------------------------------------

@@ -48,6 +48,8 @@ class JobBill:
     """The type it was billed for: ResourceConfig.SelectedInstanceType with InstancePreferences ("The
     job is billed for this instance type and count"), else InstanceType."""
     instance_count: int = 0
+    region: str = ""
+    """Where it ran ("": the stack's region), for its price."""
     training_plan: bool = False
     """It ran on a training plan's reserved capacity (ResourceConfig.TrainingPlanArn): paid up front
     with the plan, so no cost of its own; its hours are shown apart."""

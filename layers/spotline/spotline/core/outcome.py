@@ -18,6 +18,7 @@ from spotline.core.durations import format_duration
 from spotline.core.errors import ManifestError, summarize
 from spotline.core.execution_state import JobSummary, attempt_history, job_summary_of
 from spotline.core.model import to_rfc3339
+from spotline.core.regions import checkpoint_copies
 
 SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
@@ -74,6 +75,9 @@ class Figures:
     """Billed time on training plans (reserved capacity paid up front): apart from the cost."""
     billing_settled: bool = False
     """Every training job had ended when its bill was read: the figures are SageMaker's final ones."""
+    checkpoint_copies: dict[str, Any] | None = None
+    """Copies of the checkpoint to another region (count, bytes, seconds, usd); their transfer is in
+    `cost_usd`. None for a run that stayed in one region."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +122,9 @@ def figures(
         interruptions = sum(int(s.get("interruptions") or 0) for s in statuses)
         baseline = None
     run_cost, on_demand_cost, savings = _costs(bill, instance, count, billable, baseline, region=region)
+    copies = checkpoint_copies(attempts)
+    if copies and run_cost is not None:
+        run_cost = round(run_cost + copies["usd"], 4)  # the data transfer between regions
     return Figures(
         attempts=len(attempts),
         interruptions=interruptions,
@@ -137,6 +144,7 @@ def figures(
         on_demand_seconds=baseline,
         billing_settled=bill.settled if bill is not None else False,
         training_plan_seconds=bill.training_plan_seconds if bill is not None else 0,
+        checkpoint_copies=copies,
     )
 
 
@@ -153,7 +161,7 @@ def _costs(
     costs = [
         0.0
         if job.training_plan
-        else cost_usd(job.instance_type, job.instance_count, job.billable_seconds, region=region)
+        else cost_usd(job.instance_type, job.instance_count, job.billable_seconds, region=job.region or region)
         for job in bill.jobs
     ]
     total = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)

@@ -18,7 +18,8 @@ lost before the job is done there, beyond the work itself:
   region's interruptions per hour of spot (`RegionRecord`, from the fleet's sightings of the
   last day) x (a restart + half a checkpoint interval of lost work);
 - for the stuck attempt's own region, the rest of its outage instead of the restart's wait:
-  the region's mean outage, from the same record.
+  the region's mean outage from the same record, or as long as it has lasted so far if that is
+  longer (an outage that has lasted an hour is likely to last about as long again).
 
 The region with the least time wins; among equal times the cheaper copy, then the current
 region, then the order of `capacity.regions` (the home region first). A running attempt is
@@ -79,13 +80,17 @@ class RegionRecord:
     """The part of the sightings that saw spot capacity."""
     interruptions_per_hour: float
     """Interruptions per hour of spot capacity."""
+    observed_seconds: float = 0.0
+    """From the first sighting of the day to now."""
 
     @property
     def mean_outage_seconds(self) -> float:
-        """The mean length of a stretch without spot: time without / interruptions."""
-        if self.interruptions_per_hour <= 0 or self.share <= 0:
-            return UNSIGHTED_PENALTY_SECONDS
-        return 3600 * (1 - self.share) / (self.interruptions_per_hour * self.share)
+        """The mean length of a stretch without spot: the time without spot over the interruptions;
+        without an interruption on record, the time without spot observed (all of it, for a region
+        never seen with spot), at least `UNSIGHTED_PENALTY_SECONDS`."""
+        if self.interruptions_per_hour > 0 and self.share > 0:
+            return 3600 * (1 - self.share) / (self.interruptions_per_hour * self.share)
+        return max(UNSIGHTED_PENALTY_SECONDS, (1 - self.share) * self.observed_seconds)
 
 
 UNKNOWN_RECORD = RegionRecord(UNKNOWN_RECORD_SHARE, UNKNOWN_RECORD_RATE)
@@ -163,8 +168,10 @@ def region_records(sightings: Iterable[Sighting], now: datetime) -> dict[str, Re
     for region, items in seen.items():
         share = sum(s.spot for s in items) / len(items)
         interruptions = sum(s.interruption for s in items)
-        spot_hours = share * RECORD_WINDOW_SECONDS / 3600
-        records[region] = RegionRecord(share, interruptions / spot_hours if spot_hours else UNKNOWN_RECORD_RATE)
+        observed = (now - min(s.at for s in items)).total_seconds()
+        spot_hours = share * observed / 3600
+        rate = interruptions / spot_hours if spot_hours else UNKNOWN_RECORD_RATE
+        records[region] = RegionRecord(share, rate, observed)
     return records
 
 
@@ -181,6 +188,7 @@ def choose_region(
     checkpoint_interval_seconds: float,
     records: Mapping[str, RegionRecord] | None = None,
     stuck_since: datetime | None = None,
+    stuck_seconds: float = 0.0,
 ) -> RegionChoice:
     """Where the next spot attempt should run (`placing`: the first, or after on-demand; `stuck`:
     the current attempt waits for capacity or was interrupted in `current` since `stuck_since`).
@@ -196,8 +204,9 @@ def choose_region(
         record = records.get(region, UNKNOWN_RECORD)
         seconds = restart_seconds + copy_seconds
         if situation == "stuck" and region == current and not _back(seen, stuck_since):
-            seconds += record.mean_outage_seconds
-            note = f"waits here for spot capacity (mean outage {round(record.mean_outage_seconds / 60)} min)"
+            outage = max(record.mean_outage_seconds, stuck_seconds)
+            seconds += outage
+            note = f"waits here for spot capacity (about {round(outage / 60)} min more)"
         elif spot is False:
             seconds, note = math.inf, "no spot capacity when last seen"
         elif spot is None:
@@ -230,3 +239,22 @@ def choose_region(
 
 def _back(seen: Sighting | None, stuck_since: datetime | None) -> bool:
     return seen is not None and seen.spot and stuck_since is not None and seen.at > stuck_since
+
+
+def transfer_usd(size_bytes: int, source: str, target: str) -> float:
+    """The data transfer of `size_bytes` from `source` to `target` (S3 to another region)."""
+    return copy_estimate(size_bytes, source, target)[1]
+
+
+def checkpoint_copies(attempts: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The run's checkpoint copies between regions, from its attempt records (`checkpointCopy`):
+    how many, their bytes, their measured seconds and their transfer price; None without any."""
+    copies = [a["checkpointCopy"] for a in attempts if a.get("checkpointCopy")]
+    if not copies:
+        return None
+    return {
+        "count": len(copies),
+        "bytes": sum(int(c["bytes"]) for c in copies),
+        "seconds": round(sum(float(c["seconds"]) for c in copies), 3),
+        "usd": round(sum(transfer_usd(int(c["bytes"]), str(c["fromRegion"]), str(c["toRegion"])) for c in copies), 4),
+    }

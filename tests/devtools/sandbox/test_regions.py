@@ -1,0 +1,98 @@
+"""Issue 30: regions. A run stays in its home region while its spot attempts may run in a peer
+region where the team keeps replicas: with no spot at home, the job moves there from a copy of
+its checkpoint and meets its deadline without on-demand; with a replica missing there, it stays
+home and says why. Figures are reconciled with every region's stand-in ledger."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from spotline_dev.cli import main as cli_main
+from spotline_dev.local.template import PROJECT_ROOT
+from spotline_dev.sandbox.replay import run_scenario
+from spotline_dev.sandbox.scenario import ScenarioError, load_scenario
+from tests.ledger_checks import assert_reconciled
+
+SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
+MANIFEST = SCENARIOS / "manifests" / "deadline-across-regions.yaml"
+
+
+def replay(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert cli_main(["sandbox", "--scenario", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["leftRunning"] == []
+    (run,) = summary["executions"]
+    return run  # type: ignore[no-any-return]
+
+
+def test_no_spot_at_home_moves_the_job_to_a_region_with_spot_from_its_copied_checkpoint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = replay(SCENARIOS / "spot-in-another-region.yaml", capsys)
+    assert (run["status"], run["deadlineMet"], run["onDemandFallback"]) == ("SUCCEEDED", True, False)
+    assert run["capacityTiers"] == ["spot", "spot"]
+    assert run["regions"] == ["us-east-1", "us-west-2"]
+    copies = run["checkpointCopies"]
+    assert copies["count"] == 1 and copies["bytes"] > 0  # progress.json and the checkpoint beside it
+    assert [n["type"] for n in run["notifications"]] == ["MovedToAnotherRegion"]
+    # It resumed from the checkpoint: 8h of work and a little lost (and the billed downloads), where
+    # starting again from zero in us-west-2 would have trained the 1h14m done at home a second time.
+    assert run["lostWorkSeconds"] < 900
+    assert run["trainingSeconds"] < 8 * 3600 + 1800
+
+
+def test_a_missing_replica_keeps_the_job_home_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    run = replay(SCENARIOS / "replica-missing-stays-home.yaml", capsys)
+    assert (run["status"], run["deadlineMet"], run["onDemandFallback"]) == ("SUCCEEDED", True, True)
+    assert run["regions"] == ["us-east-1", "us-east-1"]
+    assert run["checkpointCopies"]["count"] == 0
+    summary = run_scenario(load_scenario(SCENARIOS / "replica-missing-stays-home.yaml"))
+    (validated,) = [line for line in summary["executions"][0]["timeline"] if "ValidateResources" in line]
+    assert "us-west-2 left out: spec.inputs[0].s3Uri: bucket search-ranking-data-us-west-2 does not exist" in validated
+
+
+@pytest.mark.parametrize("name", ["spot-in-another-region", "replica-missing-stays-home"])
+def test_figures_across_regions_match_every_regions_ledger(name: str) -> None:
+    summary = run_scenario(load_scenario(SCENARIOS / f"{name}.yaml"))
+    for run in summary["executions"]:
+        assert_reconciled(run)
+
+
+def _scenario(tmp_path: Path, **fields: Any) -> Path:
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    manifest["spec"]["capacity"]["regions"] = ["us-east-1", "us-east-2", "us-west-2"]
+    manifest["spec"]["capacity"]["deadline"] = "2026-12-02T00:00:00Z"
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    scenario = {"name": "unseen", "start": "2026-12-01T09:00:00Z", "manifests": ["m.yaml"], **fields}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+def test_an_unseen_scenario_goes_where_spot_is_and_skips_the_region_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Home loses spot 40 minutes in; us-east-2 has none either, us-west-2 has it all day.
+    path = _scenario(
+        tmp_path,
+        spot={"startDelay": "4m", "interruptions": ["40m"], "capacityGaps": [{"from": "40m", "to": "2d"}]},
+        regions={
+            "us-east-2": {"spot": {"interruptions": [], "capacityGaps": [{"from": "0s", "to": "2d"}]}},
+            "us-west-2": {"spot": {"startDelay": "3m", "interruptions": [], "capacityGaps": []}},
+        },
+    )
+    run = replay(path, capsys)
+    assert (run["status"], run["deadlineMet"], run["onDemandFallback"]) == ("SUCCEEDED", True, False)
+    assert run["regions"][0] == "us-east-1" and run["regions"][-1] == "us-west-2"
+    assert run["checkpointCopies"]["count"] >= 1
+
+
+def test_a_region_missing_names_only_fields_with_replicas(tmp_path: Path) -> None:
+    path = _scenario(tmp_path, regions={"us-west-2": {"missing": ["spec.roleArn"]}})
+    with pytest.raises(ScenarioError, match=r"regions\.us-west-2\.missing\[0\]"):
+        load_scenario(path)
