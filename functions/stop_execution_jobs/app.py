@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
-from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_execution_jobs
+from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_everywhere
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.service_jobs import (
@@ -28,7 +28,7 @@ from spotline.core.service_jobs import (
     ENDED_HOW,
     ServiceJob,
     execution_name_of,
-    job_ids_in_state,
+    job_ids_by_region,
 )
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
@@ -36,6 +36,11 @@ NEXT_STEP = (
     "Nothing is running any more. If the run is still wanted, upload the manifest again: the new job "
     "resumes from the last checkpoint. See docs/runbook.md, 'Training job stopped at an execution's end'."
 )
+
+
+def _peer_regions() -> list[str]:
+    """The stack's PeerRegions: a run's attempts may run on the namesake queue there."""
+    return [r for r in os.environ.get("PEER_REGIONS", "").split(",") if r]
 
 
 @log_metrics
@@ -47,11 +52,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     state = event["input"]
     error = (state.get("failure") or {}).get("Error", "an error")
-    found = stop_execution_jobs(
+    found = stop_everywhere(
         execution_name_of(event["execution"]),
         queue,
+        _peer_regions(),
         why=f"the run is ending on an unexpected error ({error})",
-        known_job_ids=job_ids_in_state(state.get("training")),
+        known_job_ids=job_ids_by_region(state.get("training"), os.environ.get("AWS_REGION", "")),
     )
     summary = job_summary_of(state.get("manifest"))
     add_team_dimension(summary.team if summary else "unknown")
@@ -65,7 +71,7 @@ def _after_the_end(detail: dict[str, Any], queue: str) -> dict[str, Any]:
     logger.append_keys(execution=detail.get("executionArn"))
     cancelled = status == "ABORTED" and detail.get("error") == CANCELLED_ERROR
     why = "its run was cancelled with spotline cancel" if cancelled else f"its execution ended {status}"
-    found = stop_execution_jobs(name, queue, why=why)
+    found = stop_everywhere(name, queue, _peer_regions(), why=why, known_job_ids={})
     metrics.add_metric(name="ExecutionEndsChecked", unit=MetricUnit.Count, value=1)
     if cancelled:  # the team asked for it: `spotline cancel` stops the jobs too, whoever gets there first
         count_by_team("JobsStoppedAtCancel", found.stopped)

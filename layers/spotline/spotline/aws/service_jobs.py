@@ -9,13 +9,14 @@ the state machine, the end-of-execution rule and the sweep may all look at the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from spotline.aws.clients import client, error_code
+from spotline.aws.clients import client, error_code, in_region
 from spotline.aws.observability import logger
 from spotline.aws.reporting import try_publish_alert
 from spotline.core import links
@@ -38,6 +39,7 @@ from spotline.core.service_jobs import (
     run_job_name_pattern,
     stop_reason,
 )
+from spotline.core.service_jobs import in_region as in_arn_region
 
 HISTORY_PAGE = 20
 """Events per GetExecutionHistory page (newest first): the latest state is almost always in the first."""
@@ -97,6 +99,27 @@ def terminate(jobs: list[ServiceJob], reason: str) -> None:
         logger.warning("Training job terminated", extra={**job.to_dict(), "reason": reason})
 
 
+def _region_of(arn: str) -> str | None:
+    """The ARN's region when it is not the Lambda's own (None: the client's default)."""
+    region = arn.split(":")[3] if arn.count(":") >= 3 else ""
+    return region if region and region != os.environ.get("AWS_REGION") else None
+
+
+def stop_everywhere(
+    execution_name: str, queue: str, regions: Iterable[str], *, why: str, known_job_ids: Mapping[str, list[str]]
+) -> Stopped:
+    """`stop_execution_jobs` in the stack's region and in each peer region its runs place attempts
+    in (`known_job_ids`: the state's job ids by region, "" for the stack's own)."""
+    found = stop_execution_jobs(execution_name, queue, why=why, known_job_ids=known_job_ids.get("", []))
+    for region in regions:
+        with in_region(region):
+            there = stop_execution_jobs(
+                execution_name, in_arn_region(queue, region), why=why, known_job_ids=known_job_ids.get(region, [])
+            )
+        found = Stopped(checked=[*found.checked, *there.checked], stopped=[*found.stopped, *there.stopped])
+    return found
+
+
 def stop_execution_jobs(execution_name: str, queue: str, *, why: str, known_job_ids: Iterable[str] = ()) -> Stopped:
     """Terminate every queued or running service job of one execution: those the state knows
     (`known_job_ids`, which covers a job submitted a moment ago that a listing may not show yet)
@@ -112,7 +135,7 @@ def stop_execution_jobs(execution_name: str, queue: str, *, why: str, known_job_
 
 def execution_status(state_machine_arn: str, execution_name: str) -> str:
     try:
-        described = client("stepfunctions").describe_execution(
+        described = client("stepfunctions", _region_of(state_machine_arn)).describe_execution(
             executionArn=execution_arn(state_machine_arn, execution_name)
         )
     except Exception as exc:
@@ -130,7 +153,7 @@ def jobs_known_to(state_machine_arn: str, execution_name: str) -> KnownJobs:
         "maxResults": HISTORY_PAGE,
     }
     for _ in range(HISTORY_PAGES):
-        page = client("stepfunctions").get_execution_history(**request)
+        page = client("stepfunctions", _region_of(state_machine_arn)).get_execution_history(**request)
         # Newest first by event id, whatever order a page comes in (moto ignores reverseOrder).
         known = known_jobs(sorted(page.get("events", []), key=lambda e: int(e.get("id", 0)), reverse=True))
         if known is not None:
@@ -148,9 +171,13 @@ def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
     its tags, or tagged with a running execution that does not list them."""
     ids = [i for status in LIVE_STATUSES for i in _untouched_live_ids(summaries(queue, status=status))]
     jobs = describe(ids)
-    claimed = sorted({str(j.execution) for j in jobs if j.tagged_as_spotlines and j.needs_stopping})
-    statuses = {name: execution_status(state_machine_arn, name) for name in claimed}
-    known = {name: jobs_known_to(state_machine_arn, name) for name in claimed if statuses[name] == RUNNING_EXECUTION}
+    # A job placed here by a peer region's run belongs to an execution of that region's namesake
+    # state machine (same stack name, same state machine name): it is asked there.
+    homes = {str(j.execution): j.home for j in jobs if j.tagged_as_spotlines and j.needs_stopping}
+    claimed = sorted(homes)
+    machines = {name: in_arn_region(state_machine_arn, homes[name]) for name in claimed}
+    statuses = {name: execution_status(machines[name], name) for name in claimed}
+    known = {name: jobs_known_to(machines[name], name) for name in claimed if statuses[name] == RUNNING_EXECUTION}
     foreign = intruders(jobs, known)
     for intruder in foreign:
         terminate([intruder.job], intruder_reason(intruder.why))

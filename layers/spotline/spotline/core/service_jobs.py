@@ -34,6 +34,7 @@ LIVE_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "SCHEDULED", "STARTING", "R
 TEAM_TAG = f"{TAG_PREFIX}team"
 JOB_TAG = f"{TAG_PREFIX}job"
 EXECUTION_TAG = f"{TAG_PREFIX}execution"
+HOME_TAG = f"{TAG_PREFIX}home"
 CONTINUED_NAME = re.compile(r"(.+)-c[0-9]+")
 RUNNING_EXECUTION = "RUNNING"
 NO_SUCH_EXECUTION = "NOT_FOUND"
@@ -93,6 +94,11 @@ class ServiceJob:
     @property
     def execution(self) -> str | None:
         return self.tags.get(EXECUTION_TAG)
+
+    @property
+    def home(self) -> str | None:
+        """The region of its run's execution (`spotline:home`; None for a job submitted before it)."""
+        return self.tags.get(HOME_TAG)
 
     @property
     def tagged_as_spotlines(self) -> bool:
@@ -301,3 +307,24 @@ def job_ids_in_state(training: Mapping[str, Any] | None) -> list[str]:
         return []
     earlier = [a.get("jobId") for a in training.get("previousAttempts") or []]
     return [str(i) for i in [*earlier, training.get("jobId")] if i]
+
+
+def in_region(arn: str, region: str | None) -> str:
+    """The same ARN in `region` (None: as it is): the stack's namesakes in its peer regions."""
+    if not region:
+        return arn
+    parts = arn.split(":")
+    parts[3] = region
+    return ":".join(parts)
+
+
+def job_ids_by_region(training: Mapping[str, Any] | None, home: str) -> dict[str, list[str]]:
+    """`job_ids_in_state` by the region each attempt ran in ("" for `home`, the stack's own)."""
+    found: dict[str, list[str]] = {}
+    if not training:
+        return found
+    for attempt in [*(training.get("previousAttempts") or []), training]:
+        if attempt.get("jobId"):
+            region = str(attempt.get("region") or "")
+            found.setdefault("" if region in ("", home) else region, []).append(str(attempt["jobId"]))
+    return found

@@ -159,6 +159,8 @@ def _tags(spec: JobSpec, attempt: Attempt) -> dict[str, str]:
         f"{TAG_PREFIX}execution": execution_name,
         f"{TAG_PREFIX}attempt": str(attempt.number),
         f"{TAG_PREFIX}capacity": attempt.capacity,
+        # The region of the run's execution: a peer region's reconciler asks there whether it runs.
+        f"{TAG_PREFIX}home": attempt.execution_arn.split(":")[3],
     }
 
 
