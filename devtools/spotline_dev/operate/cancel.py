@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from spotline.aws.service_jobs import describe, stop_execution_jobs, summaries
+from spotline.aws.service_jobs import describe, stop_everywhere, summaries
 from spotline.core.service_jobs import CANCELLED_ERROR, LIVE_STATUSES, ServiceJob, run_job_name_pattern
 from spotline_dev.operate.deployment import Deployment
 from spotline_dev.operate.runs import describe_run
@@ -53,11 +53,12 @@ def cancel(deployment: Deployment, name: str, *, now: datetime, who: str) -> Can
             cause=f"Cancelled by {who} with `spotline cancel`.",
         )
         stopped = True
-    found = stop_execution_jobs(
+    found = stop_everywhere(
         run.name,
         deployment.job_queue_arn,
+        deployment.peer_regions,  # a run's attempts may run on the namesake queue of a peer region
         why=f"its run was cancelled by {who} with spotline cancel",
-        known_job_ids=[run.batch_job_id] if run.batch_job_id else [],
+        known_job_ids={_where(run.batch_job_region, deployment): [run.batch_job_id]} if run.batch_job_id else {},
     )
     return Cancellation(
         execution=run.name,
@@ -68,6 +69,11 @@ def cancel(deployment: Deployment, name: str, *, now: datetime, who: str) -> Can
         stopping_jobs=_being_stopped(deployment, run.name, {job.job_id for job in found.stopped}),
         checked_jobs=len(found.checked),
     )
+
+
+def _where(region: str | None, deployment: Deployment) -> str:
+    """`stop_everywhere`'s key for a region: "" for the stack's own."""
+    return "" if region in (None, deployment.region) else str(region)
 
 
 def _being_stopped(deployment: Deployment, name: str, ours: set[str]) -> list[ServiceJob]:

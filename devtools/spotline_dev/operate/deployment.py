@@ -61,6 +61,7 @@ class Deployment:
     state_machine_arn: str
     job_queue_arn: str
     team_policy: str | None  # the TeamPolicy parameter's JSON; None when DescribeStacks hides it
+    peer_regions: tuple[str, ...] = ()  # the PeerRegions parameter: where a run's attempts may also run
 
     def execution_arn(self, name: str) -> str:
         return execution_arn(self.state_machine_arn, name)
@@ -109,6 +110,7 @@ def connect(stack: str, *, profile: str | None = None, region: str | None = None
         stack=stack,
         region=str(session.region_name),
         team_policy=None if policy in (None, HIDDEN_PARAMETER) else policy,
+        peer_regions=tuple(r for r in str(parameters.get("PeerRegions") or "").split(",") if r),
         **{attribute: str(outputs[key]) for attribute, key in OUTPUTS.items()},
     )
 

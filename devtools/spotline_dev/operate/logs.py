@@ -13,9 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from spotline.aws import clients
+from spotline.aws.clients import in_region
 from spotline.aws.service_jobs import summaries
 from spotline.core.model import to_rfc3339
 from spotline.core.service_jobs import CONTINUED_NAME, EXECUTION_TAG, job_name_prefix
+from spotline.core.service_jobs import in_region as in_arn_region
 from spotline.core.status import training_job_name_of
 from spotline_dev.explain.history import parse_time
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment
@@ -56,26 +59,33 @@ def belongs_to(tags: dict[str, str], first_execution: str) -> bool:
     return tagged == first_execution or bool(continued and continued.group(1) == first_execution)
 
 
-def training_jobs(deployment: Deployment, run: Run) -> list[str]:
-    """Every SageMaker training job of the run, oldest first."""
-    batch = deployment.client("batch")
-    names: dict[str, float] = {}
+def training_jobs(deployment: Deployment, run: Run) -> list[tuple[str, str | None]]:
+    """Every SageMaker training job of the run, oldest first, with the region it ran in (None:
+    the stack's own; a peer region's for an attempt placed on the namesake queue there)."""
+    names: dict[str, tuple[float, str | None]] = {}
     pattern = f"{job_name_prefix(run.first_execution)}*"
-    for summary in summaries(deployment.job_queue_arn, filters=[{"name": "JOB_NAME", "values": [pattern]}]):
-        described = batch.describe_service_job(jobId=summary["jobId"])
-        if not belongs_to(described.get("tags") or {}, run.first_execution):
-            continue
-        for attempt in described.get("attempts") or []:
-            name = training_job_name_of({"latestAttempt": attempt})
-            if name:
-                names.setdefault(name, float(attempt.get("startedAt") or described.get("createdAt") or 0))
+    for region in (None, *deployment.peer_regions):
+        with in_region(region):
+            queue = in_arn_region(deployment.job_queue_arn, region)
+            for summary in summaries(queue, filters=[{"name": "JOB_NAME", "values": [pattern]}]):
+                described = clients.client("batch", region or deployment.region).describe_service_job(
+                    jobId=summary["jobId"]
+                )
+                if not belongs_to(described.get("tags") or {}, run.first_execution):
+                    continue
+                for attempt in described.get("attempts") or []:
+                    name = training_job_name_of({"latestAttempt": attempt})
+                    if name:
+                        began = float(attempt.get("startedAt") or described.get("createdAt") or 0)
+                        names.setdefault(name, (began, region))
     document, _ = latest_document(deployment.client("stepfunctions"), run.execution_arn)
     training = document.get("training") or {}
     for attempt in [*(training.get("previousAttempts") or []), training]:
         name = attempt.get("trainingJobName")
         if name:
-            names.setdefault(str(name), float("inf"))
-    return sorted(names, key=lambda n: names[n])
+            where = attempt.get("region")
+            names.setdefault(str(name), (float("inf"), None if where in (None, deployment.region) else str(where)))
+    return [(name, region) for name, (_, region) in sorted(names.items(), key=lambda item: item[1][0])]
 
 
 def _from_ms(run: Run) -> int | None:
@@ -84,9 +94,12 @@ def _from_ms(run: Run) -> int | None:
     return int((started.timestamp() - MARGIN_SECONDS) * 1000) if started else None
 
 
-def read_logs(deployment: Deployment, job: str, start_ms: int | None = None) -> Iterator[LogLine]:
-    """The job's log events (every stream), from `start_ms` (inclusive), page after page."""
-    logs = deployment.client("logs")
+def read_logs(
+    deployment: Deployment, job: str, start_ms: int | None = None, region: str | None = None
+) -> Iterator[LogLine]:
+    """The job's log events (every stream), from `start_ms` (inclusive), page after page; in
+    `region` for a job that ran in a peer region."""
+    logs = clients.client("logs", region or deployment.region)
     request: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamNamePrefix": f"{job}/"}
     if start_ms is not None:
         request["startTime"] = start_ms
@@ -112,7 +125,8 @@ def read_logs(deployment: Deployment, job: str, start_ms: int | None = None) -> 
 def run_logs(deployment: Deployment, run: Run) -> list[LogLine]:
     """Every line of the run's training jobs, in time order."""
     jobs, start = training_jobs(deployment, run), _from_ms(run)
-    return sorted((line for job in jobs for line in read_logs(deployment, job, start)), key=lambda line: line.at)
+    lines = (line for job, region in jobs for line in read_logs(deployment, job, start, region))
+    return sorted(lines, key=lambda line: line.at)
 
 
 def follow_logs(deployment: Deployment, name: str, show: Callable[[LogLine], None]) -> Run:
@@ -127,9 +141,9 @@ def follow_logs(deployment: Deployment, name: str, show: Callable[[LogLine], Non
         run = describe_run(deployment, name, SURROUNDINGS.now())
         ended = run.status != "RUNNING"
         fresh: list[LogLine] = []
-        for job in training_jobs(deployment, run):
+        for job, region in training_jobs(deployment, run):
             start = since[job] - MARGIN_SECONDS * 1000 if job in since else _from_ms(run)
-            for line in read_logs(deployment, job, start):
+            for line in read_logs(deployment, job, start, region):
                 if line.event_id not in seen:
                     seen.add(line.event_id)
                     fresh.append(line)

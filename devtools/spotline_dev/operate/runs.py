@@ -57,6 +57,7 @@ class Run:
     cause: str | None = None
     training_job: str | None = None
     batch_job_id: str | None = None  # the latest attempt's service job
+    batch_job_region: str | None = None  # where it runs (a peer region's queue); None: the stack's
     first_execution: str = ""  # the run's first execution (its jobs are named and tagged after it)
     continued_as: str | None = None
     links: dict[str, str] = field(default_factory=dict)
@@ -154,6 +155,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         cause=str(end.get("cause") or described.get("cause") or "") or None,
         training_job=check.get("trainingJobName") or training.get("trainingJobName"),
         batch_job_id=str(training["jobId"]) if training.get("jobId") else None,
+        batch_job_region=str(training["region"]) if training.get("region") else None,
         first_execution=str(as_dict(document.get("continuedFrom")).get("first") or described["name"]),
         continued_as=str(continued) if continued else None,
         links={k: str(v) for k, v in links.items()},

@@ -77,8 +77,8 @@ def test_when_the_stacks_clean_up_gets_there_first_cancel_says_so_and_nobody_is_
         ends.extend(stack.deliver_events(sources=("aws.states",)))  # the execution's end reaches its rule first
         return real_stop(*args, **kwargs)  # type: ignore[arg-type]
 
-    real_stop = cancel_module.stop_execution_jobs
-    monkeypatch.setattr(cancel_module, "stop_execution_jobs", end_rule_first)
+    real_stop = cancel_module.stop_everywhere
+    monkeypatch.setattr(cancel_module, "stop_everywhere", end_rule_first)
     with stack.clock.holding_token_waits():
         name = _training(stack, capsys)
         assert main(["cancel", name, *ON_STACK, "--yes"]) == EXIT_OK
