@@ -8,14 +8,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from spotline.core.execution_state import JobSummary
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
+from spotline.core.outcome import figures
 from spotline.core.regions import (
     COPY_FIXED_SECONDS,
     GIB,
     SIGHTING_FRESH_SECONDS,
     RegionRecord,
     Sighting,
+    checkpoint_copies,
     choose_region,
     copy_estimate,
     latest_sightings,
@@ -178,3 +181,24 @@ def test_a_resource_without_a_replica_names_its_field_and_the_region() -> None:
         ("spec.checkpoint.s3Uri", "s3://search-ckpt/ranker/ has no replica in us-west-2 (team policy replicas)")
     ]
     assert replica_of("s3://other/x", "us-west-2", REPLICAS) is None
+
+
+def test_a_runs_checkpoint_copies_are_counted_and_their_transfer_is_in_its_cost() -> None:
+    spec = parse_manifest(MANIFEST)
+    copy = {"bytes": 10 * GIB, "seconds": 12.5, "fromRegion": "us-east-1", "toRegion": "us-west-2"}
+    status = {"billableSeconds": 3600, "trainingSeconds": 3600, "interruptions": 0}
+    attempts = [
+        {"capacity": "spot", "finalStatus": status},
+        {"capacity": "spot", "finalStatus": status, "checkpointCopy": copy},
+        {"capacity": "spot", "finalStatus": status, "checkpointCopy": {**copy, "toRegion": "us-east-2"}},
+    ]
+    copies = checkpoint_copies(attempts)
+    assert copies == {"count": 2, "bytes": 20 * GIB, "seconds": 25.0, "usd": pytest.approx(0.30)}
+    with_copies = figures(JobSummary.of(spec), attempts, region="us-east-1")
+    without = figures(
+        JobSummary.of(spec),
+        [{k: v for k, v in a.items() if k != "checkpointCopy"} for a in attempts],
+        region="us-east-1",
+    )
+    assert without.checkpoint_copies is None and with_copies.checkpoint_copies == copies
+    assert without.cost_usd is not None and with_copies.cost_usd == pytest.approx(without.cost_usd + 0.30)

@@ -1,0 +1,130 @@
+"""The AWS side of regions on a local stack with a peer region (us-west-2): which regions
+ValidateResources lets a run use, the fleet's record of spot capacity, and a peer region's
+reconciler asking a job's home region about its run."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+
+from conftest import NOW, example_spec, team_policy_for
+from spotline.aws import service_jobs
+from spotline.aws.clients import in_region
+from spotline.aws.region_checks import plan_regions
+from spotline.aws.regions import SIGHTINGS_TABLE, queue_in, recent_sightings, record_sighting
+from spotline.aws.request_check import submit_service_job_request
+from spotline.core.model import JobSpec
+from spotline.core.regions import Sighting
+from spotline.core.service_jobs import RUNNING_EXECUTION, KnownJobs
+from spotline.core.training_request import Attempt
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import start_local_stack
+from spotline_dev.local.template import resources_of_type
+from spotline_dev.sandbox.account import prepare_account
+from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
+from spotline_dev.standin import SpotWeather
+
+PEER = "us-west-2"
+EXECUTION = (
+    "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:search-ranking-ranker-v2-1"
+)
+
+
+def _spec() -> JobSpec:
+    return replace(example_spec(), regions=("us-east-1", PEER))
+
+
+@pytest.fixture
+def peered() -> Iterator[LocalStack]:
+    spec = _spec()
+    with start_local_stack(
+        NOW, environment={"TEAM_POLICY": team_policy_for(spec)}, peers={PEER: SpotWeather()}
+    ) as local:
+        prepare_account(local.client, spec)
+        yield local
+
+
+def _queue(stack: LocalStack) -> str:
+    (queue,) = resources_of_type(stack.template, "AWS::Batch::JobQueue")
+    return stack.physical[queue]
+
+
+def _prepared(stack: LocalStack, missing: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
+    spec = _spec()
+    replicas = played_replicas(spec, "us-east-1", [PEER])
+    prepare_replicas(lambda s, r: stack.session.client(s, region_name=r), spec, PEER, replicas, missing)
+    return replicas
+
+
+def test_a_region_with_every_replica_and_the_stacks_queue_is_allowed(peered: LocalStack) -> None:
+    plan, problems = plan_regions(_spec(), "us-east-1", _prepared(peered), _queue(peered))
+    assert problems == [] and plan.allowed == ("us-east-1", PEER) and plan.excluded == ()
+
+
+def test_a_replica_behind_its_home_prefix_leaves_the_region_out_with_the_numbers(peered: LocalStack) -> None:
+    replicas = _prepared(peered)
+    spec = _spec()
+    bucket, _, prefix = spec.inputs[0].s3_uri.removeprefix("s3://").partition("/")
+    peered.client("s3").put_object(Bucket=bucket, Key=f"{prefix}part-00002.parquet", Body=b"written after replication")
+    plan, problems = plan_regions(spec, "us-east-1", replicas, _queue(peered))
+    assert problems == [] and plan.allowed == ("us-east-1",)
+    (left_out,) = plan.excluded
+    assert (left_out.region, left_out.field) == (PEER, "spec.inputs[0].s3Uri")
+    assert "is behind: 3 of 4 objects" in left_out.reason
+
+
+def test_a_replica_bucket_in_another_region_leaves_the_region_out(peered: LocalStack) -> None:
+    replicas = _prepared(peered)
+    spec = _spec()
+    output = spec.output_s3_uri.removeprefix("s3://").partition("/")[0]
+    replicas[f"s3://{output}/"] = {PEER: f"s3://{output}/"}  # the home bucket itself, in us-east-1
+    plan, _ = plan_regions(spec, "us-east-1", replicas, _queue(peered))
+    (left_out,) = plan.excluded
+    assert left_out.field == "spec.output.s3Uri"
+    assert left_out.reason == f"bucket {output} is in us-east-1, not {PEER}"
+
+
+def test_a_region_list_without_home_is_refused_naming_the_field(peered: LocalStack) -> None:
+    spec = replace(_spec(), regions=(PEER,))
+    _, (problem,) = plan_regions(spec, "us-east-1", _prepared(peered), _queue(peered))
+    assert problem.path == "spec.capacity.regions"
+    assert problem.message.startswith("must include us-east-1, the region the manifest was dropped in")
+
+
+def test_sightings_are_recorded_and_read_back_per_region_and_type_for_a_day(peered: LocalStack) -> None:
+    with mock.patch.dict(os.environ, {SIGHTINGS_TABLE: peered.physical["CapacitySightingsTable"]}):
+        record_sighting(Sighting(PEER, NOW, True, "ml.g5.2xlarge"), EXECUTION)
+        record_sighting(Sighting(PEER, NOW - timedelta(days=2), False, "ml.g5.2xlarge"), EXECUTION)  # too old
+        record_sighting(Sighting("us-east-1", NOW, False, "ml.g5.2xlarge", interruption=True), EXECUTION)
+        record_sighting(Sighting(PEER, NOW, False, "ml.p4d.24xlarge"), EXECUTION)  # another type
+        seen = recent_sightings(["us-east-1", PEER], "ml.g5.2xlarge", NOW + timedelta(minutes=1))
+    assert sorted((s.region, s.spot, s.interruption) for s in seen) == [("us-east-1", False, True), (PEER, True, False)]
+
+
+def test_a_peer_regions_reconciler_asks_the_jobs_home_region_about_its_run(
+    peered: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec, queue = _spec(), queue_in(_queue(peered), PEER)
+    request = submit_service_job_request(spec, Attempt(EXECUTION, 1, "spot"), queue)
+    with in_region(PEER):
+        peered.session.client("batch", region_name=PEER).submit_service_job(**request)
+    asked: list[str] = []
+
+    def running(state_machine_arn: str, name: str) -> str:
+        asked.append(state_machine_arn)
+        return RUNNING_EXECUTION
+
+    monkeypatch.setattr(service_jobs, "execution_status", running)
+    monkeypatch.setattr(service_jobs, "jobs_known_to", lambda arn, name: KnownJobs(frozenset(), settled=False))
+    peer_machine = f"arn:aws:states:{PEER}:123456789012:stateMachine:spotline-local-training-lifecycle"
+    with in_region(PEER):
+        found = service_jobs.sweep(queue, peer_machine, why="test")
+    assert asked == ["arn:aws:states:us-east-1:123456789012:stateMachine:spotline-local-training-lifecycle"]
+    assert found.stopped == [] and found.foreign == []  # its run is running at home: left alone
+    assert json.loads(json.dumps([j.home for j in found.checked])) == ["us-east-1"]
