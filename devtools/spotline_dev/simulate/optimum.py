@@ -29,63 +29,9 @@ def optimal_costs(job: Job, available: npt.NDArray[np.bool_], horizon: int | Non
     a spot instance without capacity is gone). Nothing is ever lost: with the trace known,
     stopping before a preemption does as well as any checkpoint, so no run can be cheaper.
     """
-    flags = np.atleast_2d(np.asarray(available, dtype=np.bool_))
-    batch, length = flags.shape
-    steps = job.deadline if horizon is None else horizon
-    if length < steps:
-        raise ValueError(f"the trace window has {length} steps, the horizon needs {steps}")
-    work, d = job.work, job.overhead
-    spot_step, od_step = job.spot_price * job.step_hours, job.on_demand_price * job.step_hours
-    spot_start, od_start = job.billed_start * spot_step, job.billed_start * od_step  # paid for at the start
-    inf = np.inf
-    idle = np.full((batch, work + 1), inf)
-    idle[:, 0] = 0.0
-    spot = np.full_like(idle, inf)
-    ondemand = np.full_like(idle, inf)
-    slots = d + 1  # arrivals of starts in flight, by arrival step modulo d + 1
-    arriving_spot = np.full((slots, batch, work + 1), inf)
-    arriving_od = np.full_like(arriving_spot, inf)
-    if d > 0:  # a spot start at t needs capacity in steps t .. t+d-1
-        counts = np.concatenate([np.zeros((batch, 1), dtype=np.int64), np.cumsum(flags, axis=1)], axis=1)
-        starts = np.arange(length)
-        fits = starts + d <= length
-        can_start = np.zeros((batch, length), dtype=np.bool_)
-        can_start[:, fits] = counts[:, starts[fits] + d] - counts[:, starts[fits]] == d
-    done = np.full((batch, steps + 1), inf)
-    for t in range(steps + 1):
-        if d > 0:
-            slot = t % slots
-            np.minimum(spot, arriving_spot[slot], out=spot)
-            np.minimum(ondemand, arriving_od[slot], out=ondemand)
-            arriving_spot[slot] = inf
-            arriving_od[slot] = inf
-        if t < steps:
-            gone = ~flags[:, t]
-            if gone.any():
-                idle[gone] = np.minimum(idle[gone], spot[gone])
-                spot[gone] = inf
-        best = np.minimum(np.minimum(idle, spot), ondemand)
-        done[:, t] = best[:, work]
-        if t == steps:
-            break
-        if d > 0:
-            target = (t + d) % slots
-            starters = can_start[:, t]
-            if starters.any():
-                landing = arriving_spot[target]
-                landing[starters] = np.minimum(landing[starters], best[starters] + spot_start)
-            np.minimum(arriving_od[target], best + od_start, out=arriving_od[target])
-        else:
-            here = flags[:, t]
-            spot[here] = np.minimum(spot[here], best[here])
-            ondemand = np.minimum(ondemand, best)
-        next_spot = np.full_like(spot, inf)
-        next_spot[:, 1:] = spot[:, :-1] + spot_step
-        next_od = np.full_like(ondemand, inf)
-        next_od[:, 1:] = ondemand[:, :-1] + od_step
-        idle, spot, ondemand = best, next_spot, next_od
-    result: npt.NDArray[np.float64] = np.minimum.accumulate(done, axis=1)
-    return result[0] if np.ndim(available) == 1 else result
+    flags = np.asarray(available, dtype=np.bool_)
+    one_region = flags[None, :] if flags.ndim == 1 else flags[:, None, :]
+    return optimal_costs_across_regions(job, one_region, horizon)
 
 
 def optimal_costs_across_regions(

@@ -78,9 +78,13 @@ class Greedy:
     def __init__(self) -> None:
         self.locked = False
 
+    def restart(self, job: Job) -> int:
+        """The restart the last safe moment leaves room for."""
+        return job.overhead
+
     def decide(self, view: View) -> Command:
         job = view.job
-        last_safe = math.ceil(job.deadline - view.remaining - job.overhead - 1e-9)
+        last_safe = math.ceil(job.deadline - view.remaining - self.restart(job) - 1e-9)
         if self.locked or view.t >= last_safe:
             self.locked = True
             return Command("on-demand")

@@ -44,6 +44,7 @@ from spotline.core.regions import GIB, Sighting, choose_region, latest_sightings
 from spotline_dev.simulate.model import NEVER, SIGHTING_SECONDS, Command, Job, Outcome, Policy, View, simulate
 from spotline_dev.simulate.policies import (
     FIRST_POLL_SECONDS,
+    Greedy,
     OnDemandOnly,
     SpotlinePolicy,
     UniformProgress,
@@ -114,24 +115,21 @@ def _stuck(view: View) -> bool:
     return view.phase in ("idle", "waiting", "interrupted")
 
 
-class GreedyAcrossRegions:
-    name = "greedy"
-    wakes_on_events = True
+class GreedyAcrossRegions(Greedy):
+    """Greedy, its restart a move's (the checkpoint copy first), on spot wherever it sees capacity."""
 
-    def __init__(self) -> None:
-        self.locked = False
+    def restart(self, job: Job) -> int:
+        return job.overhead + job.copy
 
     def decide(self, view: View) -> Command:
-        job = view.job
-        last_safe = math.ceil(job.deadline - view.remaining - job.overhead - job.copy - 1e-9)
-        if self.locked or view.t >= last_safe:
-            self.locked = True
-            return Command("on-demand")
+        command = super().decide(view)
+        if command.capacity != "spot":
+            return command
         region = view.region
         if view.capacity == "none" or _stuck(view):
             found = _spot_region(view)
             region = view.region if found is None else found
-        return Command("spot", last_safe, region=region)
+        return Command("spot", command.wake_at, region=region)
 
 
 class UniformAcrossRegions(UniformProgress):

@@ -41,15 +41,26 @@ def _job(**changes: object) -> Job:
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_the_optimum_of_one_region_is_the_single_region_optimum(seed: int) -> None:
+def test_a_second_region_with_the_same_capacity_buys_nothing(seed: int) -> None:
+    """Moving between two regions that have spot at the same moments saves nothing and costs a
+    copy: the optimum is the one region's (which brute force checks, test_optimum.py)."""
     rng = np.random.default_rng(seed)
     d, work = int(rng.integers(0, 4)), int(rng.integers(3, 12))
-    job = Job(work=work, deadline=work + d + int(rng.integers(0, 15)), overhead=d, checkpoint=3, step_seconds=600)
+    job = Job(
+        work=work,
+        deadline=work + d + int(rng.integers(0, 15)),
+        overhead=d,
+        checkpoint=3,
+        step_seconds=600,
+        copy=int(rng.integers(0, 3)),
+        copy_cost=0.05,
+    )
     windows = rng.random((3, job.deadline + 2)) < 0.6
     one = optimal_costs(job, windows, horizon=job.deadline)
-    assert np.allclose(optimal_costs_across_regions(job, windows[:, None, :], horizon=job.deadline), one)
     twice = optimal_costs_across_regions(job, np.stack([windows, windows], axis=1), horizon=job.deadline)
-    assert np.all(twice <= one + 1e-9)  # a second region never makes it dearer
+    assert np.allclose(twice, one)
+    other = optimal_costs_across_regions(job, np.stack([windows, ~windows], axis=1), horizon=job.deadline)
+    assert np.all(other <= one + 1e-9)  # a region with other moments of spot never makes it dearer
 
 
 def test_the_optimum_across_regions_pays_the_copy_of_a_move() -> None:
