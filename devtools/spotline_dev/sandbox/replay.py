@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from spotline.core.catalog import price_region
 from spotline.core.cost import format_usd
 from spotline.core.durations import format_duration
 from spotline.core.manifest import validate_bytes
@@ -187,7 +188,9 @@ def _cost_line(run: dict[str, Any]) -> str:
     """What it cost, against the whole job on-demand; a saving only for a run that finished the
     job (a failed run's low bill saved nothing: the work is not done)."""
     if run["costUsd"] is None:
-        return f"cost {format_usd(None)} (no price for {run['instanceType']} in Spotline's table)"
+        unpriced = sorted({r for r in run.get("regions") or [] if r and r != price_region()})
+        where = f" in {', '.join(unpriced)}" if unpriced else ""
+        return f"cost {format_usd(None)} (no price for {run['instanceType']}{where} in Spotline's table)"
     cost = f"cost {format_usd(run['costUsd'])}"
     if run["savingsPercent"] is None or run["onDemandCostUsd"] is None:
         return f"{cost} (no saving: the job did not finish)"

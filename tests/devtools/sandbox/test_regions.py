@@ -6,6 +6,9 @@ home and says why. Figures are reconciled with every region's stand-in ledger.""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +99,27 @@ def test_a_region_missing_names_only_fields_with_replicas(tmp_path: Path) -> Non
     path = _scenario(tmp_path, regions={"us-west-2": {"missing": ["spec.roleArn"]}})
     with pytest.raises(ScenarioError, match=r"regions\.us-west-2\.missing\[0\]"):
         load_scenario(path)
+
+
+def test_the_getting_started_excerpt_is_a_real_run_of_the_scenario() -> None:
+    """`spotline sandbox --scenario spot-in-another-region.yaml` in a process of its own, as a user
+    runs it (the stacks of one process draw their ids from seeds that follow one another)."""
+    page = (PROJECT_ROOT / "docs" / "getting-started.md").read_text()
+    excerpt = re.search(r"```\n(== search-ranking-deadline-across-regions.*?)```", page, re.S)
+    assert excerpt, "the regions excerpt moved from docs/getting-started.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spotline_dev.cli",
+            "sandbox",
+            "--scenario",
+            str(SCENARIOS / "spot-in-another-region.yaml"),
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert excerpt.group(1) in done.stdout

@@ -232,7 +232,7 @@ def choose_region(
         return RegionChoice(current, False, tuple(estimates), reason)
     reason = (
         f"{best.region}: about {round(best.seconds / 60)} min lost to restarts and waits "
-        f"({best.note}{f', ${best.copy_usd:.2f}' if best.copy_usd else ''})"
+        f"({best.note}{f', ${best.copy_usd:.2f}' if best.copy_usd >= 0.005 else ''})"
     )
     return RegionChoice(best.region, best.region != current, tuple(estimates), reason)
 
