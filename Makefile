@@ -146,6 +146,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fleet_week.py benchmarks/fleet-month.yaml
 	@$(call simulate_traces,$(TRACES),TRACES,)
 	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--no-plot)
+	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--regions --no-plot --out out/simulate-regions)
 
 clean:
 	rm -rf .aws-sam $(VENV) $(EXAMPLE_VENV) $(CHECKOV_VENV)
