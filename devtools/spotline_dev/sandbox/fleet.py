@@ -26,14 +26,17 @@ from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.service_jobs import job_name_prefix
 from spotline_dev.local.executions import ExecutionRecord
 from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
+from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
     QUIET,
     follow_run,
     left_running,
     notifications_of,
+    peer_weathers,
     rfc3339_or_none,
     settle,
     summarize,
@@ -100,7 +103,21 @@ def _rerun(raw: dict[str, Any], spec_raw: dict[str, Any], number: int) -> None:
 
 
 def team_policy_for(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]:
-    """The scenario's TeamPolicy, or one allowing each team what its manifests ask for."""
+    """The scenario's TeamPolicy, or one allowing each team what its manifests ask for; with
+    `regions:`, each team's replicas there (as the platform team would declare them)."""
+    policy = _allowances(scenario, uploads)
+    if scenario.regions:
+        home = played_account([u.spec for u in uploads], scenario.account).region
+        for upload in uploads:
+            entry = policy.get("teams", {}).get(upload.spec.team)
+            if entry is not None and "replicas" not in (scenario.team_policy or {}).get("teams", {}).get(
+                upload.spec.team, {}
+            ):
+                entry.setdefault("replicas", {}).update(played_replicas(upload.spec, home, scenario.regions))
+    return policy
+
+
+def _allowances(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]:
     if scenario.team_policy is not None:
         return scenario.team_policy
     teams: dict[str, dict[str, Any]] = {}
@@ -147,12 +164,23 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
                 account=played.id,
                 region=played.region,
                 parameters={"TrainingRolePath": played.role_path},
+                peers=peer_weathers(scenario),
             )
         )
         if not verbose:
             scope.enter_context(redirect_stdout(io.StringIO()))  # as in the single-manifest sandbox
+        policy = json.loads(environment["TEAM_POLICY"])
         for spec in {u.spec.name + u.spec.team: u.spec for u in uploads}.values():
             prepare_account(stack.client, spec, missing=scenario.missing)
+            replicas = policy.get("teams", {}).get(spec.team, {}).get("replicas", {})
+            for name, region in scenario.regions.items():
+                prepare_replicas(
+                    lambda service, where: stack.session.client(service, region_name=where),
+                    spec,
+                    name,
+                    replicas,
+                    region.missing,
+                )
         yield stack
 
 
@@ -171,7 +199,7 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         runs = [
             _summarize_run(stack, scenario, upload, arn, delivery_errors, reports=reports) for upload, arn in started
         ]
-        jobs = stack.standin.jobs
+        jobs = every_job(stack)
         virtual_end = stack.clock.now()
         quotas = quota_capacity(stack)
     left = [left_running(_run_of(job, runs), job) for job in jobs if job.status not in ENDED]
@@ -249,7 +277,7 @@ def _summarize_run(
 ) -> dict[str, Any]:
     execution, history = follow_run(stack, arn, delivery_errors, timeout=5)
     names = _chain(stack, arn)
-    jobs = [job for job in stack.standin.jobs if any(job.job_name.startswith(job_name_prefix(n)) for n in names)]
+    jobs = [job for job in every_job(stack) if any(job.job_name.startswith(job_name_prefix(n)) for n in names)]
     run = summarize(
         scenario=scenario,
         manifest=upload.manifest,
@@ -271,7 +299,7 @@ def _summarize_run(
         "notifications": notifications_of(stack, run["name"]),
         "history": history,
         "jobIds": [job.job_id for job in jobs],
-        "ledger": stack.standin.ledger().get(names[0]),
+        "ledger": every_ledger(stack).get(names[0]),
     }
 
 

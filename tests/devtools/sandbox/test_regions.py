@@ -123,3 +123,29 @@ def test_the_getting_started_excerpt_is_a_real_run_of_the_scenario() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert excerpt.group(1) in done.stdout
+
+
+def test_a_fleet_places_later_runs_where_the_fleet_saw_spot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs in one stack: the first waits at home and moves; the fleet's record (its sightings)
+    places the second straight in us-west-2."""
+    manifest = yaml.safe_load(MANIFEST.read_text())
+    del manifest["spec"]["capacity"]["deadline"]
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(manifest))
+    scenario = {
+        "name": "fleet-across-regions",
+        "start": "2026-12-01T06:00:00Z",
+        "queue": {"capacity": {"ml.g5.2xlarge": 4}},
+        "submissions": [{"manifest": "m.yaml", "at": "0h", "every": "3h", "count": 2, "deadlineAfter": "14h"}],
+        "spot": {"startDelay": "5m", "capacityGaps": [{"from": "0s", "to": "2d"}]},
+        "regions": {"us-west-2": {"spot": {"startDelay": "5m", "capacityGaps": []}}},
+    }
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    assert cli_main(["sandbox", "--scenario", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["leftRunning"] == []
+    first, second = summary["executions"]
+    assert (first["status"], first["deadlineMet"], first["onDemandFallback"]) == ("SUCCEEDED", True, False)
+    assert first["regions"] == ["us-east-1", "us-west-2"]
+    assert (second["status"], second["deadlineMet"], second["onDemandFallback"]) == ("SUCCEEDED", True, False)
+    assert second["regions"] == ["us-west-2"]  # placed by what the fleet saw, no wait at home
