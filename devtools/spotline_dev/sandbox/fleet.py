@@ -29,7 +29,7 @@ from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
-from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
+from spotline_dev.sandbox.replicas import play_replicas, played_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
     QUIET,
@@ -173,14 +173,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
         for spec in {u.spec.name + u.spec.team: u.spec for u in uploads}.values():
             prepare_account(stack.client, spec, missing=scenario.missing)
             replicas = policy.get("teams", {}).get(spec.team, {}).get("replicas", {})
-            for name, region in scenario.regions.items():
-                prepare_replicas(
-                    lambda service, where: stack.session.client(service, region_name=where),
-                    spec,
-                    name,
-                    replicas,
-                    region.missing,
-                )
+            play_replicas(stack, scenario, spec, replicas)
         yield stack
 
 

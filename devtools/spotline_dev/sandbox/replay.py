@@ -33,7 +33,7 @@ from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
 from spotline_dev.sandbox.fleet import run_fleet
 from spotline_dev.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
-from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
+from spotline_dev.sandbox.replicas import play_replicas, played_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
     QUIET,
@@ -127,14 +127,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             scope.enter_context(redirect_stdout(io.StringIO()))
         if spec:
             prepare_account(stack.client, spec, missing=scenario.missing)
-            for name, region in scenario.regions.items():
-                prepare_replicas(
-                    lambda service, where: stack.session.client(service, region_name=where),
-                    spec,
-                    name,
-                    replicas,
-                    region.missing,
-                )
+            play_replicas(stack, scenario, spec, replicas)
         if scenario.stop_execution_at is not None:
             stack.stop_executions_after(scenario.stop_execution_at)
         faults = [

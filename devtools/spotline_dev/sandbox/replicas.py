@@ -14,7 +14,9 @@ from spotline.aws.clients import split_s3_uri
 from spotline.core.images import parse_image
 from spotline.core.model import JobSpec
 from spotline.core.replicas import Replicas, replica_of, resources
+from spotline_dev.local.handles import LocalStack
 from spotline_dev.sandbox.account import INPUT_OBJECTS, SOURCE_ARCHIVE, ensure_image
+from spotline_dev.sandbox.scenario import Scenario
 
 
 def played_replicas(spec: JobSpec, home: str, regions: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -55,3 +57,15 @@ def prepare_replicas(
                 s3.put_object(Bucket=bucket, Key=f"{key.rstrip('/')}/{name}".lstrip("/"), Body=b"local data")
         elif path == "spec.code.s3Uri":
             s3.put_object(Bucket=bucket, Key=key, Body=SOURCE_ARCHIVE)
+
+
+def play_replicas(stack: LocalStack, scenario: Scenario, spec: JobSpec, replicas: Replicas) -> None:
+    """The team's replicas in every peer region of the scenario, but those its `missing:` names."""
+    for name, region in scenario.regions.items():
+        prepare_replicas(
+            lambda service, where: stack.session.client(service, region_name=where),
+            spec,
+            name,
+            replicas,
+            region.missing,
+        )
