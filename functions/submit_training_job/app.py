@@ -66,11 +66,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     there = spec_at(spec, where)
     copied = None
     previous_region = (state.get("training") or {}).get("region") or home_region()
-    if state.get("training") and there.checkpoint_s3_uri and previous_region != where:
-        # The latest checkpoint is where the last attempt ran: the attempt here resumes from a copy.
+    if there.checkpoint_s3_uri and previous_region != where:
+        # The latest checkpoint is where the last attempt ran, or at home for a run's first attempt
+        # (an earlier run of the job may have left one): the attempt here resumes from a copy.
         source = spec_at(spec, previous_region).checkpoint_s3_uri or ""
         copied = copy_checkpoint(source, there.checkpoint_s3_uri, previous_region, where)
-        metrics.add_metric(name="CheckpointCopies", unit=MetricUnit.Count, value=1)
+        if copied.objects:
+            metrics.add_metric(name="CheckpointCopies", unit=MetricUnit.Count, value=1)
+        else:
+            copied = None  # nothing saved yet: nothing copied
     queue = queue_in(os.environ["JOB_QUEUE"], where)
     request = submit_service_job_request(there, attempt, queue, training_settings.from_environment())
     with in_region(where):

@@ -1,0 +1,81 @@
+"""SubmitTrainingJob across regions, on a local stack with a peer region: a run's first spot
+attempt goes where the fleet saw spot, and resumes there from a copy of the checkpoint an earlier
+run of the job left at home."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, replace
+from datetime import timedelta
+
+import pytest
+
+from conftest import NOW, example_spec, team_policy_for
+from spotline.aws.clients import split_s3_uri
+from spotline.core.execution_state import JobSummary
+from spotline.core.model import JobSpec
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import start_local_stack
+from spotline_dev.sandbox.account import prepare_account
+from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
+from spotline_dev.standin import SpotWeather
+
+PEER = "us-west-2"
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:ranker-v2-1"
+
+
+def _spec() -> JobSpec:
+    return replace(example_spec(), regions=("us-east-1", PEER))
+
+
+@pytest.fixture
+def peered() -> Iterator[LocalStack]:
+    spec = _spec()
+    policy = json.loads(team_policy_for(spec))
+    replicas = played_replicas(spec, "us-east-1", [PEER])
+    policy["teams"][spec.team]["replicas"] = replicas
+    with start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(policy)}, peers={PEER: SpotWeather()}) as local:
+        prepare_account(local.client, spec)
+        prepare_replicas(lambda s, r: local.session.client(s, region_name=r), spec, PEER, replicas)
+        yield local
+
+
+def _sighted(stack: LocalStack, region: str, spot: bool) -> None:
+    table = stack.client("dynamodb")
+    table.put_item(
+        TableName=stack.physical["CapacitySightingsTable"],
+        Item={
+            "pk": {"S": f"{region}#{_spec().instance_type}"},
+            "sk": {"S": f"{(NOW - timedelta(minutes=5)).isoformat()}#other-run"},
+            "spot": {"BOOL": spot},
+            "interruption": {"BOOL": False},
+        },
+    )
+
+
+def test_a_first_attempt_goes_where_spot_was_seen_and_resumes_from_the_checkpoint_left_at_home(
+    peered: LocalStack,
+) -> None:
+    spec = _spec()
+    assert spec.checkpoint_s3_uri
+    bucket, prefix = split_s3_uri(spec.checkpoint_s3_uri)
+    peered.client("s3").put_object(Bucket=bucket, Key=f"{prefix}progress.json", Body=b'{"step": 40, "totalSteps": 100}')
+    _sighted(peered, "us-east-1", False)
+    _sighted(peered, PEER, True)
+    state = {
+        "manifest": {"valid": True, "spec": spec.to_dict(), "job": asdict(JobSummary.of(spec))},
+        "resources": {"regions": {"home": "us-east-1", "allowed": ["us-east-1", PEER], "excluded": []}},
+    }
+    training = peered.invoke("SubmitTrainingJobFunction", {"execution": EXECUTION, "input": state})
+    assert training["region"] == PEER
+    assert training["regionChoice"].startswith(f"{PEER}: about ")
+    copy = training["checkpointCopy"]
+    assert (copy["fromRegion"], copy["toRegion"], copy["objects"]) == ("us-east-1", PEER, 1)
+    replica_bucket, replica_prefix = split_s3_uri(copy["to"])
+    copied = peered.session.client("s3", region_name=PEER).get_object(
+        Bucket=replica_bucket, Key=f"{replica_prefix}progress.json"
+    )
+    assert json.loads(copied["Body"].read()) == {"step": 40, "totalSteps": 100}
+    (job,) = peered.peers[PEER].jobs  # submitted on the peer's namesake queue
+    assert job.status in ("SUBMITTED", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
