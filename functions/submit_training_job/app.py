@@ -16,13 +16,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import clock, training_settings
 from spotline.aws.clients import in_region
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
-from spotline.aws.regions import copy_checkpoint, home_region, place_attempt, queue_in, spec_at
+from spotline.aws.regions import copy_checkpoint, home_region, place_attempt, spec_at
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.spec_store import spec_of
 from spotline.aws.submission import submit_once
 from spotline.core import links
 from spotline.core.execution_state import attempt_history
 from spotline.core.model import JobSpec, to_rfc3339
+from spotline.core.regions import arn_in_region
 from spotline.core.training_request import Attempt, training_job_name
 
 FIRST_POLL_SECONDS = 60
@@ -75,7 +76,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             metrics.add_metric(name="CheckpointCopies", unit=MetricUnit.Count, value=1)
         else:
             copied = None  # nothing saved yet: nothing copied
-    queue = queue_in(os.environ["JOB_QUEUE"], where)
+    queue = arn_in_region(os.environ["JOB_QUEUE"], where)
     request = submit_service_job_request(there, attempt, queue, training_settings.from_environment())
     with in_region(where):
         submitted = submit_once(request)

@@ -17,8 +17,8 @@ from spotline.aws import clients
 from spotline.aws.clients import in_region
 from spotline.aws.service_jobs import summaries
 from spotline.core.model import to_rfc3339
+from spotline.core.regions import arn_in_region
 from spotline.core.service_jobs import CONTINUED_NAME, EXECUTION_TAG, job_name_prefix
-from spotline.core.service_jobs import in_region as in_arn_region
 from spotline.core.status import training_job_name_of
 from spotline_dev.explain.history import parse_time
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment
@@ -66,7 +66,7 @@ def training_jobs(deployment: Deployment, run: Run) -> list[tuple[str, str | Non
     pattern = f"{job_name_prefix(run.first_execution)}*"
     for region in (None, *deployment.peer_regions):
         with in_region(region):
-            queue = in_arn_region(deployment.job_queue_arn, region)
+            queue = arn_in_region(deployment.job_queue_arn, region)
             for summary in summaries(queue, filters=[{"name": "JOB_NAME", "values": [pattern]}]):
                 described = clients.client("batch", region or deployment.region).describe_service_job(
                     jobId=summary["jobId"]

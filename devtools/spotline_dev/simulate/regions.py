@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from spotline.core.regions import GIB, Sighting, choose_region, latest_sightings
-from spotline_dev.simulate.model import NEVER, SIGHTING_SECONDS, Command, Job, Outcome, Policy, View, simulate
+from spotline_dev.simulate.model import SIGHTING_SECONDS, Command, Job, Outcome, Policy, View, simulate
 from spotline_dev.simulate.policies import (
     FIRST_POLL_SECONDS,
     Greedy,
@@ -258,7 +258,6 @@ def run_region_policy(
 
 __all__ = [
     "LAUNCH_TIMEOUT_SECONDS",
-    "NEVER",
     "REGION_POLICIES",
     "EagerNextRegion",
     "GreedyAcrossRegions",

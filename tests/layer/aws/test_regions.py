@@ -17,10 +17,10 @@ from conftest import NOW, example_spec, team_policy_for
 from spotline.aws import service_jobs
 from spotline.aws.clients import in_region
 from spotline.aws.region_checks import plan_regions
-from spotline.aws.regions import SIGHTINGS_TABLE, queue_in, recent_sightings, record_sighting
+from spotline.aws.regions import SIGHTINGS_TABLE, recent_sightings, record_sighting
 from spotline.aws.request_check import submit_service_job_request
 from spotline.core.model import JobSpec
-from spotline.core.regions import Sighting
+from spotline.core.regions import Sighting, arn_in_region
 from spotline.core.service_jobs import RUNNING_EXECUTION, KnownJobs
 from spotline.core.training_request import Attempt
 from spotline_dev.local.handles import LocalStack
@@ -110,7 +110,7 @@ def test_sightings_are_recorded_and_read_back_per_region_and_type_for_a_day(peer
 def test_a_peer_regions_reconciler_asks_the_jobs_home_region_about_its_run(
     peered: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec, queue = _spec(), queue_in(_queue(peered), PEER)
+    spec, queue = _spec(), arn_in_region(_queue(peered), PEER)
     request = submit_service_job_request(spec, Attempt(EXECUTION, 1, "spot"), queue)
     with in_region(PEER):
         peered.session.client("batch", region_name=PEER).submit_service_job(**request)

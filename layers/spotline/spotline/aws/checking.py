@@ -11,7 +11,7 @@ from spotline.aws.clients import client, in_region
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.region_moves import copy_seconds, look_elsewhere
-from spotline.aws.regions import queue_in, spec_at
+from spotline.aws.regions import spec_at
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
 from spotline.aws.training_plans import candidate_plans
@@ -34,6 +34,7 @@ from spotline.core.policy import (
 )
 from spotline.core.polling import next_check
 from spotline.core.queue import escalation, queue_wait_now
+from spotline.core.regions import arn_in_region
 from spotline.core.speeds import fastest_speed, measured_throughputs, primary_throughput, slowest_speed, type_speeds
 from spotline.core.status import (
     TrainingStatus,
@@ -233,7 +234,7 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
     queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
     capacity = training["capacity"]
     settings = QueueSettings.from_environment()
-    queue = queue_in(settings.job_queue, where) if settings.job_queue else None
+    queue = arn_in_region(settings.job_queue, where) if settings.job_queue else None
     wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
     overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
     progress = progress_of(here, status, previous)

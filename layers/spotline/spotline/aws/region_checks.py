@@ -13,16 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from spotline.aws.clients import client, split_s3_uri
-from spotline.aws.regions import queue_in
+from spotline.aws.regions import prefix_contents
 from spotline.aws.resources import check_in_region
 from spotline.core.errors import ManifestError
 from spotline.core.model import JobSpec
+from spotline.core.regions import arn_in_region
 from spotline.core.replicas import Replicas, place, spec_in
 
 REGIONS_PATH = "spec.capacity.regions"
-LISTED_KEYS = 1000
-"""How many keys of an input prefix are compared between home and a replica (one page)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +62,7 @@ def plan_regions(spec: JobSpec, home: str, replicas: Replicas, queue: str) -> tu
         placed, problems = place(spec, region, home, replicas)
         if placed is not None:
             there = spec_in(spec, placed)
-            problems = check_in_region(there, region, queue_in(queue, region)) or _behind(spec, there, region)
+            problems = check_in_region(there, region, arn_in_region(queue, region)) or _behind(spec, there, region)
         if problems:
             excluded.append(Excluded(region, problems[0].path, problems[0].message))
         else:
@@ -75,8 +73,8 @@ def plan_regions(spec: JobSpec, home: str, replicas: Replicas, queue: str) -> tu
 def _behind(spec: JobSpec, there: JobSpec, region: str) -> list[ManifestError]:
     """An input whose replica lacks objects, or holds fewer bytes, than its home prefix."""
     for index, (home_channel, channel) in enumerate(zip(spec.inputs, there.inputs, strict=True)):
-        home_count, home_bytes = _listing(home_channel.s3_uri, None)
-        count, size = _listing(channel.s3_uri, region)
+        home_count, home_bytes = prefix_contents(home_channel.s3_uri, None)
+        count, size = prefix_contents(channel.s3_uri, region)
         if count < home_count or size < home_bytes:
             return [
                 ManifestError(
@@ -86,10 +84,3 @@ def _behind(spec: JobSpec, there: JobSpec, region: str) -> list[ManifestError]:
                 )
             ]
     return []
-
-
-def _listing(uri: str, region: str | None) -> tuple[int, int]:
-    bucket, prefix = split_s3_uri(uri)
-    page = client("s3", region).list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=LISTED_KEYS)
-    contents = page.get("Contents", [])
-    return len(contents), sum(int(item.get("Size", 0)) for item in contents)

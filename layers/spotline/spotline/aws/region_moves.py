@@ -7,26 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from spotline.aws.clients import client, split_s3_uri
 from spotline.aws.observability import logger
-from spotline.aws.regions import allowed_regions, recent_sightings, record_sighting
+from spotline.aws.regions import allowed_regions, prefix_contents, recent_sightings, record_sighting
 from spotline.core.lifecycle import NextStep
 from spotline.core.model import JobSpec
 from spotline.core.policy import JobClock, remaining_work
 from spotline.core.regions import Sighting, choose_region, copy_estimate, latest_sightings, region_records
 from spotline.core.status import TrainingStatus
-
-CHECKPOINT_KEYS_READ = 1000
-"""Keys of the checkpoint prefix summed for its size (one page)."""
-
-
-def checkpoint_bytes(spec: JobSpec) -> int:
-    """The size of the job's checkpoint prefix as it stands (one page of keys)."""
-    if not spec.checkpoint_s3_uri:
-        return 0
-    bucket, prefix = split_s3_uri(spec.checkpoint_s3_uri)
-    page = client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=CHECKPOINT_KEYS_READ)
-    return sum(int(item.get("Size", 0)) for item in page.get("Contents", []))
 
 
 def copy_seconds(state: dict[str, Any], spec_here: JobSpec, where: str) -> tuple[float, int]:
@@ -35,7 +22,7 @@ def copy_seconds(state: dict[str, Any], spec_here: JobSpec, where: str) -> tuple
     others = [r for r in allowed_regions(state) if r != where]
     if not others or not spec_here.checkpoint_s3_uri:
         return 0.0, 0
-    size = checkpoint_bytes(spec_here)
+    _, size = prefix_contents(spec_here.checkpoint_s3_uri)
     return max(copy_estimate(size, where, r)[0] for r in others), size
 
 

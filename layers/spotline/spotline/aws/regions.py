@@ -36,6 +36,8 @@ SIGHTINGS_TABLE = "CAPACITY_SIGHTINGS_TABLE"
 SIGHTINGS_READ = 300
 """Sightings read per region and type for a decision (the newest first: a busy fleet's last day)."""
 SIGHTING_TTL = timedelta(days=2)
+PREFIX_KEYS_READ = 1000
+"""Keys of a prefix counted and sized (one page): an input against its replica, a checkpoint."""
 
 
 def home_region() -> str:
@@ -46,15 +48,6 @@ def allowed_regions(state: dict[str, Any]) -> list[str]:
     """The regions ValidateResources let the run use (`$.resources.regions.allowed`), home first."""
     plan = (state.get("resources") or {}).get("regions") or {}
     return list(plan.get("allowed") or [home_region()])
-
-
-def queue_in(queue: str, region: str) -> str:
-    """The stack's queue ARN (or name) as the same stack names it in `region`."""
-    if not queue.startswith("arn:"):
-        return queue
-    parts = queue.split(":")
-    parts[3] = region
-    return ":".join(parts)
 
 
 def spec_at(spec: JobSpec, region: str | None) -> JobSpec:
@@ -113,6 +106,14 @@ def recent_sightings(regions: Sequence[str], instance_type: str, now: datetime) 
             at = datetime.fromisoformat(str(item["sk"]).split("#", 1)[0])
             found.append(Sighting(region, at, bool(item["spot"]), instance_type, bool(item.get("interruption"))))
     return found
+
+
+def prefix_contents(uri: str, region: str | None = None) -> tuple[int, int]:
+    """(objects, bytes) under an S3 prefix, from one page of its keys."""
+    bucket, prefix = split_s3_uri(uri)
+    page = client("s3", region).list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=PREFIX_KEYS_READ)
+    contents = page.get("Contents", [])
+    return len(contents), sum(int(item.get("Size", 0)) for item in contents)
 
 
 # --- the checkpoint copy ---------------------------------------------------------------------

@@ -21,6 +21,7 @@ from spotline.aws.observability import logger
 from spotline.aws.reporting import try_publish_alert
 from spotline.core import links
 from spotline.core.quota_shares import quota_share_name
+from spotline.core.regions import arn_in_region, region_of_arn
 from spotline.core.service_jobs import (
     LIVE_STATUSES,
     NO_SUCH_EXECUTION,
@@ -39,7 +40,6 @@ from spotline.core.service_jobs import (
     run_job_name_pattern,
     stop_reason,
 )
-from spotline.core.service_jobs import in_region as in_arn_region
 
 HISTORY_PAGE = 20
 """Events per GetExecutionHistory page (newest first): the latest state is almost always in the first."""
@@ -101,7 +101,7 @@ def terminate(jobs: list[ServiceJob], reason: str) -> None:
 
 def _region_of(arn: str) -> str | None:
     """The ARN's region when it is not the Lambda's own (None: the client's default)."""
-    region = arn.split(":")[3] if arn.count(":") >= 3 else ""
+    region = region_of_arn(arn)
     return region if region and region != os.environ.get("AWS_REGION") else None
 
 
@@ -114,7 +114,7 @@ def stop_everywhere(
     for region in regions:
         with in_region(region):
             there = stop_execution_jobs(
-                execution_name, in_arn_region(queue, region), why=why, known_job_ids=known_job_ids.get(region, [])
+                execution_name, arn_in_region(queue, region), why=why, known_job_ids=known_job_ids.get(region, [])
             )
         found = Stopped(checked=[*found.checked, *there.checked], stopped=[*found.stopped, *there.stopped])
     return found
@@ -175,7 +175,7 @@ def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
     # state machine (same stack name, same state machine name): it is asked there.
     homes = {str(j.execution): j.home for j in jobs if j.tagged_as_spotlines and j.needs_stopping}
     claimed = sorted(homes)
-    machines = {name: in_arn_region(state_machine_arn, homes[name]) for name in claimed}
+    machines = {name: arn_in_region(state_machine_arn, homes[name]) for name in claimed}
     statuses = {name: execution_status(machines[name], name) for name in claimed}
     known = {name: jobs_known_to(machines[name], name) for name in claimed if statuses[name] == RUNNING_EXECUTION}
     foreign = intruders(jobs, known)

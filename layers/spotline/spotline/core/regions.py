@@ -137,6 +137,22 @@ class RegionChoice:
         }
 
 
+def arn_in_region(arn: str, region: str | None) -> str:
+    """The same ARN in `region` (None, or a name that is no ARN: as it is): the stack's namesake
+    queue, service jobs and state machine in a peer region."""
+    if not region or not arn.startswith("arn:"):
+        return arn
+    parts = arn.split(":")
+    parts[3] = region
+    return ":".join(parts)
+
+
+def region_of_arn(arn: str) -> str:
+    """`arn:aws:states:us-east-1:...` -> `us-east-1` ("" for what is no ARN)."""
+    parts = arn.split(":")
+    return parts[3] if arn.startswith("arn:") and len(parts) > 3 else ""
+
+
 def copy_estimate(checkpoint_bytes: int, source: str, target: str) -> tuple[float, float]:
     """(seconds, USD) to copy a checkpoint of `checkpoint_bytes` from `source` to `target`."""
     if source == target or checkpoint_bytes <= 0:

@@ -309,15 +309,6 @@ def job_ids_in_state(training: Mapping[str, Any] | None) -> list[str]:
     return [str(i) for i in [*earlier, training.get("jobId")] if i]
 
 
-def in_region(arn: str, region: str | None) -> str:
-    """The same ARN in `region` (None: as it is): the stack's namesakes in its peer regions."""
-    if not region:
-        return arn
-    parts = arn.split(":")
-    parts[3] = region
-    return ":".join(parts)
-
-
 def job_ids_by_region(training: Mapping[str, Any] | None, home: str) -> dict[str, list[str]]:
     """`job_ids_in_state` by the region each attempt ran in ("" for `home`, the stack's own)."""
     found: dict[str, list[str]] = {}

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from spotline.core.model import CHECKPOINT_LOCAL_PATH, JobSpec
 from spotline.core.naming import short_hash, slug
 from spotline.core.quota_shares import quota_share_name
+from spotline.core.regions import region_of_arn
 
 Capacity = Literal["spot", "on-demand", "training-plan"]
 SUFFIXES: dict[str, str] = {"spot": "spot", "on-demand": "od", "training-plan": "tp"}
@@ -160,7 +161,7 @@ def _tags(spec: JobSpec, attempt: Attempt) -> dict[str, str]:
         f"{TAG_PREFIX}attempt": str(attempt.number),
         f"{TAG_PREFIX}capacity": attempt.capacity,
         # The region of the run's execution: a peer region's reconciler asks there whether it runs.
-        f"{TAG_PREFIX}home": attempt.execution_arn.split(":")[3],
+        f"{TAG_PREFIX}home": region_of_arn(attempt.execution_arn),
     }
 
 
