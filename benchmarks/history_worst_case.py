@@ -96,7 +96,8 @@ def run(case: Case) -> dict[str, Any]:
     started = time.perf_counter()
     with start_local_stack(
         START,
-        environment={"TEAM_POLICY": json.dumps({"teams": {spec.team: team_allowance(spec)}}), **QUIET},
+        team_policy=json.dumps({"teams": {spec.team: team_allowance(spec)}}),
+        environment=QUIET,
         weather=weather,
         behaviour=lambda _r: TrainingBehaviour(duration=case.work_hours * HOURS),
     ) as stack:

@@ -52,7 +52,8 @@ def main() -> dict[str, Any]:
     started = time.perf_counter()
     with start_local_stack(
         START,
-        environment={"TEAM_POLICY": json.dumps({"teams": {spec.team: team_allowance(spec)}}), **QUIET},
+        team_policy=json.dumps({"teams": {spec.team: team_allowance(spec)}}),
+        environment=QUIET,
         weather=weather,
         behaviour=lambda _r: TrainingBehaviour(duration=72 * HOURS),
     ) as stack:

@@ -1,7 +1,8 @@
-"""The outputs of the "Operating a stack" page (docs/platform/operating.md), regenerated: every
-`spotline` command for a deployed stack, run against the local stack standing in for one
-(`--stack spotline-local`), with the default sandbox scenario's spot weather (interruptions at
-2 h and 5 h of training, no spot from 6 h to 12 h).
+"""The outputs of the "Operating a stack" page (docs/platform/operating.md) and of the team
+registry's commands (docs/teams/team-policy.md), regenerated: every `spotline` command for a
+deployed stack, run against the local stack standing in for one (`--stack spotline-local`), with
+the default sandbox scenario's spot weather (interruptions at 2 h and 5 h of training, no spot
+from 6 h to 12 h).
 
     .venv/bin/python scripts/operate_demo.py           # print the outputs
     .venv/bin/python scripts/operate_demo.py --check   # and compare them with the page's (the tests do)
@@ -35,9 +36,16 @@ from spotline_dev.standin import TrainingBehaviour
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs/platform/operating.md")
 """Where the block lives, from the repository root."""
+TEAMS_PAGE = Path("docs/teams/team-policy.md")
+TEAMS_POLICY, TEAMS_WIDER, TEAMS_OVER = (
+    "examples/team-policy.json",
+    "examples/teams/search-ranking-g6.json",
+    "examples/teams/search-ranking-over-capacity.json",
+)
 WEEKLY, HOTFIX = "examples/manifests/ranker-v2.yaml", "examples/manifests/urgent-retrain.yaml"
 ON_CALL = "on-call"
 LOG_LINES_SHOWN = 18
+DAY_SECONDS = 86400.0
 LOOK_EVERY_SECONDS = 300.0
 """How often `--wait` and `--follow` look here, in virtual time (they look every 15 s of real time):
 a look every 15 virtual seconds of a 14-hour run would take this script ten minutes."""
@@ -83,7 +91,8 @@ def demo() -> None:
         powertools_environment_for(False),
         start_local_stack(
             scenario.start,
-            environment={"TEAM_POLICY": json.dumps(policy), **QUIET},
+            team_policy=json.dumps(policy),
+            environment=QUIET,
             weather=weather,
             behaviour=behaviour,
         ) as stack,
@@ -123,11 +132,37 @@ def demo() -> None:
         run("logs", weekly, *on)
 
 
-def page_block() -> str:
-    """The page's "Operating a stack" block: from its first command to its closing fence."""
-    text = (ROOT / PAGE).read_text()
-    start = text.index(f"$ spotline submit {HOTFIX} --stack {STACK}\n")
+def teams_demo() -> None:
+    """The team registry's life on a fresh stack: seeded from a policy file, read, changed, a
+    change refused, the history, a rollback."""
+    scenario = load_scenario(None)
+    with (
+        powertools_environment_for(False),
+        start_local_stack(scenario.start, environment=QUIET) as stack,
+    ):
+        deployment.SURROUNDINGS.now = stack.clock.now
+        on = ["--stack", STACK]
+        run("teams", "apply", TEAMS_POLICY, *on)
+        run("teams", "list", *on)
+        stack.clock.advance(DAY_SECONDS)  # a day later, search-ranking asks for g6 and a quota
+        run("teams", "diff", TEAMS_WIDER, *on)
+        run("teams", "apply", TEAMS_OVER, *on)
+        run("teams", "apply", TEAMS_WIDER, *on)
+        stack.clock.advance(DAY_SECONDS)  # and a day after that, goes back
+        run("teams", "history", "search-ranking", *on)
+        run("teams", "rollback", "search-ranking", "1", *on)
+        run("teams", "list", *on)
+
+
+def page_block(page: Path = PAGE, first: str = f"submit {HOTFIX}") -> str:
+    """A page's block: from its first command to its closing fence."""
+    text = (ROOT / page).read_text()
+    start = text.index(f"$ spotline {first} --stack {STACK}\n")
     return text[start : text.index("```", start)].rstrip("\n")
+
+
+def teams_block() -> str:
+    return page_block(TEAMS_PAGE, f"teams apply {TEAMS_POLICY}")
 
 
 def as_shown(printed: str) -> str:
@@ -137,13 +172,12 @@ def as_shown(printed: str) -> str:
     return f"{head}\n$ spotline logs {command}\n" + "\n".join(lines[:LOG_LINES_SHOWN]) + "\n..."
 
 
-def differences(printed: str, shown: str) -> str | None:
+def differences(printed: str, shown: str, page: str = PAGE.as_posix()) -> str | None:
     """None when the page shows what the demo printed: exactly, up to a closing `...` line
     (the logs are an excerpt, their first lines)."""
     excerpt = shown.removesuffix("\n...")
     if printed.rstrip("\n") == shown or (excerpt != shown and printed.startswith(excerpt + "\n")):
         return None
-    page = PAGE.as_posix()
     lines = list(difflib.unified_diff(shown.splitlines(), printed.splitlines(), page, "printed", lineterm=""))
     return "\n".join(lines)
 
@@ -155,16 +189,28 @@ def main() -> int:
     args = parser.parse_args()
     if not (args.check or args.write):
         demo()
+        teams_demo()
         return 0
-    printed = io.StringIO()
+    printed, teams = io.StringIO(), io.StringIO()
     with redirect_stdout(printed):
         demo()
+    with redirect_stdout(teams):
+        teams_demo()
     if args.write:
         page = ROOT / PAGE
         page.write_text(page.read_text().replace(page_block(), as_shown(printed.getvalue()), 1))
-    found = differences(printed.getvalue(), page_block())
-    print(found or f'The "Operating a stack" block of {PAGE.as_posix()} is what these commands print')
-    return 1 if found else 0
+        page = ROOT / TEAMS_PAGE
+        page.write_text(page.read_text().replace(teams_block(), teams.getvalue().rstrip("\n"), 1))
+    found = [
+        differences(printed.getvalue(), page_block()),
+        differences(teams.getvalue(), teams_block(), TEAMS_PAGE.as_posix()),
+    ]
+    for difference in found:
+        if difference:
+            print(difference)
+    if not any(found):
+        print(f"The command blocks of {PAGE.as_posix()} and {TEAMS_PAGE.as_posix()} are what these commands print")
+    return 1 if any(found) else 0
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ CHECKED_ELSEWHERE = {
     "spotline status": "scripts/operate_demo.py --check",
     "spotline logs": "scripts/operate_demo.py --check",
     "spotline cancel": "scripts/operate_demo.py --check",
+    "spotline teams": "scripts/operate_demo.py --check (docs/teams/team-policy.md)",
     "make checkov": "make test",
 }
 

@@ -46,7 +46,7 @@ def team_policy_for(*specs: JobSpec) -> str:
 def stack() -> Iterator[LocalStack]:
     """The stack with the example's team allowed and its account prepared."""
     spec = example_spec()
-    with start_local_stack(NOW, environment={"TEAM_POLICY": team_policy_for(spec)}) as local:
+    with start_local_stack(NOW, team_policy=team_policy_for(spec)) as local:
         prepare_account(local.client, spec)
         yield local
 
@@ -62,7 +62,7 @@ def long_training() -> Iterator[LocalStack]:
     spec = example_spec()
     with start_local_stack(
         NOW,
-        environment={"TEAM_POLICY": team_policy_for(spec)},
+        team_policy=team_policy_for(spec),
         behaviour=lambda _request: TrainingBehaviour(duration=8 * 3600),
     ) as local:
         prepare_account(local.client, spec)

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws.observability import bind_execution, logger
 from spotline.aws.service_jobs import live_runs
+from spotline.aws.team_registry import policy_for
 from spotline.core.errors import summarize
 from spotline.core.execution_state import job_summary_of
 from spotline.core.service_jobs import execution_name_of, live_run_problem
@@ -23,7 +24,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if job is None:
         raise ValueError("the execution state has no $.manifest.job: CheckNoLiveJob runs only after LoadManifest")
     runs = live_runs(
-        os.environ["JOB_QUEUE"], team=job.team, name=job.name, execution_name=execution_name_of(event["execution"])
+        os.environ["JOB_QUEUE"],
+        team=job.team,
+        name=job.name,
+        execution_name=execution_name_of(event["execution"]),
+        quota_share=policy_for(job.team).share_of(job.team),
     )
     problems = [live_run_problem(job.team, job.name, runs)] if runs else []
     if problems:

@@ -20,6 +20,7 @@ from spotline.aws.regions import copy_checkpoint, home_region, place_attempt, sp
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.spec_store import spec_of
 from spotline.aws.submission import submit_once
+from spotline.aws.team_registry import policy_for
 from spotline.core import links
 from spotline.core.execution_state import attempt_history
 from spotline.core.model import JobSpec, to_rfc3339
@@ -77,7 +78,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         else:
             copied = None  # nothing saved yet: nothing copied
     queue = arn_in_region(os.environ["JOB_QUEUE"], where)
-    request = submit_service_job_request(there, attempt, queue, training_settings.from_environment())
+    share = policy_for(spec.team).share_of(spec.team)
+    request = submit_service_job_request(there, attempt, queue, training_settings.from_environment(), share)
     with in_region(where):
         submitted = submit_once(request)
     name = training_job_name(spec, attempt)

@@ -1,8 +1,10 @@
 """SyncQuotaShares: the Lambda behind the template's TeamQuotaShares custom resource.
 
-CloudFormation cannot loop over the TeamPolicy JSON parameter, so this function makes the job
-queue's AWS Batch quota shares follow it: on Create and Update one share per team (created,
-updated, or disabled for a team no longer listed: `spotline.core.quota_shares`), on Delete (the
+CloudFormation cannot loop over the team registry, so this function makes the job queue's AWS
+Batch quota shares follow it when the stack changes (a new queue, a new TrainingCapacity): on
+Create and Update one share per quota share of the registry (created, updated, or disabled for
+one no team counts in any more: `spotline.core.quota_shares`); a change of the registry itself
+brings the shares in step at once (ApplyTeamChange). On Delete (the
 stack or the queue going away) every share of the queue disabled and, once Batch reads it
 DISABLED, deleted (`spotline.aws.quota_shares.tear_down`). It always answers CloudFormation's
 ResponseURL (`spotline.aws.custom_resource`): on Create and Update FAILED with the reason when
@@ -10,7 +12,7 @@ anything goes wrong; on Delete always SUCCESS, so Spotline's own clean-up never 
 DELETE_FAILED: a share it could not delete (a Batch error, the wait for DISABLED running out of
 time) is logged and named in the answer's Reason and Data (`LeftInPlace`), with what to run.
 
-ResourceProperties: JobQueue (the queue's ARN), TeamPolicy (the parameter's JSON),
+ResourceProperties: JobQueue (the queue's ARN), TeamRegistryBucket (the registry's bucket),
 Capacity (TrainingCapacity: `ml.g5.2xlarge=8,...`, the service environment's limit per instance type).
 PhysicalResourceId: the queue's ARN, so a replaced queue's old shares are torn down by the Delete
 CloudFormation sends for the old id.
@@ -28,8 +30,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import custom_resource, quota_shares
 from spotline.aws.custom_resource import CustomResourceError, Result
 from spotline.aws.observability import logger
+from spotline.aws.team_registry import read_registry
 from spotline.core.quota_shares import QuotaSharesInvalid, parse_capacity
-from spotline.core.team_policy import TeamPolicy
 
 JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:[0-9]{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
 MAX_DATA_NAMES = 1000  # characters of share names in Data (20 names of at most 24 fit)
@@ -63,7 +65,7 @@ def _sync(event: Mapping[str, Any], deadline: float | None = None) -> Result:
     if request not in ("Create", "Update"):
         raise CustomResourceError(f"RequestType {request!r} is not Create, Update or Delete")
     queue = _required(properties, "JobQueue")
-    policy = TeamPolicy.from_json(_required(properties, "TeamPolicy"))
+    policy = read_registry(_required(properties, "TeamRegistryBucket")).policy()
     planned = quota_shares.reconcile(queue, policy, _capacity(_required(properties, "Capacity")))
     counts = planned.summary
     logger.info("Quota shares in step with the team policy", extra={"jobQueue": queue, **counts})

@@ -12,7 +12,9 @@ from spotline.aws.observability import bind_execution, logger
 from spotline.aws.region_checks import RegionPlan, plan_regions
 from spotline.aws.resources import ResourceSettings, check_resources
 from spotline.aws.spec_store import spec_of
+from spotline.aws.team_registry import admission_policy
 from spotline.core.errors import summarize
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
 
 def _available(plan: RegionPlan) -> str:
@@ -28,10 +30,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     spec = spec_of(event["input"])
     settings = ResourceSettings.from_environment()
-    problems = check_resources(spec, settings)
+    try:
+        policy: TeamPolicy | TeamPolicyInvalid = admission_policy(spec.team)
+    except TeamPolicyInvalid as exc:
+        policy = exc
+    problems = check_resources(spec, settings, policy)
     home = os.environ.get("AWS_REGION", "us-east-1")
     plan = RegionPlan(home, (home,))
-    allowance = None if isinstance(settings.team_policy, Exception) else settings.team_policy.allowance(spec.team)
+    allowance = None if isinstance(policy, TeamPolicyInvalid) else policy.allowance(spec.team)
     if not problems and allowance is not None:
         plan, refused = plan_regions(spec, home, allowance.replicas, settings.job_queue)
         problems += refused

@@ -21,6 +21,7 @@ from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 PRINTS_DATA = ("validate", "render", "sandbox", "explain", "simulate", "submit", "runs", "status", "logs", "cancel")
 DEPLOYED = ("submit", "runs", "status", "logs", "cancel")
+TEAM_ACTIONS = ("list", "show", "validate", "diff", "apply", "history", "rollback", "remove")
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -48,7 +49,7 @@ def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 def test_every_option_of_every_command_has_help() -> None:
     parsers = list(_parsers(build_parser()))
-    assert len(parsers) == 1 + len(_commands())
+    assert len(parsers) == 1 + len(_commands()) + len(TEAM_ACTIONS)  # spotline teams <action>
     for name, parser in parsers:
         for action in _options(parser):
             assert action.help and action.help.strip(), f"{name} {action.dest}: no help"
@@ -103,6 +104,12 @@ def test_every_command_that_prints_data_takes_output_json_and_every_command_show
     for name in DEPLOYED:
         options = {o for a in commands[name]._actions for o in a.option_strings}
         assert {"--stack", "--region", "--profile"} <= options, name
+    (actions,) = [a for a in commands["teams"]._actions if isinstance(a, argparse._SubParsersAction)]
+    assert tuple(actions.choices) == TEAM_ACTIONS
+    for name, parser in actions.choices.items():
+        options = {o for a in parser._actions for o in a.option_strings}
+        assert {"--stack", "--region", "--profile", "--output", "--json"} <= options, name
+        assert parser.epilog and parser.epilog.startswith(f"examples:\n  spotline teams {name}"), name
     for name, parser in commands.items():
         assert parser.epilog and parser.epilog.startswith("examples:\n  spotline " + name), name
 

@@ -35,7 +35,7 @@ def peered() -> Iterator[LocalStack]:
     policy = json.loads(team_policy_for(spec))
     replicas = played_replicas(spec, "us-east-1", [PEER])
     policy["teams"][spec.team]["replicas"] = replicas
-    with start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(policy)}, peers={PEER: SpotWeather()}) as local:
+    with start_local_stack(NOW, team_policy=json.dumps(policy), peers={PEER: SpotWeather()}) as local:
         prepare_account(local.client, spec)
         prepare_replicas(lambda s, r: local.session.client(s, region_name=r), spec, PEER, replicas)
         yield local

@@ -1,7 +1,7 @@
 """SyncQuotaShares, the TeamQuotaShares custom resource's handler, against the Batch stand-in
 through boto3: CloudFormation's Create, Update and Delete requests make the queue's quota shares
-follow the TeamPolicy, and every request gets exactly one answer, FAILED with the reason when
-something is wrong, so no stack waits for one."""
+follow the team registry (its index.json, as ApplyTeamChange writes it), and every request gets
+exactly one answer, FAILED with the reason when something is wrong, so no stack waits for one."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ POLICY_ARN = f"arn:aws:batch:{REGION}:{ACCOUNT}:scheduling-policy/spotline-TeamQ
 STACK_ID = f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/spotline/1"
 RESPONSE_URL = "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/spotline?X-Amz-Signature=x"
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+REGISTRY = "spotline-team-registry"
 TWO_TEAMS = {
     "teams": {
         "search-ranking": {"maxInstances": 4, "quotas": {"ml.g5.2xlarge": 5}},
@@ -72,11 +73,14 @@ class Rig:
         remaining_ms: int = 60_000,
         **properties: Any,
     ) -> dict[str, Any]:
-        """Send CloudFormation's request (scalars as strings, as it sends them); return its one answer."""
+        """Send CloudFormation's request (scalars as strings, as it sends them) with the registry
+        holding `policy`; return its one answer."""
+        body = policy if isinstance(policy, str) else json.dumps({"teams": policy["teams"]})
+        boto3.client("s3", region_name=REGION).put_object(Bucket=REGISTRY, Key="index.json", Body=body.encode())
         props = {
             "ServiceToken": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:spotline-SyncQuotaSharesFunction",
             "JobQueue": self.queue,
-            "TeamPolicy": policy if isinstance(policy, str) else json.dumps(policy),
+            "TeamRegistryBucket": REGISTRY,
             "Capacity": "ml.g5.2xlarge=8",
             **properties,
         }
@@ -137,6 +141,7 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
         session = boto3.DEFAULT_SESSION
         assert session is not None
         standin.install(session)
+        boto3.client("s3", region_name=REGION).create_bucket(Bucket=REGISTRY)
         queue = standin.register_queue(
             "spotline-training", scheduling_policy_arn=POLICY_ARN, capacity={"ml.g5.2xlarge": 8}
         )
@@ -386,7 +391,7 @@ def test_more_teams_than_a_queue_holds_shares_fails_with_what_to_do(rig: Rig) ->
     answered = rig.request("Create", policy)
     assert answered["Status"] == "FAILED"
     assert answered["Reason"].startswith(
-        "QuotaSharesInvalid: TeamPolicy lists 21 teams, and a Batch job queue holds at most 20"
+        "QuotaSharesInvalid: the team registry needs 21 quota shares, and a Batch job queue holds at most 20"
     )
     assert answered["PhysicalResourceId"] == rig.queue  # a failed Create: the rollback's Delete cleans this queue
     assert rig.shares() == {}
@@ -410,7 +415,7 @@ def test_batch_refusing_a_share_fails_the_create_with_batchs_message(rig: Rig) -
     ("properties", "reason"),
     [
         ({"JobQueue": None}, "ResourceProperties.JobQueue is required"),
-        ({"TeamPolicy": ""}, "ResourceProperties.TeamPolicy is required"),
+        ({"TeamRegistryBucket": ""}, "ResourceProperties.TeamRegistryBucket is required"),
         (
             {"Capacity": "8"},
             "ResourceProperties.Capacity: TrainingCapacity entry '8' is not <instance type>=<instances>",

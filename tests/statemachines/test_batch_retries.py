@@ -27,7 +27,7 @@ def _stack(behaviour: TrainingBehaviour) -> Iterator[LocalStack]:
     spec = example_spec()
     with start_local_stack(
         NOW,
-        environment={"TEAM_POLICY": team_policy_for(spec)},
+        team_policy=team_policy_for(spec),
         weather=SpotWeather(requeue_wait=REQUEUE_WAIT),
         behaviour=lambda _request: behaviour,
     ) as local:

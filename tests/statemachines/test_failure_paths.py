@@ -175,7 +175,7 @@ def spot_gap_stack() -> Iterator[LocalStack]:
     weather = SpotWeather(capacity_gaps=[(NOW + timedelta(hours=1), NOW + timedelta(days=30))])
     with start_local_stack(
         NOW,
-        environment={"TEAM_POLICY": team_policy_for(spec)},
+        team_policy=team_policy_for(spec),
         weather=weather,
         behaviour=lambda _request: TrainingBehaviour(duration=8 * HOUR),
     ) as local:

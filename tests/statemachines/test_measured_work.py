@@ -26,7 +26,7 @@ def longer_than_declared() -> Iterator[LocalStack]:
     assert spec.expected_duration_seconds == DECLARED
     with start_local_stack(
         NOW,
-        environment={"TEAM_POLICY": team_policy_for(spec)},
+        team_policy=team_policy_for(spec),
         behaviour=lambda _request: TrainingBehaviour(duration=REAL),
     ) as local:
         prepare_account(local.client, spec)

@@ -144,7 +144,7 @@ def failing_stack() -> Iterator[LocalStack]:
     spec = example_spec()
     with start_local_stack(
         NOW,
-        environment={"TEAM_POLICY": team_policy_for(spec)},
+        team_policy=team_policy_for(spec),
         behaviour=lambda _request: TrainingBehaviour(duration=8 * 3600, fail_after=3600),
     ) as local:
         prepare_account(local.client, spec)
@@ -170,7 +170,7 @@ def test_algorithm_error_fails_once_as_training_failed_and_tells_on_call(failing
 def test_every_resource_problem_is_reported_at_once() -> None:
     spec = example_spec()
     narrow_policy = json.dumps({"teams": {"search-ranking": {**team_allowance(spec), "instanceFamilies": ["p4d"]}}})
-    with start_local_stack(NOW, environment={"TEAM_POLICY": narrow_policy}) as stack:
+    with start_local_stack(NOW, team_policy=narrow_policy) as stack:
         prepare_account(stack.client, spec, missing={"spec.image", "spec.inputs[1].s3Uri"})
         execution, history = run_upload(stack, EXAMPLE_MANIFEST.read_bytes())
 

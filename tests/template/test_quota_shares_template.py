@@ -1,6 +1,6 @@
 """The job queue's quota management in template.yaml, read from the template itself: a quota
 share policy on a queue CloudFormation replaces, the TeamQuotaShares custom resource fed by the
-TeamPolicy parameter and the queue, least-privilege IAM scoped to the queue's quota shares, and
+team registry and the queue, least-privilege IAM scoped to the queue's quota shares, and
 the functions that submit or admit jobs waiting for the shares."""
 
 from __future__ import annotations
@@ -52,14 +52,15 @@ def test_the_queue_uses_a_quota_management_policy_on_a_queue_cloudformation_repl
     assert queue["JobQueueType"] == "SAGEMAKER_TRAINING"
 
 
-def test_the_custom_resource_gets_the_team_policy_the_queue_and_the_environments_capacity() -> None:
+def test_the_custom_resource_gets_the_team_registry_the_queue_and_the_environments_capacity() -> None:
     (name,) = [n for n, r in RESOURCES.items() if r["Type"].startswith("Custom::")]
     props = RESOURCES[name]["Properties"]
     assert props["ServiceToken"] == {"Fn::GetAtt": ["SyncQuotaSharesFunction", "Arn"]}
     assert props["JobQueue"] == {"Ref": "TrainingJobQueue"}
-    # The same parameter ValidateResources admits teams by.
-    assert props["TeamPolicy"] == function_environment(TEMPLATE, "ValidateResourcesFunction")["TEAM_POLICY"]
-    assert props["TeamPolicy"] == {"Ref": "TeamPolicy"}
+    # The same registry ValidateResources admits teams by and ApplyTeamChange writes.
+    assert props["TeamRegistryBucket"] == {"Ref": "TeamRegistryBucket"}
+    for function in ("ValidateResourcesFunction", "ApplyTeamChangeFunction"):
+        assert function_environment(TEMPLATE, function)["TEAM_REGISTRY_BUCKET"] == props["TeamRegistryBucket"]
     # The environment's limits and the shares' come from one parameter, one limit per instance type.
     assert props["Capacity"] == {"Ref": "TrainingCapacity"}
     limits = RESOURCES["TrainingServiceEnvironment"]["Properties"]["CapacityLimits"]
@@ -76,8 +77,15 @@ def test_the_custom_resource_gets_the_team_policy_the_queue_and_the_environments
     }
 
 
-def test_the_share_syncer_may_touch_only_this_queues_quota_shares() -> None:
+def test_the_share_syncer_may_touch_only_this_queues_quota_shares_and_read_the_registrys_index() -> None:
     statements = _statements("SyncQuotaSharesFunction")
+    registry = [s for s in statements if "TeamRegistryBucket" in json.dumps(s["Resource"])]
+    assert {a for s in registry for a in _list(s["Action"])} == {"s3:GetObject", "s3:ListBucket"}
+    assert {json.dumps(s["Resource"]) for s in registry} == {
+        json.dumps({"Fn::Sub": "${TeamRegistryBucket.Arn}/index.json"}),
+        json.dumps({"Fn::GetAtt": ["TeamRegistryBucket", "Arn"]}),
+    }
+    statements = [s for s in statements if s not in registry]
     granted = {action for s in statements for action in _list(s["Action"])}
     assert granted == {
         "batch:CreateQuotaShare",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from template.bucket_policies import S3Request, bucket_value, denied
 
 from spotline.aws import training_settings
 from spotline.core.naming import report_key
@@ -225,10 +224,13 @@ def _resources(statement: dict[str, Any]) -> list[Any]:
 
 
 INGEST_BUCKET_ARN = {"Fn::GetAtt": ["IngestBucket", "Arn"]}
+REGISTRY_BUCKET_ARN = {"Fn::GetAtt": ["TeamRegistryBucket", "Arn"]}
 
 
 def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_account() -> None:
-    listings = [s for s in _with_action("s3:ListBucket") if s["Resource"] != INGEST_BUCKET_ARN]
+    listings = [
+        s for s in _with_action("s3:ListBucket") if s["Resource"] not in (INGEST_BUCKET_ARN, REGISTRY_BUCKET_ARN)
+    ]
     statements = listings + [
         s for s in _with_action("s3:GetObject") if any("progress.json" in str(r) for r in _resources(s))
     ]
@@ -447,84 +449,18 @@ def test_publishing_functions_may_use_the_topic_key_and_no_other() -> None:
 
 
 # --- Who may write and read a team's folder in the ingest bucket ------------------------------
-# The bucket policy's Deny statements, evaluated for the requests teams and Spotline make. Only
-# what the policy uses is modelled: exact or wildcard actions, Resource/NotResource patterns with
-# the ${aws:PrincipalTag/spotline:team} variable (unresolved when the tag is missing: then the
-# statement does not apply, as in IAM), and the Null, Bool and StringNotLike operators.
+# The bucket policy's Deny statements, evaluated for the requests teams and Spotline make
+# (template/bucket_policies.py models what the policies use).
 
 BUCKET_ARN = "arn:aws:s3:::spotline-ingest"
-TEAM_VARIABLE = "${aws:PrincipalTag/spotline:team}"
-
-
-@dataclass(frozen=True)
-class S3Request:
-    action: str
-    key: str | None  # None: the bucket itself
-    team: str | None  # the principal's spotline:team tag
-    prefix: str | None = None  # s3:prefix of a listing
-    secure: bool = True
 
 
 def _bucket_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_bucket_value(v) for v in value]
-    if value == {"Fn::GetAtt": ["IngestBucket", "Arn"]}:
-        return BUCKET_ARN
-    if isinstance(value, dict):
-        return value["Fn::Sub"].replace("${IngestBucket.Arn}", BUCKET_ARN).replace("${!", "${")
-    return value
-
-
-def _with_team(pattern: str, team: str | None) -> str | None:
-    if TEAM_VARIABLE not in pattern:
-        return pattern
-    return None if team is None else pattern.replace(TEAM_VARIABLE, team)
-
-
-def _condition_holds(condition: dict[str, Any], request: S3Request) -> bool:
-    context = {
-        "aws:PrincipalTag/spotline:team": request.team,
-        "aws:SecureTransport": str(request.secure).lower(),
-        "s3:prefix": request.prefix,
-    }
-    for operator, entries in condition.items():
-        for key, expected in entries.items():
-            actual = context[key]
-            if operator == "Null":
-                holds = (actual is None) == (expected == "true")
-            elif operator == "Bool":
-                holds = actual == expected
-            elif operator == "StringNotLike":  # true when the key is missing, like every negated operator
-                patterns = [
-                    _with_team(p, request.team) for p in (expected if isinstance(expected, list) else [expected])
-                ]
-                holds = actual is None or not any(p is not None and fnmatch.fnmatchcase(actual, p) for p in patterns)
-            else:
-                raise AssertionError(f"condition operator {operator} not modelled")
-            if not holds:
-                return False
-    return True
+    return bucket_value(value, "IngestBucket", BUCKET_ARN, {})
 
 
 def _denied(request: S3Request) -> bool:
-    policy = TEMPLATE["Resources"]["IngestBucketPolicy"]["Properties"]
-    assert policy["Bucket"] == {"Ref": "IngestBucket"}
-    arn = BUCKET_ARN if request.key is None else f"{BUCKET_ARN}/{request.key}"
-    for statement in policy["PolicyDocument"]["Statement"]:
-        assert statement["Effect"] == "Deny" and statement["Principal"] == "*", statement["Sid"]
-        if not any(fnmatch.fnmatchcase(request.action, a) for a in _actions(statement)):
-            continue
-        element = "Resource" if "Resource" in statement else "NotResource"
-        values = _bucket_value(statement[element])
-        patterns = [_with_team(p, request.team) for p in (values if isinstance(values, list) else [values])]
-        if None in patterns:
-            continue  # an unresolved policy variable: the statement does not apply
-        matched = any(fnmatch.fnmatchcase(arn, p) for p in patterns if p is not None)
-        if matched != (element == "Resource"):
-            continue
-        if _condition_holds(statement.get("Condition", {}), request):
-            return True
-    return False
+    return denied(TEMPLATE["Resources"]["IngestBucketPolicy"]["Properties"], "IngestBucket", BUCKET_ARN, request, {})
 
 
 MANIFEST = "manifests/vision/resnet.yaml"

@@ -9,14 +9,11 @@ only needs the description, answered at botocore's `before-call` hook.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import boto3
-
-TEAM_POLICY_ENV = "TEAM_POLICY"  # what ValidateResources reads the TeamPolicy parameter from
 
 if TYPE_CHECKING:
     from spotline_dev.local.handles import LocalStack
@@ -51,8 +48,6 @@ def install_stack_description(stack: LocalStack, name: str, *, region: str, acco
 
 def description(stack: LocalStack, name: str, stack_id: str, created: datetime) -> dict[str, Any]:
     parameters = {key: str(value.get("Default", "")) for key, value in stack.template.get("Parameters", {}).items()}
-    if TEAM_POLICY_ENV in os.environ:
-        parameters["TeamPolicy"] = os.environ[TEAM_POLICY_ENV]
     return {
         "StackName": name,
         "StackId": stack_id,

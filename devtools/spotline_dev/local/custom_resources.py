@@ -5,9 +5,8 @@ HTTPS ResponseURL), and its answer, the one PUT `spotline.aws.custom_resource` m
 instead of sent. A FAILED answer fails the stack's creation with the handler's Reason.
 
 Parameters take the local stack's values: a parameter a function reads through an environment
-variable (TeamPolicy as TEAM_POLICY) takes the variable's override (the stack's own parameters,
-TrainingCapacity among them, are already its template's defaults), so a resource follows what the
-test or sandbox gave the stack.
+variable takes the variable's override (the stack's own parameters, TrainingCapacity among them,
+are already its template's defaults), so a resource follows what the test or sandbox gave the stack.
 
 CloudFormation invokes the function itself (asynchronously); the local stack calls the handler
 in-process, as its other functions, but outside `LocalStack.invocations`, which records what
@@ -51,7 +50,7 @@ def custom_resources(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def parameter_overrides(template: dict[str, Any], environment: Mapping[str, str]) -> dict[str, str]:
-    """The parameters whose function variables the local stack overrides (TeamPolicy by TEAM_POLICY)."""
+    """The parameters whose function variables the local stack overrides (TRAINING_CAPACITY: TrainingCapacity)."""
     overrides: dict[str, str] = {}
     for logical in resources_of_type(template, "AWS::Serverless::Function"):
         for variable, value in function_environment(template, logical).items():

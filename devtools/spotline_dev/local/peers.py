@@ -41,7 +41,7 @@ def start_peers(
 
 def mirror_queues(stack: LocalStack) -> None:
     """Each peer's namesake of every job queue of the stack, with its quota shares as they are here
-    (the same template and TeamPolicy deployed there)."""
+    (the same template deployed there, the same team registry applied)."""
     batch = stack.client("batch")
     for logical, settings in stack.queue_settings.items():
         here = stack.physical[logical]

@@ -196,7 +196,7 @@ def create_resources(
         handlers[physical[logical]] = _load_handler(props["CodeUri"], props["Handler"])
         stack.functions[logical] = physical[logical]
 
-    # Custom resources see the local stack's parameters (TEAM_POLICY, the queue's capacity).
+    # Custom resources see the local stack's parameters (the queue's capacity).
     local_parameters = with_parameters(template, parameter_overrides(template, environment))
     create_custom_resources(
         stack,

@@ -28,6 +28,7 @@ from moto.s3 import models as moto_s3_models
 from moto.utilities.utils import get_partition
 
 from spotline.aws import clients as spotline_aws
+from spotline.aws import team_registry
 from spotline.core.quota_shares import format_capacity
 from spotline_dev.local.cloudformation import install_stack_description
 from spotline_dev.local.custom_resources import with_parameters
@@ -42,6 +43,7 @@ from spotline_dev.local.moto_shortcuts import (
     skip_repeated_moto_work,
 )
 from spotline_dev.local.peers import mirror_queues, start_peers
+from spotline_dev.local.registry import seed_registry
 from spotline_dev.local.resources import create_resources
 from spotline_dev.local.template import (
     load_template,
@@ -129,9 +131,12 @@ def start_local_stack(
     region: str = REGION,
     parameters: Mapping[str, str] | None = None,
     peers: Mapping[str, SpotWeather] | None = None,
+    team_policy: str | Mapping[str, Any] | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
-    yield handles to it. `environment` overrides function variables (e.g. TEAM_POLICY);
+    yield handles to it. `environment` overrides function variables (e.g. POWERTOOLS_LOG_LEVEL);
+    `team_policy` (`{"teams": {...}}`, JSON or a mapping) seeds the team registry, as
+    `spotline teams apply` would;
     `capacity` the training queue's capacity per instance type (the template's TrainingCapacity);
     `account` and `region` the AWS account and region it plays; `parameters` the stack's
     parameter values where they differ from the template's defaults (e.g. TrainingRolePath);
@@ -202,9 +207,13 @@ def start_local_stack(
         )
         exits.callback(spotline_aws.reset_clients)
         spotline_aws.reset_clients()
+        exits.callback(team_registry.forget_cached)  # a team's entry read in one stack is not the next's
+        team_registry.forget_cached()
         create_resources(stack, lambdas.handlers, exits, environment or {})
-        mirror_queues(stack)
         install_service_events(stack)
         install_stack_description(stack, STACK, region=region, account=account, created=clock.now())
         exits.callback(lambdas.settle, STOP_TASKS_SECONDS)  # first on the way out: moto still answers
+        if team_policy is not None:
+            seed_registry(stack, team_policy)
+        mirror_queues(stack)  # each peer region's stack, its registry applied as here
         yield stack

@@ -54,7 +54,7 @@ def cmd_submit(args: argparse.Namespace, deployment: Deployment) -> int:
     if args.output == "json" and not args.wait:
         print(as_json(submission.to_dict()))
     elif args.output != "json":
-        checked = "" if submission.team_policy_checked else " (the stack's TeamPolicy was not readable: not checked)"
+        checked = "" if submission.team_policy_checked else " (the team's registry entry was not readable: not checked)"
         version = f" (version {submission.version_id})" if submission.version_id else ""
         print(f"Valid{checked}; uploaded s3://{submission.bucket}/{submission.key}{version}")
         print(f"Execution  {submission.execution_name}")

@@ -1,5 +1,5 @@
 """A deployed Spotline stack as the commands see it: its CloudFormation outputs (the ingest
-bucket, the state machine, the job queue) and its TeamPolicy parameter, found with the
+bucket, the state machine, the job queue, the team registry and its writer), found with the
 caller's own AWS session.
 
 The layer's AWS adapters (`spotline.aws`) take their clients from boto3's default session, so
@@ -27,8 +27,9 @@ OUTPUTS = {
     "bucket": "IngestBucketName",
     "state_machine_arn": "TrainingLifecycleArn",
     "job_queue_arn": "TrainingJobQueueArn",
+    "registry_bucket": "TeamRegistryBucketName",
+    "apply_function": "ApplyTeamChangeFunctionName",
 }
-HIDDEN_PARAMETER = "****"  # what DescribeStacks shows of a NoEcho parameter
 
 
 class OperateError(Exception):
@@ -60,7 +61,9 @@ class Deployment:
     bucket: str
     state_machine_arn: str
     job_queue_arn: str
-    team_policy: str | None  # the TeamPolicy parameter's JSON; None when DescribeStacks hides it
+    registry_bucket: str
+    apply_function: str
+    training_capacity: str = ""  # the TrainingCapacity parameter: what quotas are checked against
     peer_regions: tuple[str, ...] = ()  # the PeerRegions parameter: where a run's attempts may also run
 
     def execution_arn(self, name: str) -> str:
@@ -87,7 +90,7 @@ def use_session(*, profile: str | None, region: str | None) -> None:
 
 
 def connect(stack: str, *, profile: str | None = None, region: str | None = None) -> Deployment:
-    """The stack's outputs and TeamPolicy, read with DescribeStacks."""
+    """The stack's outputs and parameters, read with DescribeStacks."""
     use_session(profile=profile, region=region)
     session = boto3._get_default_session()
     if not session.region_name:
@@ -105,12 +108,11 @@ def connect(stack: str, *, profile: str | None = None, region: str | None = None
     if missing:
         raise OperateError(f"stack {stack} has no {', '.join(missing)} output (is it a Spotline stack?)")
     parameters = {p["ParameterKey"]: p.get("ParameterValue") for p in described[0].get("Parameters", [])}
-    policy = parameters.get("TeamPolicy")
     return Deployment(
         stack=stack,
         region=str(session.region_name),
-        team_policy=None if policy in (None, HIDDEN_PARAMETER) else policy,
         peer_regions=tuple(r for r in str(parameters.get("PeerRegions") or "").split(",") if r),
+        training_capacity=str(parameters.get("TrainingCapacity") or ""),
         **{attribute: str(outputs[key]) for attribute, key in OUTPUTS.items()},
     )
 

@@ -21,11 +21,13 @@ STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 Formatter = argparse.RawDescriptionHelpFormatter
 
 
-def _deployed(command: str) -> Callable[[argparse.Namespace], int]:
+def _deployed(command: str, module: str = "commands") -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from spotline_dev.operate import commands  # noqa: PLC0415 (boto3 only when a command runs)
+        # boto3 only when a command runs
+        from spotline_dev.operate import commands, team_commands  # noqa: PLC0415
 
-        return commands.run_deployed(getattr(commands, command))(args)
+        implementation = getattr({"commands": commands, "team_commands": team_commands}[module], command)
+        return commands.run_deployed(implementation)(args)
 
     return run
 
@@ -112,8 +114,8 @@ def add_operate_commands(commands: argparse._SubParsersAction) -> None:  # type:
         commands,
         "submit",
         help="validate a manifest against the stack's team policy, upload it and start its run",
-        description="Validates FILE (the spotline/v1 contract, and the stack's TeamPolicy parameter when "
-        "DescribeStacks shows it), uploads it to s3://<IngestBucketName>/manifests/<team>/<file name> and "
+        description="Validates FILE (the spotline/v1 contract, and the team's entry in the stack's registry "
+        "when the caller may read it), uploads it to s3://<IngestBucketName>/manifests/<team>/<file name> and "
         "prints the execution the upload starts. Nothing is uploaded when the manifest is invalid.",
         example_lines=[
             "spotline submit ranker-v2.yaml --stack spotline",
@@ -178,5 +180,74 @@ def add_operate_commands(commands: argparse._SubParsersAction) -> None:  # type:
     cancel.add_argument("--yes", "-y", action="store_true", help="do not ask first (asked only on a terminal)")
 
     for parser in (submit, runs, status, logs, cancel):
+        add_output_option(parser)
+        add_stack_options(parser)
+    add_team_commands(commands)
+
+
+TEAM_COMMANDS: list[tuple[str, str, list[str], list[str]]] = [
+    # name, help, arguments, examples
+    ("list", "every team in the stack's registry: version, quota share, quotas, last change", [], ["list"]),
+    ("show", "a team's entry in force, its version, who changed it and when", ["team"], ["show search-ranking"]),
+    (
+        "validate",
+        "check a policy file against the JSON Schema and the stack (quota totals, quota shares); change nothing",
+        ["file"],
+        ["validate teams.json"],
+    ),
+    ("diff", "what a policy file would change in the registry, field by field", ["file"], ["diff teams.json"]),
+    (
+        "apply",
+        "validate a policy file, then have the stack apply it (a new version per changed team) and sync the "
+        "quota shares; a refused change changes nothing",
+        ["file"],
+        ["apply teams.json", "apply vision.json --output json"],
+    ),
+    ("history", "every version of a team's entry: when, by whom, what changed", ["team"], ["history vision"]),
+    (
+        "rollback",
+        "restore a team's entry as it was at VERSION (a new version, validated again)",
+        ["team", "version"],
+        ["rollback vision 3"],
+    ),
+    (
+        "remove",
+        "remove a team: new runs are refused, its running jobs go on, its quota share is disabled",
+        ["team"],
+        ["remove old-team --yes"],
+    ),
+]
+
+
+def add_team_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    teams = commands.add_parser(
+        "teams",
+        help="read and change the stack's team registry (each team's policy entry, versioned)",
+        description="The stack's team registry: each team's policy entry, versioned, changed only through "
+        "ApplyTeamChange after validation (docs/teams/team-policy.md).",
+        formatter_class=Formatter,
+        epilog=examples(
+            *(f"spotline teams {line} --stack spotline" for _, _, _, lines in TEAM_COMMANDS for line in lines)
+        ),
+    )
+    actions = teams.add_subparsers(dest="teams_command", required=True, metavar="ACTION")
+    for name, help, arguments, example_lines in TEAM_COMMANDS:
+        parser = actions.add_parser(
+            name,
+            help=help,
+            description=help[0].upper() + help[1:] + ".",
+            formatter_class=Formatter,
+            epilog=examples(*(f"spotline teams {line} --stack spotline" for line in example_lines)),
+        )
+        for argument in arguments:
+            if argument == "team":
+                parser.add_argument("team", metavar="TEAM", help="the team's name")
+            elif argument == "file":
+                parser.add_argument("file", metavar="FILE", help='a policy file: {"teams": {<team>: <entry>}} (JSON)')
+            else:
+                parser.add_argument("version", metavar="VERSION", type=positive, help="the version to restore")
+        if name == "remove":
+            parser.add_argument("--yes", "-y", action="store_true", help="do not ask first (asked only on a terminal)")
+        parser.set_defaults(run=_deployed(f"cmd_teams_{name}", "team_commands"))
         add_output_option(parser)
         add_stack_options(parser)

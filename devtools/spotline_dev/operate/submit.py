@@ -1,5 +1,5 @@
-"""`spotline submit`: validate a manifest as the stack will (its TeamPolicy, where DescribeStacks
-shows it), upload it to `manifests/<team>/`, name the execution it starts, and optionally
+"""`spotline submit`: validate a manifest as the stack will (the team's entry in its registry,
+where the caller may read it), upload it to `manifests/<team>/`, name the execution it starts, and optionally
 follow the run to its end.
 
 The execution's name is known before it exists: Intake names it after the bucket, key and
@@ -14,6 +14,9 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from spotline.aws.team_registry import record_of
 from spotline.core import links
 from spotline.core.errors import ManifestError
 from spotline.core.model import JobSpec
@@ -69,19 +72,25 @@ def manifest_key(spec: JobSpec, file_name: str | None, data: bytes) -> str:
     return f"{MANIFEST_PREFIX}{spec.team}/{PurePosixPath(file_name).name}"
 
 
-def team_policy_of(deployment: Deployment) -> TeamPolicy | None:
-    if deployment.team_policy is None:
-        return None
+def team_policy_of(deployment: Deployment, team: str) -> TeamPolicy | None:
+    """The team's entry in the stack's registry, as ValidateResources will read it (None when it
+    cannot be read here: the caller may not read the registry; the stack checks it anyway)."""
     try:
-        return TeamPolicy.from_json(deployment.team_policy)
+        record = record_of(team, fresh=True, bucket_name=deployment.registry_bucket)
+        allowance = None if record is None else record.allowance()
     except TeamPolicyInvalid:
-        return None  # the stack's own problem: ValidateResources reports it on every run
+        return None  # an entry changed by hand: ValidateResources reports it on every run
+    except (ClientError, BotoCoreError):
+        return None
+    return TeamPolicy({} if allowance is None else {team: allowance})
 
 
 def submit(deployment: Deployment, data: bytes, *, file_name: str | None, now: datetime) -> Submission:
     """Validate, then upload; raises ManifestRejected (nothing uploaded) or OperateError."""
-    policy = team_policy_of(deployment)
-    spec, errors = manifest_problems(data, now=now, policy=policy)
+    spec, errors = manifest_problems(data, now=now)
+    policy = team_policy_of(deployment, spec.team) if spec is not None and not errors else None
+    if spec is not None and policy is not None:
+        errors = policy.check(spec)
     if errors or spec is None:
         raise ManifestRejected(errors)
     key = manifest_key(spec, file_name, data)

@@ -43,6 +43,7 @@ from spotline_dev.sandbox.runs import (
     weather_of,
 )
 from spotline_dev.sandbox.scenario import Scenario, ScenarioError
+from spotline_dev.sandbox.team_changes import schedule_team_changes
 from spotline_dev.standin import ServiceJobView, TrainingBehaviour
 
 DRIVER = "spotline-sandbox"  # the sandbox's own key on the clock
@@ -151,13 +152,15 @@ def training_behaviour(scenario: Scenario, uploads: list[Upload]) -> Callable[[d
 def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = False) -> Iterator[LocalStack]:
     """One local stack for every upload of the scenario: its queue capacity, spot weather and team
     policy, each team's account prepared."""
-    environment = {"TEAM_POLICY": json.dumps(team_policy_for(scenario, uploads)), **({} if verbose else QUIET)}
+    policy = team_policy_for(scenario, uploads)
+    environment = {} if verbose else dict(QUIET)
     played = played_account([u.spec for u in uploads], scenario.account)
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
                 scenario.start,
                 environment=environment,
+                team_policy=policy,
                 weather=weather_of(scenario),
                 behaviour=training_behaviour(scenario, uploads),
                 capacity=played_capacity([u.spec for u in uploads], scenario.capacity),
@@ -169,7 +172,6 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
         )
         if not verbose:
             scope.enter_context(redirect_stdout(io.StringIO()))  # as in the single-manifest sandbox
-        policy = json.loads(environment["TEAM_POLICY"])
         for spec in {u.spec.name + u.spec.team: u.spec for u in uploads}.values():
             prepare_account(stack.client, spec, missing=scenario.missing)
             replicas = policy.get("teams", {}).get(spec.team, {}).get("replicas", {})
@@ -185,6 +187,7 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
             stack.stop_executions_after(scenario.stop_execution_at)
         for fault in scenario.faults:
             stack.inject_fault(fault.function, count=fault.count, start=scenario.start + timedelta(seconds=fault.start))
+        team_changes = schedule_team_changes(stack, scenario.start, scenario.team_changes)
         delivery_errors: list[str] = []
         started = _play(stack, scenario, uploads, delivery_errors)
         settle(stack)
@@ -206,6 +209,7 @@ def run_fleet(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]:
         "capacity": stack.queue_capacities["TrainingJobQueue"],
         "sharedQueue": True,
         "quotas": quotas,
+        "teamChanges": team_changes,
     }
 
 

@@ -49,6 +49,7 @@ from spotline_dev.sandbox.runs import (
     weather_of,
 )
 from spotline_dev.sandbox.scenario import FaultSpec, Scenario, ScenarioError, load_scenario
+from spotline_dev.sandbox.team_changes import schedule_team_changes
 from spotline_dev.standin import ServiceJobView, TrainingBehaviour
 
 __all__ = ["FaultSpec", "Scenario", "ScenarioError", "load_scenario", "main", "run_scenario"]
@@ -71,8 +72,11 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
                 # Each manifest ran in a stack of its own: no capacity they shared, no utilization.
                 "capacity": None,
                 "sharedQueue": False,
+                # The same changes in each manifest's stack: the first's tell what they did.
+                "teamChanges": runs[0][0]["teamChanges"] if runs else [],
             }
     summary["capacityGaps"] = weather_of(scenario).capacity_gaps  # for the pictures: when spot had none
+    summary["start"] = scenario.start
     summary["fleet"] = fleet_figures(
         summary["executions"],
         summary["jobs"],
@@ -105,12 +109,13 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         entry = policy.get("teams", {}).get(spec.team)
         if entry is not None:  # the team's replicas, as the platform team would declare them
             replicas = entry.setdefault("replicas", played_replicas(spec, played.region, scenario.regions))
-    environment = {"TEAM_POLICY": json.dumps(policy), **({} if verbose else QUIET)}
+    environment = {} if verbose else dict(QUIET)
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
                 scenario.start,
                 environment=environment,
+                team_policy=policy,
                 weather=weather,
                 behaviour=behaviour,
                 capacity=played_capacity([spec] if spec else [], scenario.capacity),
@@ -134,6 +139,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             stack.inject_fault(f.function, count=f.count, start=scenario.start + timedelta(seconds=f.start))
             for f in scenario.faults
         ]
+        team_changes = schedule_team_changes(stack, scenario.start, scenario.team_changes)
         stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)
         (started,) = stack.deliver_events()
         delivery_errors: list[str] = []
@@ -169,6 +175,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             "jobIds": [job.job_id for job in jobs],
             "virtualEndAt": stack.clock.now(),
             "capacity": stack.queue_capacities.get("TrainingJobQueue"),
+            "teamChanges": team_changes,
         }
     run["leftRunning"] = [left_running(run["name"], job) for job in jobs if job.status not in ENDED]
     return run, jobs
@@ -200,6 +207,14 @@ SLACK_LEGEND = (
 )
 
 
+def _team_change_line(change: dict[str, Any], start: datetime) -> str:
+    at = offset(start + timedelta(seconds=change["at"]), start)
+    what = "removed" if change["remove"] else "changed"
+    if change["outcome"] == "refused":
+        return f"Team registry {at}: {change['team']} not {what}: {change['reason']}"
+    return f"Team registry {at}: {change['team']} {what} ({change['outcome']}, version {change['version']})"
+
+
 def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
     out = [
         f"Scenario {summary['scenario']}: {len(summary['executions'])} execution(s), replayed in {wall_seconds:.1f}s"
@@ -210,6 +225,7 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         out.append(f"Plays {next(iter(played))}")
     if any("slack" in line for run in summary["executions"] for line in run.get("timeline") or ()):
         out.append(SLACK_LEGEND)
+    out += [_team_change_line(change, summary["start"]) for change in summary.get("teamChanges") or ()]
     if summary.get("sharedQueue"):
         out += ["", *_fleet_runs(summary), "", *render_fleet(summary["fleet"])]
     for run in [] if summary.get("sharedQueue") else summary["executions"]:
@@ -322,6 +338,7 @@ def public_summary(
         ],
         "leftRunning": summary["leftRunning"],
         "fleet": summary["fleet"],
+        **({"teamChanges": summary["teamChanges"]} if summary.get("teamChanges") else {}),
         **({"wallSeconds": round(wall_seconds, 1)} if wall_seconds is not None else {}),
     }
 

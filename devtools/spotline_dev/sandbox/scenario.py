@@ -18,6 +18,7 @@ from spotline.core import json_schemas
 from spotline.core.durations import parse_duration
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.local.template import PROJECT_ROOT, load_template, resources_of_type
+from spotline_dev.sandbox.team_changes import TeamChangeInvalid, TeamChangeSpec, parse_team_changes
 
 DEFAULT_SCENARIO = PROJECT_ROOT / "examples" / "scenarios" / "default.yaml"
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "scenario-v1.schema.json"
@@ -105,7 +106,8 @@ class Scenario:
     duration: float | None = None  # None: each manifest's expectedDuration
     fail_after: float | None = None
     missing: list[str] = field(default_factory=list)  # manifest fields whose resources the account lacks
-    team_policy: dict[str, Any] | None = None  # the stack's TeamPolicy; None: each team gets what it names
+    team_policy: dict[str, Any] | None = None  # seeds the team registry; None: each team gets what it names
+    team_changes: list[TeamChangeSpec] = field(default_factory=list)  # `teamChanges:`, made during the run
     stop_execution_at: float | None = None  # seconds after each execution's start: StopExecution
     faults: list[FaultSpec] = field(default_factory=list)
     submissions: list[Submission] = field(default_factory=list)
@@ -196,6 +198,7 @@ def load_scenario(path: Path | None) -> Scenario:
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],
         team_policy=_team_policy(raw["teamPolicy"], path.parent) if "teamPolicy" in raw else None,
+        team_changes=_team_changes(raw.get("teamChanges") or [], path.parent),
         stop_execution_at=_stop_execution_at(raw["stopExecutionAt"]) if "stopExecutionAt" in raw else None,
         faults=_faults(raw["faults"]) if "faults" in raw else [],
         submissions=submissions,
@@ -328,16 +331,23 @@ def _faults(raw: Any) -> list[FaultSpec]:
     return faults
 
 
+def _team_changes(raw: list[dict[str, Any]], folder: Path) -> list[TeamChangeSpec]:
+    try:
+        return parse_team_changes(raw, folder, _seconds)
+    except TeamChangeInvalid as exc:
+        raise ScenarioError(str(exc)) from None
+
+
 def _team_policy(raw: Any, folder: Path) -> dict[str, Any]:
-    """The scenario's `teamPolicy:` (the TeamPolicy JSON shape, inline or a JSON file relative to
-    the scenario), checked as the stack would."""
+    """The scenario's `teamPolicy:` (`{teams: {<team>: <entry>}}`, inline or a JSON file relative
+    to the scenario): the team registry's seed, checked as the stack would."""
     if isinstance(raw, str):
         try:
             raw = json.loads((folder / raw).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ScenarioError(f"teamPolicy: cannot read {raw}: {exc}") from None
     if not isinstance(raw, dict):
-        raise ScenarioError("teamPolicy: must be a mapping in the TeamPolicy shape ({teams: {<team>: {...}}})")
+        raise ScenarioError("teamPolicy: must be a mapping of the team policy's shape ({teams: {<team>: {...}}})")
     try:
         TeamPolicy.from_json(json.dumps(raw))
     except TeamPolicyInvalid as exc:

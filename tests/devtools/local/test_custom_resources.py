@@ -1,6 +1,7 @@
 """The local stack creates the template's custom resources as CloudFormation does: the real
 handler gets a Create request and its one answer is caught, so the queue's quota shares follow
-the TeamPolicy (and capacity) a test or the sandbox gives the stack, before any job."""
+the team registry (seeded with the policy a test or the sandbox gives the stack, through
+ApplyTeamChange) and the capacity, before any job."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from spotline_dev.local.custom_resources import (
     parameter_overrides,
     with_parameters,
 )
+from spotline_dev.local.registry import RegistryChangeRefused
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import load_template
 
@@ -25,7 +27,7 @@ TEMPLATE = load_template()
 def test_the_shares_follow_the_team_policy_and_capacity_the_stack_was_given() -> None:
     policy = {"teams": {"search-ranking": {"maxInstances": 2}, "vision": {"quotas": {"ml.p4d.24xlarge": 1}}}}
     capacity = {"ml.g5.2xlarge": 3, "ml.p4d.24xlarge": 2}
-    with start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(policy)}, capacity=capacity) as stack:
+    with start_local_stack(NOW, team_policy=json.dumps(policy), capacity=capacity) as stack:
         queue = stack.physical["TrainingJobQueue"]
         shares = stack.client("batch").list_quota_shares(jobQueue=queue)["quotaShares"]
         assert {
@@ -40,18 +42,26 @@ def test_the_shares_follow_the_team_policy_and_capacity_the_stack_was_given() ->
 
 
 def test_a_custom_resource_that_answers_failed_fails_the_stack_with_its_reason() -> None:
-    too_many = {"teams": {f"team-{n:02d}": {} for n in range(21)}}
-    failed = "TeamQuotaShares CREATE_FAILED: QuotaSharesInvalid: TeamPolicy lists 21"
+    failed = "TeamQuotaShares CREATE_FAILED: CustomResourceError: ResourceProperties.Capacity: TrainingCapacity entry"
     with (
         pytest.raises(CustomResourceFailed, match=failed),
-        start_local_stack(NOW, environment={"TEAM_POLICY": json.dumps(too_many)}),
+        start_local_stack(NOW, parameters={"TrainingCapacity": "ml.g5.2xlarge=0"}),
+    ):
+        pass
+
+
+def test_a_registry_seed_the_queue_cannot_hold_fails_the_stacks_start_naming_the_field() -> None:
+    too_many = {"teams": {f"team-{n:02d}": {} for n in range(21)}}
+    with (
+        pytest.raises(RegistryChangeRefused, match=r"teams\.team-\d\d\.quotaShare: would be quota share 21"),
+        start_local_stack(NOW, team_policy=json.dumps(too_many)),
     ):
         pass
 
 
 def test_parameters_take_the_local_stacks_values() -> None:
-    overrides = parameter_overrides(TEMPLATE, {"TEAM_POLICY": '{"teams": {}}'})
-    assert overrides == {"TeamPolicy": '{"teams": {}}'}
+    overrides = parameter_overrides(TEMPLATE, {"TRAINING_CAPACITY": "ml.g5.2xlarge=5"})
+    assert overrides == {"TrainingCapacity": "ml.g5.2xlarge=5"}
     assert parameter_overrides(TEMPLATE, {}) == {}
     local = with_parameters(TEMPLATE, {"TrainingCapacity": "ml.g5.2xlarge=5"})
     assert local["Parameters"]["TrainingCapacity"]["Default"] == "ml.g5.2xlarge=5"

@@ -27,7 +27,7 @@ def interrupted(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
     spec = example_spec()
     with start_local_stack(
         NOW,
-        environment={"TEAM_POLICY": team_policy_for(spec)},
+        team_policy=team_policy_for(spec),
         weather=SpotWeather(interruptions=[1 * HOUR, 2 * HOUR]),
         behaviour=lambda _request: TrainingBehaviour(duration=4 * HOUR),
     ) as stack:

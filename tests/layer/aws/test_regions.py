@@ -43,9 +43,7 @@ def _spec() -> JobSpec:
 @pytest.fixture
 def peered() -> Iterator[LocalStack]:
     spec = _spec()
-    with start_local_stack(
-        NOW, environment={"TEAM_POLICY": team_policy_for(spec)}, peers={PEER: SpotWeather()}
-    ) as local:
+    with start_local_stack(NOW, team_policy=team_policy_for(spec), peers={PEER: SpotWeather()}) as local:
         prepare_account(local.client, spec)
         yield local
 

@@ -23,27 +23,30 @@ from spotline_dev.sandbox.account import prepare_account, team_allowance
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-ranker-v2-"
 
 
-def _settings(stack: LocalStack, **allowance: object) -> ResourceSettings:
-    spec = example_spec()
+def _settings(stack: LocalStack) -> ResourceSettings:
     (queue,) = resources_of_type(stack.template, "AWS::Batch::JobQueue")
-    policy = TeamPolicy.from_json(json.dumps({"teams": {spec.team: {**team_allowance(spec), **allowance}}}))
     pattern = "arn:aws:iam::123456789012:role/spotline/*"
-    return ResourceSettings(job_queue=stack.physical[queue], team_policy=policy, training_role_pattern=pattern)
+    return ResourceSettings(job_queue=stack.physical[queue], training_role_pattern=pattern)
+
+
+def _policy(**allowance: object) -> TeamPolicy:
+    spec = example_spec()
+    return TeamPolicy.from_json(json.dumps({"teams": {spec.team: {**team_allowance(spec), **allowance}}}))
 
 
 def test_the_prepared_account_passes(stack: LocalStack) -> None:
-    assert check_resources(example_spec(), _settings(stack)) == []
+    assert check_resources(example_spec(), _settings(stack), _policy()) == []
 
 
 def test_a_role_tagged_for_another_team_is_refused(stack: LocalStack) -> None:
     iam = stack.client("iam")
     role = example_spec().role_arn.rsplit("/", 1)[-1]
     iam.tag_role(RoleName=role, Tags=[{"Key": "spotline:team", "Value": "team-b"}])
-    (problem,) = check_resources(example_spec(), _settings(stack))
+    (problem,) = check_resources(example_spec(), _settings(stack), _policy())
     assert problem.path == "spec.roleArn"
     assert "not tagged spotline:team=search-ranking (it is tagged 'team-b')" in problem.message
     iam.untag_role(RoleName=role, TagKeys=["spotline:team"])
-    (problem,) = check_resources(example_spec(), _settings(stack))
+    (problem,) = check_resources(example_spec(), _settings(stack), _policy())
     assert "(it has no such tag)" in problem.message
 
 
@@ -51,16 +54,14 @@ def test_a_role_tagged_for_another_team_is_refused(stack: LocalStack) -> None:
 def two_teams() -> Iterator[LocalStack]:
     """The example's team and team-b, each with its quota share on the queue."""
     spec = example_spec()
-    with start_local_stack(
-        NOW, environment={"TEAM_POLICY": team_policy_for(spec, replace(spec, team="team-b"))}
-    ) as local:
+    with start_local_stack(NOW, team_policy=team_policy_for(spec, replace(spec, team="team-b"))) as local:
         prepare_account(local.client, spec)
         yield local
 
 
 def test_a_team_at_its_concurrency_limit_is_refused_until_a_job_ends(two_teams: LocalStack) -> None:
     stack, spec = two_teams, example_spec()
-    settings = _settings(stack, maxConcurrentJobs=2)
+    settings, policy = _settings(stack), _policy(maxConcurrentJobs=2)
     batch = stack.client("batch")
     jobs = [
         batch.submit_service_job(
@@ -72,18 +73,17 @@ def test_a_team_at_its_concurrency_limit_is_refused_until_a_job_ends(two_teams: 
     batch.submit_service_job(
         **submit_service_job_request(other_team, Attempt(f"{EXECUTION}ffffffff", 1, "spot"), settings.job_queue)
     )
-    (problem,) = check_resources(spec, settings)
+    (problem,) = check_resources(spec, settings, policy)
     assert problem.path == "metadata.team"
     assert "already has 2 training job(s) queued or running" in problem.message
     batch.terminate_service_job(jobId=jobs[0]["jobId"], reason="test")
     stack.clock.advance(120)
-    assert check_resources(spec, settings) == []
+    assert check_resources(spec, settings, policy) == []
 
 
 def test_a_broken_stack_policy_fails_the_run_as_the_stacks_problem(stack: LocalStack) -> None:
     with pytest.raises(TeamPolicyInvalid) as raised:
         TeamPolicy.from_json('{"teams": {"search-ranking": {"s3Prefixes": ["s3://b/x"]}}}')
-    broken = replace(_settings(stack), team_policy=raised.value)
-    (problem,) = check_resources(example_spec(), broken)
+    (problem,) = check_resources(example_spec(), _settings(stack), raised.value)
     assert problem.path == STACK_PATH
-    assert "TeamPolicy is invalid (teams.search-ranking.s3Prefixes[0]:" in problem.message
+    assert "registry entry is invalid (teams.search-ranking.s3Prefixes[0]:" in problem.message

@@ -135,12 +135,14 @@ def test_a_queue_holds_at_most_twenty_shares_counting_disabled_ones() -> None:
     teams = {f"team-{n:02d}": {} for n in range(MAX_SHARES_PER_QUEUE)}
     policy = TeamPolicy.from_json(json.dumps({"teams": teams}))
     assert len(plan(policy, [], ENVIRONMENT).actions) == MAX_SHARES_PER_QUEUE
-    with pytest.raises(QuotaSharesInvalid, match="lists 20 teams, and a Batch job queue holds at most 20") as raised:
+    with pytest.raises(
+        QuotaSharesInvalid, match="needs 20 quota shares, and a Batch job queue holds at most 20"
+    ) as raised:
         plan(policy, [_existing("gone", 1, state="DISABLED")], ENVIRONMENT)
     assert "the disabled shares of removed teams (gone) count too" in str(raised.value)
     assert "aws batch delete-quota-share" in str(raised.value)
     too_many = TeamPolicy.from_json(json.dumps({"teams": {**teams, "one-more": {}}}))
-    with pytest.raises(QuotaSharesInvalid, match="lists 21 teams"):
+    with pytest.raises(QuotaSharesInvalid, match="needs 21 quota shares"):
         plan(too_many, [], ENVIRONMENT)
 
 
@@ -149,10 +151,10 @@ def test_quotas_may_add_up_to_more_than_the_service_environment_with_a_warning()
     planned = plan(policy, [], ENVIRONMENT)
     assert _kinds(planned) == [("create", "search-ranking"), ("create", "vision")]  # not refused
     assert planned.warnings == (
-        "team vision's quota of 10 ml.g5.2xlarge exceeds the service environment's 8 (TrainingCapacity): "
+        "quota share vision's 10 ml.g5.2xlarge exceed the service environment's 8 (TrainingCapacity): "
         "it can never be filled",
-        "the teams' quotas of ml.g5.2xlarge add up to 14, more than the service environment's 8 "
-        "(TrainingCapacity): not every team can have its whole quota at once",
+        "the quota shares of ml.g5.2xlarge add up to 14, more than the service environment's 8 "
+        "(TrainingCapacity): not every share can have its whole quota at once",
     )
     assert plan(policy, [], {G5: 14}).warnings == ()  # exactly the environment: no warning
 
@@ -160,8 +162,8 @@ def test_quotas_may_add_up_to_more_than_the_service_environment_with_a_warning()
 def test_a_declared_quota_next_to_a_team_without_one_is_warned_about() -> None:
     planned = plan(_policy(search_ranking={"quotas": {G5: 2}}, vision={}), [], ENVIRONMENT)
     assert planned.warnings == (
-        "the teams' quotas of ml.g5.2xlarge add up to 10, more than the service environment's 8 "
-        "(TrainingCapacity): not every team can have its whole quota at once (teams without "
+        "the quota shares of ml.g5.2xlarge add up to 10, more than the service environment's 8 "
+        "(TrainingCapacity): not every share can have its whole quota at once (shares without "
         "quotas count as the whole environment: vision)",
     )
 
@@ -173,8 +175,8 @@ def test_no_declared_quota_means_one_shared_environment_without_warnings() -> No
 def test_instances_in_no_teams_quota_are_warned_about() -> None:
     planned = plan(_policy(search_ranking={"quotas": {G5: 2}}, vision={"quotas": {G5: 3}}), [], ENVIRONMENT)
     assert planned.warnings == (
-        "the teams' quotas of ml.g5.2xlarge add up to 5 of the service environment's 8: jobs borrow only other "
-        "teams' idle quota, so 3 ml.g5.2xlarge stay unused",
+        "the quota shares of ml.g5.2xlarge add up to 5 of the service environment's 8: jobs borrow only other "
+        "shares' idle quota, so 3 ml.g5.2xlarge stay unused",
     )
 
 
@@ -225,10 +227,10 @@ def test_quotas_are_per_instance_type_and_each_type_must_be_the_environments() -
         plan(policy, [], {G5: 8})
     planned = plan(policy, [], {G5: 8, P4D: 2})
     assert planned.warnings == (
-        "the teams' quotas of ml.g5.2xlarge add up to 2 of the service environment's 8: jobs borrow only other "
-        "teams' idle quota, so 6 ml.g5.2xlarge stay unused",
-        "the teams' quotas of ml.p4d.24xlarge add up to 1 of the service environment's 2: jobs borrow only other "
-        "teams' idle quota, so 1 ml.p4d.24xlarge stay unused",
+        "the quota shares of ml.g5.2xlarge add up to 2 of the service environment's 8: jobs borrow only other "
+        "shares' idle quota, so 6 ml.g5.2xlarge stay unused",
+        "the quota shares of ml.p4d.24xlarge add up to 1 of the service environment's 2: jobs borrow only other "
+        "shares' idle quota, so 1 ml.p4d.24xlarge stay unused",
     )
 
 

@@ -300,7 +300,9 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
     )
     plan = None
     if step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:
-        plan = fallback_plan(spec, candidate_plans(spec, settings.team_policy), now, min_seconds=on_demand_needs(clock))
+        plan = fallback_plan(
+            spec, candidate_plans(spec, settings.team_policy(spec.team)), now, min_seconds=on_demand_needs(clock)
+        )
         if plan is not None:
             step = plan_step(step, plan)
     # Only a job that may still move to on-demand has a moment of its own to look again at.

@@ -13,27 +13,27 @@ from aws_lambda_powertools.metrics import MetricUnit
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, metrics
 from spotline.aws.reporting import try_publish_alert
+from spotline.aws.team_registry import policy_for
 from spotline.core.model import JobSpec
 from spotline.core.queue import WAITING_JOBS_READ, Escalation
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.team_policy import TeamPolicy
 
 
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     job_queue: str | None
-    team_policy: TeamPolicy | None  # None when absent or invalid: no priority is raised
     alert_topic_arn: str | None
 
     @classmethod
     def from_environment(cls) -> QueueSettings:
-        try:
-            policy: TeamPolicy | None = TeamPolicy.from_json(os.environ.get("TEAM_POLICY", "{}"))
-        except TeamPolicyInvalid:
-            policy = None  # ValidateResources reports a broken policy; here it only means no raise
-        return cls(os.environ.get("JOB_QUEUE"), policy, os.environ.get("ALERT_TOPIC_ARN"))
+        return cls(os.environ.get("JOB_QUEUE"), os.environ.get("ALERT_TOPIC_ARN"))
+
+    def team_policy(self, team: str) -> TeamPolicy:
+        """The team's registry entry (cached: `spotline.aws.team_registry.CACHE_SECONDS`)."""
+        return policy_for(team)
 
     def max_priority(self, team: str) -> int | None:
-        allowance = self.team_policy.teams.get(team) if self.team_policy else None
+        allowance = self.team_policy(team).allowance(team)
         return allowance.max_priority if allowance else None
 
 

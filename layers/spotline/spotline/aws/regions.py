@@ -20,6 +20,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from spotline.aws.clients import client, resource, split_s3_uri
+from spotline.aws.team_registry import allowance_of
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
 from spotline.core.regions import (
@@ -30,7 +31,6 @@ from spotline.core.regions import (
     region_records,
 )
 from spotline.core.replicas import place, spec_in
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
 SIGHTINGS_TABLE = "CAPACITY_SIGHTINGS_TABLE"
 SIGHTINGS_READ = 300
@@ -51,14 +51,11 @@ def allowed_regions(state: dict[str, Any]) -> list[str]:
 
 
 def spec_at(spec: JobSpec, region: str | None) -> JobSpec:
-    """The job as it runs in `region`, through its team's replicas (the TeamPolicy's)."""
+    """The job as it runs in `region`, through its team's replicas (its registry entry's)."""
     home = home_region()
     if not region or region == home:
         return spec
-    try:
-        allowance = TeamPolicy.from_json(os.environ.get("TEAM_POLICY", "{}")).allowance(spec.team)
-    except TeamPolicyInvalid:
-        allowance = None
+    allowance = allowance_of(spec.team)
     placed, problems = place(spec, region, home, allowance.replicas if allowance else {})
     if placed is None:
         raise ValueError(f"the job has no place in {region}: {problems[0].path}: {problems[0].message}")

@@ -30,10 +30,14 @@ class TrainingRequestInvalid(Exception):
 
 
 def submit_service_job_request(
-    spec: JobSpec, attempt: Attempt, job_queue: str, settings: TrainingSettings = DEFAULT_SETTINGS
+    spec: JobSpec,
+    attempt: Attempt,
+    job_queue: str,
+    settings: TrainingSettings = DEFAULT_SETTINGS,
+    quota_share: str | None = None,
 ) -> dict[str, Any]:
     """The SubmitServiceJob request, validated offline (both the Batch and SageMaker halves)."""
-    request = service_job_request(spec, attempt, job_queue, settings)
+    request = service_job_request(spec, attempt, job_queue, settings, quota_share)
     validate("sagemaker", "CreateTrainingJob", json.loads(request["serviceRequestPayload"]))
     validate("batch", "SubmitServiceJob", request)
     if problems := request_size_problems(request):

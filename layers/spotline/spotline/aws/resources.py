@@ -32,26 +32,20 @@ DENIED = {"AccessDenied", "AccessDeniedException", "403", "Forbidden"}
 @dataclass(frozen=True, slots=True)
 class ResourceSettings:
     job_queue: str
-    team_policy: TeamPolicy | TeamPolicyInvalid  # a broken policy is the stack's problem, reported as such
     training_role_pattern: str  # fnmatch pattern of role ARNs this stack may pass to SageMaker
 
     @classmethod
     def from_environment(cls) -> ResourceSettings:
-        try:
-            policy: TeamPolicy | TeamPolicyInvalid = TeamPolicy.from_json(os.environ.get("TEAM_POLICY", "{}"))
-        except TeamPolicyInvalid as exc:
-            policy = exc
-        return cls(
-            job_queue=os.environ["JOB_QUEUE"],
-            team_policy=policy,
-            training_role_pattern=os.environ["TRAINING_ROLE_ARN_PATTERN"],
-        )
+        return cls(job_queue=os.environ["JOB_QUEUE"], training_role_pattern=os.environ["TRAINING_ROLE_ARN_PATTERN"])
 
 
-def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestError]:
-    policy = settings.team_policy
+def check_resources(
+    spec: JobSpec, settings: ResourceSettings, policy: TeamPolicy | TeamPolicyInvalid
+) -> list[ManifestError]:
+    """`policy`: the team's entry in force (`spotline.aws.team_registry.admission_policy`), or
+    why it could not be read (an entry changed by hand in the registry: the stack's problem)."""
     if isinstance(policy, TeamPolicyInvalid):
-        return [ManifestError(STACK_PATH, f"the stack's TeamPolicy is invalid ({policy}); page the platform team")]
+        return [ManifestError(STACK_PATH, f"the team's registry entry is invalid ({policy}); page the platform team")]
     problems = list(policy.check(spec))
     if not any(problem.path == PLAN_PATH for problem in problems):
         problems += plan_problems(spec)
@@ -66,10 +60,12 @@ def check_resources(spec: JobSpec, settings: ResourceSettings) -> list[ManifestE
         problems += _check_bucket("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)
     problems += _check_queue(settings.job_queue)
     if not problems:
-        problems += _check_quota_share(spec, settings.job_queue)
+        problems += _check_quota_share(spec, settings.job_queue, share=policy.share_of(spec.team))
     allowance = policy.allowance(spec.team)
     if allowance is not None and allowance.max_concurrent_jobs is not None and not problems:
-        problems += _check_concurrency(spec.team, allowance.max_concurrent_jobs, settings.job_queue)
+        problems += _check_concurrency(
+            spec.team, allowance.max_concurrent_jobs, settings.job_queue, policy.share_of(spec.team)
+        )
     return problems
 
 
@@ -185,31 +181,38 @@ def _check_queue(queue: str, region: str | None = None) -> list[ManifestError]:
     return []
 
 
-def _check_quota_share(spec: JobSpec, queue: str, region: str | None = None) -> list[ManifestError]:
-    """Whether the team's quota share lets the job start at all (read live: ListQuotaShares)."""
+def _check_quota_share(
+    spec: JobSpec, queue: str, region: str | None = None, *, share: str | None = None
+) -> list[ManifestError]:
+    """Whether the team's quota share (`share`: the one it counts in) lets the job start at all
+    (read live: ListQuotaShares)."""
     shares = existing_shares(queue, region)
     problems: list[ManifestError] = []
     for where, option in option_paths(spec):
-        for problem in share_problems(spec.team, option.instance_type, option.instance_count, shares):
+        for problem in share_problems(spec.team, option.instance_type, option.instance_count, shares, share):
             field = problem.path.removeprefix("spec.resources")
             problems.append(ManifestError(f"{where}{field}", problem.message) if field != problem.path else problem)
     return list(dict.fromkeys(problems))
 
 
-def _check_concurrency(team: str, limit: int, queue: str) -> list[ManifestError]:
+def _check_concurrency(team: str, limit: int, queue: str, share: str) -> list[ManifestError]:
     """The team's service jobs queued or running now (Batch's QUOTA_SHARE_NAME filter may be
-    combined with jobStatus; every submission names the team's quota share), against its
-    maxConcurrentJobs."""
+    combined with jobStatus; every submission names the team's quota share, which other teams
+    may count in too: each job's spotline:team tag tells), against its maxConcurrentJobs."""
     batch, active = client("batch"), 0
     for status in LIVE_STATUSES:
         request: dict[str, Any] = {
             "jobQueue": queue,
             "jobStatus": status,
-            "filters": [{"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(team)]}],
+            "filters": [{"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(share)]}],
         }
         while True:
             page = batch.list_service_jobs(**request)
-            active += len(page.get("jobSummaryList", []))
+            jobs = page.get("jobSummaryList", [])
+            # In a shared share, the team's own: job names begin with its executions' (<team>-...).
+            active += (
+                len(jobs) if share == team else sum(str(j.get("jobName", "")).startswith(f"{team}-") for j in jobs)
+            )
             if not page.get("nextToken"):
                 break
             request["nextToken"] = page["nextToken"]

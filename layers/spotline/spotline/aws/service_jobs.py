@@ -187,9 +187,14 @@ def sweep(queue: str, state_machine_arn: str, *, why: str) -> Stopped:
     return Stopped(checked=jobs, stopped=found, executions=statuses, foreign=foreign)
 
 
-def live_runs(queue: str, *, team: str, name: str, execution_name: str) -> list[ServiceJob]:
-    """The team's queued or running jobs named `name` that another execution started."""
-    share = [{"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(team)]}]  # every submission names it
+def live_runs(
+    queue: str, *, team: str, name: str, execution_name: str, quota_share: str | None = None
+) -> list[ServiceJob]:
+    """The team's queued or running jobs named `name` that another execution started.
+    `quota_share`: the share the team counts in (default its own); its jobs are told by their tags."""
+    share = [
+        {"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(quota_share or team)]}
+    ]  # every submission names it
     ids = [s["jobId"] for status in LIVE_STATUSES for s in summaries(queue, status=status, filters=share)]
     return other_live_runs(describe(ids), team=team, name=name, execution_name=execution_name)
 

@@ -1,7 +1,9 @@
-"""One AWS Batch quota share per team on the stack's job queue, planned from the TeamPolicy (pure).
+"""The stack's job queue's AWS Batch quota shares, one per team or shared by teams (`quotaShare`),
+planned from the team registry (pure).
 
-The template's SyncQuotaShares custom resource lists the queue's shares, asks `plan` what to do
-and applies it (`spotline.aws.quota_shares`); SubmitTrainingJob names the team's share in every
+ApplyTeamChange (on a registry change) and the template's SyncQuotaShares custom resource (on a
+stack change) list the queue's shares, ask `plan` what to do and apply it
+(`spotline.aws.quota_shares`); SubmitTrainingJob names the team's share in every
 submission (`quota_share_name`). Facts from the AWS Batch user guide ("Quota shares") and API
 reference, as the choices below use them:
 
@@ -20,22 +22,25 @@ reference, as the choices below use them:
   stack). A quota on a type the environment does not have is refused (its jobs would wait
   forever); a declared quota is kept for its team only while the quotas of its type add up to at
   most the environment's: more is allowed (AWS documents no rule against it) and warned about.
-- A job queue holds at most 20 quota shares; disabled ones count.
+- A job queue holds at most 20 quota shares; disabled ones count (AWS Batch service quotas:
+  "Maximum number of quota shares for each quota management job queue: 20"). So teams may name a
+  shared share (`quotaShare`): its limit per type is the sum of its teams' quotas, kept for them
+  together. `registry_problems` refuses a registry change the queue could not hold.
 - LEND_AND_BORROW with borrowLimit -1 (unlimited): a team's idle instances are lent, and its
   jobs may borrow any idle instances; Batch gives lent capacity back by cross-share preemption
   when the lender's jobs wait. In-share preemption ENABLED lets a team's higher-priority job
   preempt its own lower-priority one (the manifest's `priority` is its schedulingPriority);
   Spotline resumes a preempted job from its checkpoint.
-- A team removed from the policy gets its share DISABLED, not deleted: a disabled share takes no
+- A share no team counts in any more gets DISABLED, not deleted: a disabled share takes no
   new jobs "but jobs already submitted can finish", while DeleteQuotaShare terminates them. The
-  share comes back ENABLED if the team is listed again.
+  share comes back ENABLED if a team counts in it again.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spotline.core.errors import ManifestError
@@ -102,8 +107,11 @@ class ShareSpec:
     """A quota share as the policy wants it: `capacity` is (instance type, instances) per limit."""
 
     name: str
-    team: str
+    team: str  # what its spotline:team tag says: the share's name (a team's own share is named like it)
     capacity: tuple[tuple[str, int], ...]
+    # What Spotline knows of it beyond what Batch holds (not compared: a share is what Batch sees):
+    teams: tuple[str, ...] = field(default=(), compare=False)  # the teams whose jobs count in it
+    declared: bool = field(default=True, compare=False)  # its limits are its teams' quotas (not the environment)
     strategy: str = STRATEGY
     borrow_limit: int = BORROW_LIMIT
     in_share_preemption: bool = IN_SHARE_PREEMPTION
@@ -192,21 +200,30 @@ class Plan:
 
 
 def desired_shares(policy: TeamPolicy, capacity: Capacity) -> list[ShareSpec]:
-    """One share per team of the policy, by team name; raises QuotaSharesInvalid for a quota on an
+    """One share per quota share name of the policy (a team's own, or the `quotaShare` it names
+    with others), its limits the sum of its teams' quotas per type, or the whole service
+    environment when none of them declares any; raises QuotaSharesInvalid for a quota on an
     instance type the service environment has no capacity limit for."""
+    members: dict[str, list[str]] = {}
+    for team in sorted(policy.teams):
+        members.setdefault(quota_share_name(policy.share_of(team)), []).append(team)
     shares = []
-    for team, allowance in sorted(policy.teams.items()):
-        if allowance.quotas is None:
-            shares.append(ShareSpec(quota_share_name(team), team, tuple(sorted(capacity.items()))))
-            continue
-        unknown = [unit for unit, _ in allowance.quotas if unit not in capacity]
-        if unknown:
-            raise QuotaSharesInvalid(
-                f"team {team}'s quotas name {', '.join(unknown)}, which the service environment has no capacity "
-                f"limit for (TrainingCapacity {format_capacity(capacity)}): Batch would keep its jobs waiting "
-                "until one is configured; add the type to TrainingCapacity or remove it from the team's quotas"
-            )
-        shares.append(ShareSpec(quota_share_name(team), team, allowance.quotas))
+    for name, teams in sorted(members.items()):
+        limits: dict[str, int] = {}
+        for team in teams:
+            quotas = policy.teams[team].quotas or ()
+            unknown = [unit for unit, _ in quotas if unit not in capacity]
+            if unknown:
+                raise QuotaSharesInvalid(
+                    f"team {team}'s quotas name {', '.join(unknown)}, which the service environment has no capacity "
+                    f"limit for (TrainingCapacity {format_capacity(capacity)}): Batch would keep its jobs waiting "
+                    "until one is configured; add the type to TrainingCapacity or remove it from the team's quotas"
+                )
+            for unit, n in quotas:
+                limits[unit] = limits.get(unit, 0) + n
+        declared = any(policy.teams[team].quotas is not None for team in teams)
+        chosen = tuple(sorted(limits.items())) if declared else tuple(sorted(capacity.items()))
+        shares.append(ShareSpec(name, name, chosen, teams=tuple(teams), declared=declared))
     return shares
 
 
@@ -229,31 +246,40 @@ def plan(policy: TeamPolicy, existing: Iterable[ExistingShare], capacity: Capaci
             else ""
         )
         raise QuotaSharesInvalid(
-            f"TeamPolicy lists {len(wanted)} teams, and a Batch job queue holds at most {MAX_SHARES_PER_QUEUE} "
-            f"quota shares (one per team){hint}"
+            f"the team registry needs {len(wanted)} quota shares, and a Batch job queue holds at most "
+            f"{MAX_SHARES_PER_QUEUE}: teams name a shared one in quotaShare{hint}"
         )
     actions: list[Action] = []
     for share in desired:
         current = have.get(share.name)
         if current is None:
-            actions.append(Action("create", share.name, f"team {share.team} has no quota share", desired=share))
+            actions.append(Action("create", share.name, f"quota share {share.name} does not exist", desired=share))
         elif not current.matches(share):
             actions.append(Action("update", share.name, _difference(current, share), desired=share, arn=current.arn))
     for name in sorted(set(have) - wanted):
         if have[name].state == "ENABLED":
-            actions.append(Action("disable", name, f"{name} is not in the team policy any more", arn=have[name].arn))
+            actions.append(
+                Action("disable", name, f"no team of the registry counts in {name} any more", arn=have[name].arn)
+            )
     return Plan(tuple(actions), tuple(desired), tuple(_warnings(policy, desired, capacity)))
 
 
-def share_problems(team: str, instance_type: str, count: int, shares: Iterable[ExistingShare]) -> list[ManifestError]:
+def share_problems(
+    team: str, instance_type: str, count: int, shares: Iterable[ExistingShare], share_name: str | None = None
+) -> list[ManifestError]:
     """Why a job of `count` `instance_type` instances of `team` would wait forever in the queue's
     quota shares ("Jobs stuck in RUNNABLE due to misconfiguration"): no capacity limit for its type
     in its share, or more instances than its share's limit plus what it may borrow (the idle limits
-    of the other lending shares of that type, within its borrowLimit). [] when it can start."""
+    of the other lending shares of that type, within its borrowLimit). [] when it can start.
+    `share_name`: the share the team counts in (its entry's quotaShare; default its own)."""
     shares = list(shares)
-    own = next((share for share in shares if share.name == quota_share_name(team)), None)
+    name = quota_share_name(share_name or team)
+    own = next((share for share in shares if share.name == name), None)
     if own is None or own.state != "ENABLED":
-        message = f"team {team} has no enabled quota share on the job queue; page the platform team (SyncQuotaShares)"
+        message = (
+            f"team {team}'s quota share {name} is not enabled on the job queue; page the platform team "
+            "(spotline teams apply syncs it)"
+        )
         return [ManifestError("metadata.team", message)]
     limit = own.capacity.get(instance_type)
     if limit is None:
@@ -262,7 +288,7 @@ def share_problems(team: str, instance_type: str, count: int, shares: Iterable[E
                 "spec.resources.instanceType",
                 f"team {team}'s quota share has no capacity limit for {instance_type} (it has "
                 f"{format_capacity(own.capacity)}): Batch would keep the job waiting until one is configured; ask the "
-                "platform team for a quota of this type (TeamPolicy quotas) or choose one of those types",
+                "platform team for a quota of this type (its registry entry's quotas) or choose one of those types",
             )
         ]
     borrowable = 0
@@ -312,29 +338,100 @@ def _difference(current: ExistingShare, desired: ShareSpec) -> str:
 def _warnings(policy: TeamPolicy, desired: list[ShareSpec], capacity: Capacity) -> list[str]:
     """What the platform team should know, per instance type: declared quotas that cannot all be
     kept, or instances no job can use. A policy that declares no quota is fine."""
-    declared = {team for team, allowance in policy.teams.items() if allowance.quotas is not None}
-    if not declared:
+    if not any(share.declared for share in desired):
         return []
     warnings = []
     for unit, available in sorted(capacity.items()):
         limits = [(share, share.limit(unit)) for share in desired]
         for share, n in limits:
-            if share.team in declared and n is not None and n > available:
+            if share.declared and n is not None and n > available:
                 warnings.append(
-                    f"team {share.team}'s quota of {n} {unit} exceeds the service environment's {available} "
+                    f"quota share {share.name}'s {n} {unit} exceed the service environment's {available} "
                     f"(TrainingCapacity): it can never be filled"
                 )
         total = sum(n for _, n in limits if n is not None)
-        undeclared = [share.team for share, n in limits if n is not None and share.team not in declared]
+        undeclared = [share.name for share, n in limits if n is not None and not share.declared]
         if total > available:
-            whole = f" (teams without quotas count as the whole environment: {', '.join(undeclared)})"
+            whole = f" (shares without quotas count as the whole environment: {', '.join(undeclared)})"
             warnings.append(
-                f"the teams' quotas of {unit} add up to {total}, more than the service environment's {available} "
-                f"(TrainingCapacity): not every team can have its whole quota at once" + (whole if undeclared else "")
+                f"the quota shares of {unit} add up to {total}, more than the service environment's {available} "
+                f"(TrainingCapacity): not every share can have its whole quota at once" + (whole if undeclared else "")
             )
         elif total < available:
             warnings.append(
-                f"the teams' quotas of {unit} add up to {total} of the service environment's {available}: jobs "
-                f"borrow only other teams' idle quota, so {available - total} {unit} stay unused"
+                f"the quota shares of {unit} add up to {total} of the service environment's {available}: jobs "
+                f"borrow only other shares' idle quota, so {available - total} {unit} stay unused"
             )
     return warnings
+
+
+def registry_problems(
+    before: TeamPolicy, after: TeamPolicy, capacity: Capacity, existing: Iterable[ExistingShare]
+) -> list[ManifestError]:
+    """Why the registry `after` a change cannot be made into the queue's quota shares, each naming
+    the field of a team whose entry changed (`teams.<team>.quotas.<type>`, `teams.<team>.quotaShare`):
+    a quota on a type the service environment lacks; more shares than a queue holds (the disabled
+    shares of removed teams count); declared quotas of a type adding up to more than the
+    environment's instances of it, where the change adds to them (a total already over, after the
+    stack's capacity shrank, does not block other changes)."""
+    changed = sorted(
+        team for team in set(before.teams) | set(after.teams) if before.teams.get(team) != after.teams.get(team)
+    )
+    present = [team for team in changed if team in after.teams]
+    problems: list[ManifestError] = []
+    for team in present:
+        for unit, _ in after.teams[team].quotas or ():
+            if unit not in capacity:
+                problems.append(
+                    ManifestError(
+                        f"teams.{team}.quotas.{unit}",
+                        f"the service environment has no capacity limit for {unit} (TrainingCapacity "
+                        f"{format_capacity(capacity)}): Batch would keep the team's jobs waiting forever",
+                    )
+                )
+    if problems:
+        return problems
+    wanted = {quota_share_name(after.share_of(team)) for team in after.teams}
+    kept = {share.name for share in existing if share.name not in wanted}
+    if len(wanted | kept) > MAX_SHARES_PER_QUEUE:
+        new = [team for team in present if quota_share_name(after.share_of(team)) not in _names(before)]
+        for team in new or present[:1]:
+            problems.append(
+                ManifestError(
+                    f"teams.{team}.quotaShare",
+                    f"would be quota share {len(wanted | kept)} of the job queue, which holds at most "
+                    f"{MAX_SHARES_PER_QUEUE} (disabled ones count: {len(kept)}): name a shared one "
+                    f"({', '.join(sorted(wanted & _names(before))[:SHOWN_SHARES]) or 'none yet'})",
+                )
+            )
+        return problems
+    for unit, available in sorted(capacity.items()):
+        old, new_total = _declared_total(before, unit), _declared_total(after, unit)
+        if new_total <= available or new_total <= old:
+            continue
+        for team in present:
+            if dict(after.teams[team].quotas or ()).get(unit, 0) > dict(_quotas(before, team)).get(unit, 0):
+                problems.append(
+                    ManifestError(
+                        f"teams.{team}.quotas.{unit}",
+                        f"the registry's quotas of {unit} would add up to {new_total}, more than the service "
+                        f"environment's {available} (TrainingCapacity): lower it, or raise TrainingCapacity first",
+                    )
+                )
+    return problems
+
+
+SHOWN_SHARES = 5
+
+
+def _names(policy: TeamPolicy) -> set[str]:
+    return {quota_share_name(policy.share_of(team)) for team in policy.teams}
+
+
+def _quotas(policy: TeamPolicy, team: str) -> tuple[tuple[str, int], ...]:
+    allowance = policy.teams.get(team)
+    return (allowance.quotas or ()) if allowance is not None else ()
+
+
+def _declared_total(policy: TeamPolicy, unit: str) -> int:
+    return sum(n for allowance in policy.teams.values() for u, n in allowance.quotas or () if u == unit)

@@ -2,8 +2,9 @@
 checkpoints, output), images, instance families and sizes, priority, runtime, warm pools and
 concurrency.
 
-The stack is configured with it as JSON (template parameter TeamPolicy), shaped by
-`schemas/team-policy-v1.schema.json`, e.g.
+Each team's entry is a versioned document in the stack's team registry
+(`spotline.core.team_registry`, `spotline.aws.team_registry`), shaped by
+`schemas/team-policy-v1.schema.json`; a whole policy reads, e.g.
 {"teams": {"search-ranking": {"instanceFamilies": ["g5"], "maxInstances": 4, "maxPriority": 500,
   "roles": ["arn:aws:iam::123456789012:role/spotline/search-ranking/*"],
   "s3Prefixes": ["s3://ml-data/search-ranking/"],
@@ -13,7 +14,8 @@ closed to it: access is granted, never assumed. `maxConcurrentJobs` needs the li
 the adapter (`spotline.aws.resources`) checks it; everything else is checked here, the same
 in ValidateResources and in `spotline validate --team-policy`.
 
-`quotas` (instance type -> instances) is the team's AWS Batch quota share on the stack's queue;
+`quotas` (instance type -> instances) is the team's part of an AWS Batch quota share on the
+stack's queue (its own, or the `quotaShare` it names with other teams);
 `spotline.core.quota_shares` turns the policy into the queue's shares (and sizes the share of a
 team without quotas).
 """
@@ -66,6 +68,7 @@ class TeamAllowance:
     quotas: tuple[tuple[str, int], ...] | None = None  # (instance type, instances); None: not declared
     replicas: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """prefix -> region -> the prefix holding the same data or images there."""
+    quota_share: str | None = None  # the shared quota share it names; None: one of its own
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
@@ -87,6 +90,7 @@ class TeamAllowance:
             training_plans=tuple(entry.get("trainingPlans", ())),
             quotas=tuple(sorted((str(t), int(n)) for t, n in entry["quotas"].items())) if "quotas" in entry else None,
             replicas={prefix: dict(by_region) for prefix, by_region in entry.get("replicas", {}).items()},
+            quota_share=entry.get("quotaShare"),
         )
 
 
@@ -107,6 +111,11 @@ class TeamPolicy:
             raw = json.loads(text or "{}")
         except json.JSONDecodeError as exc:
             raise TeamPolicyInvalid([ManifestError(ROOT, f"is not JSON: {exc.msg} at {exc.pos}")]) from exc
+        return cls.from_document(raw)
+
+    @classmethod
+    def from_document(cls, raw: Any) -> TeamPolicy:
+        """The policy of a parsed `{"teams": {...}}` document; raises TeamPolicyInvalid naming every bad field."""
         errors = sorted(set(json_schemas.errors_of(SCHEMA_FILE, raw, root=ROOT)), key=lambda e: (e.path, e.message))
         if errors:
             raise TeamPolicyInvalid(errors)
@@ -115,6 +124,11 @@ class TeamPolicy:
     def allowance(self, team: str) -> TeamAllowance | None:
         return self.teams.get(team)
 
+    def share_of(self, team: str) -> str:
+        """The name of the Batch quota share the team's jobs count in."""
+        allowance = self.teams.get(team)
+        return (allowance.quota_share if allowance is not None else None) or team
+
     def check(self, spec: JobSpec) -> list[ManifestError]:
         """Every way `spec` steps outside its team's allowance, each naming its manifest field."""
         allowance = self.teams.get(spec.team)
@@ -122,8 +136,8 @@ class TeamPolicy:
             return [
                 ManifestError(
                     "metadata.team",
-                    f"team {spec.team!r} is not in this stack's team policy; "
-                    "ask the platform team to add it (TeamPolicy parameter)",
+                    f"team {spec.team!r} is not in this stack's team registry; "
+                    "ask the platform team to add it (spotline teams apply)",
                 )
             ]
         team = spec.team

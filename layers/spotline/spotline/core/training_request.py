@@ -273,10 +273,15 @@ def _apply_settings(request: dict[str, Any], spec: JobSpec, settings: TrainingSe
 
 
 def service_job_request(
-    spec: JobSpec, attempt: Attempt, job_queue: str, settings: TrainingSettings = DEFAULT_SETTINGS
+    spec: JobSpec,
+    attempt: Attempt,
+    job_queue: str,
+    settings: TrainingSettings = DEFAULT_SETTINGS,
+    quota_share: str | None = None,
 ) -> dict[str, Any]:
     """The SubmitServiceJob request with the CreateTrainingJob request as its payload (unvalidated:
-    `spotline.aws.request_check.submit_service_job_request` checks it against botocore's models)."""
+    `spotline.aws.request_check.submit_service_job_request` checks it against botocore's models).
+    `quota_share`: the share the team counts in (its registry entry's quotaShare; default its own)."""
     training = create_training_job_request(spec, attempt, settings)
     execution_name = attempt.execution_arn.rsplit(":", 1)[-1]
     return {
@@ -286,7 +291,7 @@ def service_job_request(
         "serviceRequestPayload": json.dumps(training, separators=(",", ":")),
         "retryStrategy": RETRY_STRATEGY,
         "schedulingPriority": spec.priority if attempt.priority is None else attempt.priority,
-        "quotaShareName": quota_share_name(spec.team),
+        "quotaShareName": quota_share_name(quota_share or spec.team),
         "clientToken": client_token(attempt),
         "tags": _tags(spec, attempt),
     }

@@ -1,0 +1,141 @@
+"""The team registry in the stack's registry bucket (layout: `spotline.core.team_registry`):
+reading a team's entry, the whole registry, a team's history, and proposing a change.
+
+The Lambdas read a team's entry through a cache of CACHE_SECONDS on the layer's clock: a change
+reaches a warm function within that bound. ValidateResources, which admits a run, reads it fresh
+(`admission_policy`), so a run started after a change is admitted under it, and a removed team's
+runs are refused. Steps of runs already admitted (`policy_for`) read a removed team's last entry:
+its running jobs are left alone. Nothing of the policy is in an environment variable: functions
+know only the bucket's name (TEAM_REGISTRY_BUCKET).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from spotline.aws import clock
+from spotline.aws.clients import client, error_code
+from spotline.core.team_policy import TeamAllowance, TeamPolicy
+from spotline.core.team_registry import MAX_HISTORY, Change, Registry, TeamRecord
+
+BUCKET_ENV = "TEAM_REGISTRY_BUCKET"
+CACHE_SECONDS = 30.0
+INDEX_KEY = "index.json"
+CHANGED_BY_TAG = "spotline:changed-by"
+"""On each proposal: who made it. The bucket policy refuses a proposal whose tag is not the
+caller's own principal ARN, so the registry's "changed by" is AWS's word, not the caller's."""
+MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+
+_cache: dict[tuple[str, str], tuple[datetime, TeamRecord | None]] = {}  # (bucket, team) -> (read at, record)
+
+
+def record_key(team: str) -> str:
+    return f"teams/{team}.json"
+
+
+def proposal_key(team: str) -> str:
+    return f"proposed/{team}.json"
+
+
+def bucket() -> str:
+    name = os.environ.get(BUCKET_ENV)
+    if not name:
+        raise RuntimeError(f"{BUCKET_ENV} is not set: the function does not know the stack's team registry")
+    return name
+
+
+def record_of(team: str, *, fresh: bool = False, bucket_name: str | None = None) -> TeamRecord | None:
+    """The team's current record (None: never in the registry), at most CACHE_SECONDS old unless `fresh`."""
+    now, key = clock.now(), (bucket_name or bucket(), team)
+    cached = _cache.get(key)
+    if not fresh and cached is not None and 0 <= (now - cached[0]).total_seconds() < CACHE_SECONDS:
+        return cached[1]
+    body = _read_json(key[0], record_key(team))
+    record = None if body is None else TeamRecord.from_document(body)
+    _cache[key] = (now, record)
+    return record
+
+
+def allowance_of(team: str) -> TeamAllowance | None:
+    """The team's entry for a run already admitted (a removed team's last one; None: never listed)."""
+    record = record_of(team)
+    return None if record is None else record.allowance(removed_too=True)
+
+
+def policy_for(team: str) -> TeamPolicy:
+    """A policy holding the team's entry alone, for a run already admitted (`allowance_of`)."""
+    allowance = allowance_of(team)
+    return TeamPolicy({} if allowance is None else {team: allowance})
+
+
+def admission_policy(team: str) -> TeamPolicy:
+    """A policy holding the team's entry in force now, read fresh (empty: not listed, or removed)."""
+    record = record_of(team, fresh=True)
+    allowance = None if record is None else record.allowance()
+    return TeamPolicy({} if allowance is None else {team: allowance})
+
+
+def forget_cached() -> None:
+    _cache.clear()
+
+
+def read_registry(bucket_name: str | None = None) -> Registry:
+    """The whole registry (`index.json`); empty before the first change."""
+    return Registry.from_document(_read_json(bucket_name or bucket(), INDEX_KEY))
+
+
+def history(team: str, bucket_name: str | None = None) -> list[TeamRecord]:
+    """Every version of the team's record, newest first (at most MAX_HISTORY)."""
+    s3, name = client("s3"), bucket_name or bucket()
+    listed = s3.list_object_versions(Bucket=name, Prefix=record_key(team), MaxKeys=MAX_HISTORY)
+    versions = [v for v in listed.get("Versions", []) if v["Key"] == record_key(team)]
+    records = []
+    for version in versions:
+        body = s3.get_object(Bucket=name, Key=record_key(team), VersionId=version["VersionId"])["Body"].read()
+        records.append(TeamRecord.from_document(json.loads(body)))
+    return sorted(records, key=lambda r: r.version, reverse=True)
+
+
+def propose(change: Change, changed_by: str, bucket_name: str | None = None) -> str:
+    """Put the change as the team's proposal, tagged with who makes it; returns its version id."""
+    answer = client("s3").put_object(
+        Bucket=bucket_name or bucket(),
+        Key=proposal_key(change.team),
+        Body=json.dumps(change.document(), sort_keys=True).encode(),
+        ContentType="application/json",
+        Tagging=f"{quote(CHANGED_BY_TAG, safe='')}={quote(changed_by, safe='')}",
+    )
+    return str(answer.get("VersionId") or "null")
+
+
+def _read_json(bucket_name: str, key: str) -> Any:
+    try:
+        body = client("s3").get_object(Bucket=bucket_name, Key=key)["Body"].read()
+    except Exception as exc:
+        if error_code(exc) in MISSING:
+            return None
+        raise
+    return json.loads(body)
+
+
+def caller_id() -> str:
+    """The caller's aws:userid (GetCallerIdentity's UserId: `AROA...:<session>` for a role), the
+    value the bucket policy requires in a proposal's spotline:changed-by tag."""
+    return str(client("sts").get_caller_identity()["UserId"])
+
+
+def submit_changes(changes: list[Change], *, function_name: str, bucket_name: str) -> dict[str, Any]:
+    """Propose `changes` (one proposal per team) and have ApplyTeamChange apply them together;
+    its answer (`spotline.aws.team_changes.apply_proposals`). Raises RuntimeError when the
+    function fails (not when it refuses: a refusal is an answer)."""
+    who = caller_id()
+    proposals = [{"team": c.team, "versionId": propose(c, who, bucket_name)} for c in changes]
+    response = client("lambda").invoke(FunctionName=function_name, Payload=json.dumps({"proposals": proposals}))
+    answer = json.loads(response["Payload"].read() or b"null")
+    if response.get("FunctionError"):
+        raise RuntimeError(f"{function_name} failed: {answer.get('errorType')}: {answer.get('errorMessage')}")
+    return answer  # type: ignore[no-any-return]
