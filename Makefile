@@ -142,6 +142,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/lifecycle_72h.py
 	$(BIN)/python benchmarks/history_worst_case.py
 	$(BIN)/python benchmarks/handler_import_time.py
+	$(BIN)/python benchmarks/team_registry.py
 	$(BIN)/python benchmarks/fleet_week.py
 	$(BIN)/python benchmarks/fleet_week.py benchmarks/fleet-month.yaml
 	@$(call simulate_traces,$(TRACES),TRACES,)

@@ -51,3 +51,36 @@ def seed_registry(stack: LocalStack, policy: str | Mapping[str, Any]) -> dict[st
     """Every team of `policy` into the registry, in one change (nothing when it lists none)."""
     changes = changes_in(policy_document(policy))
     return apply_to_registry(stack, changes, setup=True) if changes else {}
+
+
+def synthetic_registry(
+    teams: int, *, per_share: int, instance_types: tuple[str, ...], account: str, region: str
+) -> dict[str, Any]:
+    """A registry of `teams` teams (`team-000`, ...) as a large company's platform holds them: each
+    with its roles, S3 prefixes, images, a quota of one or two instance types, and a quota share
+    shared with `per_share` teams (a queue holds at most 20 shares)."""
+    entries = {}
+    for n in range(teams):
+        team = f"team-{n:03d}"
+        first, second = instance_types[n % len(instance_types)], instance_types[(n + 1) % len(instance_types)]
+        entries[team] = {
+            "instanceFamilies": sorted({t.split(".")[1] for t in instance_types}),
+            "maxInstances": 2,
+            "maxPriority": 500,
+            "roles": [f"arn:aws:iam::{account}:role/spotline/{team}/*"],
+            "s3Prefixes": [f"s3://{team}-data/", f"s3://{team}-models/", f"s3://{team}-checkpoints/"],
+            "images": [f"{account}.dkr.ecr.{region}.amazonaws.com/{team}/*"],
+            "quotas": {first: 1, second: 1} if n % 3 == 0 else {first: 1},
+            "quotaShare": f"org-{n // per_share:02d}",
+            "maxRuntime": "30h",
+        }
+    return {"teams": entries}
+
+
+def quota_totals(policy: Mapping[str, Any]) -> dict[str, int]:
+    """The instances per type the policy's quotas add up to (a TrainingCapacity that holds them)."""
+    totals: dict[str, int] = {}
+    for entry in policy["teams"].values():
+        for instance_type, n in (entry.get("quotas") or {}).items():
+            totals[instance_type] = totals.get(instance_type, 0) + n
+    return totals

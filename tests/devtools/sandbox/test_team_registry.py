@@ -14,6 +14,7 @@ import yaml
 
 from spotline.core.manifest import validate_bytes
 from spotline.core.quota_shares import MAX_SHARES_PER_QUEUE
+from spotline_dev.local.registry import quota_totals, synthetic_registry
 from spotline_dev.local.template import PROJECT_ROOT
 from spotline_dev.sandbox.account import team_allowance
 from spotline_dev.sandbox.replay import load_scenario, run_scenario
@@ -22,6 +23,7 @@ SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
 RANKER = PROJECT_ROOT / "examples" / "manifests" / "ranker-v2.yaml"
 START = "2026-11-30T00:00:00Z"
 TEAMS, PER_SHARE = 300, 20
+ACCOUNT = "123456789012"
 TYPES = ("ml.g5.2xlarge", "ml.g5.12xlarge", "ml.g6.2xlarge", "ml.p4d.24xlarge", "ml.c7i.4xlarge")
 
 
@@ -81,29 +83,8 @@ def test_a_refused_change_mid_run_leaves_the_previous_version_in_force(tmp_path:
     )
 
 
-def _registry_of_300(account: str) -> dict[str, Any]:
-    """300 teams in 15 shared quota shares (a queue holds 20), each team with its roles, prefixes,
-    images and a quota of one or two instance types."""
-    teams = {}
-    for n in range(TEAMS):
-        team = f"team-{n:03d}"
-        first, second = TYPES[n % len(TYPES)], TYPES[(n + 1) % len(TYPES)]
-        teams[team] = {
-            "instanceFamilies": sorted({t.split(".")[1] for t in TYPES}),
-            "maxInstances": 2,
-            "maxPriority": 500,
-            "roles": [f"arn:aws:iam::{account}:role/spotline/{team}/*"],
-            "s3Prefixes": [f"s3://{team}-data/", f"s3://{team}-models/", f"s3://{team}-checkpoints/"],
-            "images": [f"{account}.dkr.ecr.us-east-1.amazonaws.com/{team}/*"],
-            "quotas": {first: 1, second: 1} if n % 3 == 0 else {first: 1},
-            "quotaShare": f"org-{n // PER_SHARE:02d}",
-            "maxRuntime": "30h",
-        }
-    return {"teams": teams}
-
-
 def test_a_registry_of_300_teams_is_applied_and_a_team_near_its_end_trains(tmp_path: Path) -> None:
-    policy = _registry_of_300("123456789012")
+    policy = synthetic_registry(TEAMS, per_share=PER_SHARE, instance_types=TYPES, account=ACCOUNT, region="us-east-1")
     (tmp_path / "teams.json").write_text(json.dumps(policy))
     team = "team-298"
     manifest = tmp_path / "job.yaml"
@@ -115,12 +96,11 @@ def test_a_registry_of_300_teams_is_applied_and_a_team_near_its_end_trains(tmp_p
         .replace("amazonaws.com/ranker:", f"amazonaws.com/{team}/ranker:")
         .replace("ml.g5.2xlarge", TYPES[298 % len(TYPES)])
     )
-    per_type = {t: sum(q.get(t, 0) for q in (e["quotas"] for e in policy["teams"].values())) for t in TYPES}
     scenario = _scenario(
         tmp_path,
         teamPolicy="teams.json",
         submissions=[{"manifest": str(manifest)}],
-        queue={"capacity": per_type},
+        queue={"capacity": quota_totals(policy)},
     )
     summary = run_scenario(load_scenario(scenario))
     (run,) = summary["executions"]

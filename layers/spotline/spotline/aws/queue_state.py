@@ -16,7 +16,7 @@ from spotline.aws.reporting import try_publish_alert
 from spotline.aws.team_registry import policy_for
 from spotline.core.model import JobSpec
 from spotline.core.queue import WAITING_JOBS_READ, Escalation
-from spotline.core.team_policy import TeamPolicy
+from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +29,12 @@ class QueueSettings:
         return cls(os.environ.get("JOB_QUEUE"), os.environ.get("ALERT_TOPIC_ARN"))
 
     def team_policy(self, team: str) -> TeamPolicy:
-        """The team's registry entry (cached: `spotline.aws.team_registry.CACHE_SECONDS`)."""
-        return policy_for(team)
+        """The team's registry entry (cached: `spotline.aws.team_registry.CACHE_SECONDS`); empty
+        when it is invalid (changed by hand): then no priority is raised and no plan is used."""
+        try:
+            return policy_for(team)
+        except TeamPolicyInvalid:
+            return TeamPolicy({})
 
     def max_priority(self, team: str) -> int | None:
         allowance = self.team_policy(team).allowance(team)

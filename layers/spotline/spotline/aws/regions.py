@@ -31,6 +31,7 @@ from spotline.core.regions import (
     region_records,
 )
 from spotline.core.replicas import place, spec_in
+from spotline.core.team_policy import TeamPolicyInvalid
 
 SIGHTINGS_TABLE = "CAPACITY_SIGHTINGS_TABLE"
 SIGHTINGS_READ = 300
@@ -55,7 +56,10 @@ def spec_at(spec: JobSpec, region: str | None) -> JobSpec:
     home = home_region()
     if not region or region == home:
         return spec
-    allowance = allowance_of(spec.team)
+    try:
+        allowance = allowance_of(spec.team)
+    except TeamPolicyInvalid:
+        allowance = None  # an entry changed by hand: no replicas (ValidateResources reports it)
     placed, problems = place(spec, region, home, allowance.replicas if allowance else {})
     if placed is None:
         raise ValueError(f"the job has no place in {region}: {problems[0].path}: {problems[0].message}")

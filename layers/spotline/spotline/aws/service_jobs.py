@@ -192,9 +192,8 @@ def live_runs(
 ) -> list[ServiceJob]:
     """The team's queued or running jobs named `name` that another execution started.
     `quota_share`: the share the team counts in (default its own); its jobs are told by their tags."""
-    share = [
-        {"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(quota_share or team)]}
-    ]  # every submission names it
+    # Every submission names its share.
+    share = [{"name": "QUOTA_SHARE_NAME", "values": [quota_share_name(quota_share or team)]}]
     ids = [s["jobId"] for status in LIVE_STATUSES for s in summaries(queue, status=status, filters=share)]
     return other_live_runs(describe(ids), team=team, name=name, execution_name=execution_name)
 

@@ -24,7 +24,7 @@ from spotline.aws.team_registry import (
     record_key,
 )
 from spotline.core.errors import ManifestError
-from spotline.core.quota_shares import Capacity, desired_shares
+from spotline.core.quota_shares import Capacity
 from spotline.core.team_policy import TeamPolicyInvalid
 from spotline.core.team_registry import CHANGE_ROOT, Change, apply_changes
 
@@ -84,8 +84,9 @@ def apply_proposals(
             ContentType="application/json",
         )
     started = time.monotonic()
-    planned = quota_shares.reconcile(job_queue, applied.registry.policy(), capacity)
-    wanted = {share.name for share in desired_shares(applied.registry.policy(), capacity)}
+    policy = applied.policy or applied.registry.policy()
+    planned = quota_shares.reconcile(job_queue, policy, capacity)
+    wanted = {share.name for share in planned.desired}
     return {
         "outcome": "applied" if applied.records else "unchanged",
         "versions": {team: applied.registry.version_of(team) for team in sorted(p.team for p in proposals)},

@@ -140,6 +140,7 @@ class Applied:
     registry: Registry
     errors: tuple[ManifestError, ...] = ()
     unchanged: tuple[str, ...] = ()
+    policy: TeamPolicy | None = None  # the registry after the change, validated (None when refused)
 
 
 def apply_changes(
@@ -199,7 +200,7 @@ def apply_changes(
         else:
             versions[change.team] = {"version": version, "changedBy": changed_by, "changedAt": changed_at}
             removed.pop(change.team, None)
-    return Applied(tuple(records), Registry(entries, versions, removed), (), tuple(unchanged))
+    return Applied(tuple(records), Registry(entries, versions, removed), (), tuple(unchanged), after)
 
 
 def diff_entries(current: Mapping[str, Any] | None, proposed: Mapping[str, Any] | None) -> list[str]:
