@@ -58,29 +58,21 @@ def cmd_teams_show(args: argparse.Namespace, deployment: Deployment) -> int:
 
 
 def cmd_teams_validate(args: argparse.Namespace, deployment: Deployment) -> int:
-    changes = _changes(args.file)
-    if isinstance(changes, int):
-        return changes
-    try:
-        checked = check(deployment, changes)
-    except ChangeRefused as refused:
-        return _refused(args, refused.errors)
-    changed = [team for team, lines in checked.diff().items() if lines]
+    diff = _checked_diff(args, deployment)
+    if isinstance(diff, int):
+        return diff
+    changed = [team for team, lines in diff.items() if lines]
     if args.output == "json":
-        print(as_json({"file": args.file, "valid": True, "teams": len(changes), "changed": changed}))
+        print(as_json({"file": args.file, "valid": True, "teams": len(diff), "changed": changed}))
     else:
-        print(f"{args.file}: valid for stack {deployment.stack}: {len(changes)} teams, {len(changed)} would change")
+        print(f"{args.file}: valid for stack {deployment.stack}: {len(diff)} teams, {len(changed)} would change")
     return EXIT_OK
 
 
 def cmd_teams_diff(args: argparse.Namespace, deployment: Deployment) -> int:
-    changes = _changes(args.file)
-    if isinstance(changes, int):
-        return changes
-    try:
-        diff = check(deployment, changes).diff()
-    except ChangeRefused as refused:
-        return _refused(args, refused.errors)
+    diff = _checked_diff(args, deployment)
+    if isinstance(diff, int):
+        return diff
     if args.output == "json":
         print(as_json({team: lines for team, lines in diff.items() if lines}))
         return EXIT_OK
@@ -142,6 +134,17 @@ def _changes(path: str) -> list[Change] | int:
             print(f"{path}: {error.path}: {error.message}", file=sys.stderr)
         print("spotline teams: refused; the registry is unchanged", file=sys.stderr)
         return EXIT_INVALID
+
+
+def _checked_diff(args: argparse.Namespace, deployment: Deployment) -> dict[str, list[str]] | int:
+    """What FILE would change, per team, checked against the stack; or a refusal's exit code."""
+    changes = _changes(args.file)
+    if isinstance(changes, int):
+        return changes
+    try:
+        return check(deployment, changes).diff()
+    except ChangeRefused as refused:
+        return _refused(args, refused.errors)
 
 
 def _applied(args: argparse.Namespace, deployment: Deployment, changes: list[Change]) -> int:

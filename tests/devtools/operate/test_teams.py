@@ -48,6 +48,8 @@ def test_a_change_is_diffed_applied_and_kept_in_the_history(
     deployed: LocalStack, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     wider = _policy_file(tmp_path, maxInstances=4)
+    assert main(["teams", "validate", wider, *ON_STACK]) == EXIT_OK
+    assert printed_lines(capsys.readouterr().out) == [f"{wider}: valid for stack {STACK}: 1 teams, 1 would change"]
     assert main(["teams", "diff", wider, *ON_STACK]) == EXIT_OK
     assert printed_lines(capsys.readouterr().out) == [f"{TEAM}: ~ maxInstances: 1 -> 4"]
     applied = _json(capsys, "teams", "apply", wider)
