@@ -8,6 +8,7 @@ created (`spotline.aws.submission`) instead of submitting a second one.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -25,7 +26,7 @@ from spotline.core import links
 from spotline.core.execution_state import attempt_history
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.regions import arn_in_region
-from spotline.core.training_request import Attempt, training_job_name
+from spotline.core.training_request import Attempt, TrainingSettings, training_job_name
 
 FIRST_POLL_SECONDS = 60
 
@@ -79,7 +80,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             copied = None  # nothing saved yet: nothing copied
     queue = arn_in_region(os.environ["JOB_QUEUE"], where)
     share = policy_for(spec.team).share_of(spec.team)
-    request = submit_service_job_request(there, attempt, queue, training_settings.from_environment(), share)
+    request = submit_service_job_request(there, attempt, queue, _settings(state), share)
     with in_region(where):
         submitted = submit_once(request)
     name = training_job_name(spec, attempt)
@@ -120,3 +121,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         ),
         "previousAttempts": history,
     }
+
+
+def _settings(state: dict[str, Any]) -> TrainingSettings:
+    """The stack's network and encryption settings; a job that mounts file systems runs only in the
+    stack's subnets that reach them (ValidateResources' `$.resources.subnets`)."""
+    settings = training_settings.from_environment()
+    pinned = (state.get("resources") or {}).get("subnets")
+    return settings if not pinned else replace(settings, subnet_ids=tuple(str(s) for s in pinned))

@@ -8,6 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from spotline.aws.file_systems import MountPlan, mount_plan
 from spotline.aws.observability import bind_execution, logger
 from spotline.aws.region_checks import RegionPlan, plan_regions
 from spotline.aws.resources import ResourceSettings, check_resources
@@ -35,6 +36,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except TeamPolicyInvalid as exc:
         policy = exc
     problems = check_resources(spec, settings, policy)
+    mounts = mount_plan(spec, settings.training_subnet_ids) if not problems else MountPlan([], None)
+    problems += mounts.problems
     home = os.environ.get("AWS_REGION", "us-east-1")
     plan = RegionPlan(home, (home,))
     allowance = None if isinstance(policy, TeamPolicyInvalid) else policy.allowance(spec.team)
@@ -48,6 +51,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "valid": not problems,
         "problems": [p.to_dict() for p in problems],
-        "summary": summarize(problems) if problems else _available(plan),
+        "summary": summarize(problems) if problems else _available(plan) + _pinned(mounts),
         "regions": plan.to_dict(),
+        # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's VpcConfig).
+        **({"subnets": list(mounts.subnets)} if mounts.subnets is not None else {}),
     }
+
+
+def _pinned(mounts: MountPlan) -> str:
+    if mounts.subnets is None:
+        return ""
+    return f"; its file systems pin it to {', '.join(mounts.zones)} ({', '.join(mounts.subnets)})"

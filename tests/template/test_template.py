@@ -49,6 +49,8 @@ RESOURCE_WILDCARD_ONLY = {
     "batch:DescribeServiceJob",
     "batch:ListServiceJobs",
     "sagemaker:ListTrainingPlans",  # no resource type in AWS's IAM action data (cfn-lint's Policies.json)
+    "fsx:DescribeFileSystems",
+    "ec2:DescribeSubnets",
 }
 
 

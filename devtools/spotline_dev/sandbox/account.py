@@ -93,6 +93,8 @@ def team_allowance(spec: JobSpec) -> dict[str, Any]:
     image = parse_image(spec.image)
     keep_alive = {"maxKeepAlive": f"{spec.keep_alive_seconds}s"} if spec.keep_alive_seconds else {}
     plans = {"trainingPlans": [plan_pattern(spec)]} if spec.training_plan else {}
+    mounted = sorted({str(c.file_system_id) for c in spec.inputs if c.on_file_system})
+    file_systems = {"fileSystems": mounted} if mounted else {}
     return {
         "instanceFamilies": sorted({o.instance_type.split(".")[1] for o in spec.instance_options}),
         "maxInstances": max(o.instance_count for o in spec.instance_options),
@@ -103,6 +105,7 @@ def team_allowance(spec: JobSpec) -> dict[str, Any]:
         "deepLearningContainers": bool(image and image.is_deep_learning_container),
         **keep_alive,
         **plans,
+        **file_systems,
     }
 
 
@@ -122,7 +125,7 @@ def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) 
         ensure_image(clients("ecr"), spec.image)
     s3 = clients("s3")
     for index, channel in enumerate(spec.inputs):
-        if f"spec.inputs[{index}].s3Uri" in missing:
+        if f"spec.inputs[{index}].s3Uri" in missing or channel.on_file_system:
             continue
         bucket, prefix = split_s3_uri(channel.s3_uri)
         _ensure_bucket(s3, bucket)

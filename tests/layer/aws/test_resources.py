@@ -13,6 +13,7 @@ import pytest
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.request_check import submit_service_job_request
 from spotline.aws.resources import STACK_PATH, ResourceSettings, check_resources
+from spotline.core.model import InputChannel
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline.core.training_request import Attempt
 from spotline_dev.local.handles import LocalStack
@@ -87,3 +88,17 @@ def test_a_broken_stack_policy_fails_the_run_as_the_stacks_problem(stack: LocalS
     (problem,) = check_resources(example_spec(), _settings(stack), raised.value)
     assert problem.path == STACK_PATH
     assert "registry entry is invalid (teams.search-ranking.s3Prefixes[0]:" in problem.message
+
+
+def test_a_file_system_channel_needs_the_stacks_vpc(stack: LocalStack) -> None:
+    """SageMaker mounts FSx for Lustre and EFS only for a job in a VPC that reaches them: a stack
+    without TrainingSubnetIds refuses the channel, naming it; with them, the channel passes."""
+    fsx = "fs-0123456789abcdef0"
+    mounted = InputChannel("train", "", file_system_type="fsx-lustre", file_system_id=fsx, file_system_path="/mnt/x")
+    spec = replace(example_spec(), inputs=(mounted, *example_spec().inputs[1:]))
+    policy = _policy(fileSystems=[fsx])
+    (problem,) = check_resources(spec, _settings(stack), policy)
+    assert problem.path == "spec.inputs[0].fileSystem"
+    assert "no TrainingSubnetIds" in problem.message
+    in_vpc = replace(_settings(stack), training_subnet_ids=("subnet-0a1b2c3d",))
+    assert check_resources(spec, in_vpc, policy) == []

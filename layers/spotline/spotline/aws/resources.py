@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from spotline.aws import training_settings
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.aws.quota_share_reads import existing_shares
 from spotline.aws.training_plans import plan_problems
@@ -33,10 +34,15 @@ DENIED = {"AccessDenied", "AccessDeniedException", "403", "Forbidden"}
 class ResourceSettings:
     job_queue: str
     training_role_pattern: str  # fnmatch pattern of role ARNs this stack may pass to SageMaker
+    training_subnet_ids: tuple[str, ...] = ()  # the stack's TrainingSubnetIds: its jobs' VPC, if any
 
     @classmethod
     def from_environment(cls) -> ResourceSettings:
-        return cls(job_queue=os.environ["JOB_QUEUE"], training_role_pattern=os.environ["TRAINING_ROLE_ARN_PATTERN"])
+        return cls(
+            job_queue=os.environ["JOB_QUEUE"],
+            training_role_pattern=os.environ["TRAINING_ROLE_ARN_PATTERN"],
+            training_subnet_ids=training_settings.from_environment().subnet_ids,
+        )
 
 
 def check_resources(
@@ -52,7 +58,10 @@ def check_resources(
     problems += _check_role(spec.role_arn, settings.training_role_pattern, spec.team)
     problems += _check_image(spec.image)
     for index, channel in enumerate(spec.inputs):
-        problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri)
+        if channel.on_file_system:
+            problems += _check_file_system_reachable(index, settings)
+        else:
+            problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri)
     if spec.code_s3_uri:
         problems += _check_object("spec.code.s3Uri", spec.code_s3_uri)
     problems += _check_bucket("spec.output.s3Uri", spec.output_s3_uri)
@@ -67,6 +76,20 @@ def check_resources(
             spec.team, allowance.max_concurrent_jobs, settings.job_queue, policy.share_of(spec.team)
         )
     return problems
+
+
+def _check_file_system_reachable(index: int, settings: ResourceSettings) -> list[ManifestError]:
+    """A file-system channel needs the job in a VPC that reaches the file system (SageMaker
+    mounts it through the job's VpcConfig): the stack's TrainingSubnetIds."""
+    if settings.training_subnet_ids:
+        return []
+    return [
+        ManifestError(
+            f"spec.inputs[{index}].fileSystem",
+            "a file system is mounted only by a job in a VPC that reaches it, and this stack runs its jobs "
+            "outside any VPC (no TrainingSubnetIds): ask the platform team, or read the data from S3",
+        )
+    ]
 
 
 def _check_role(role_arn: str, pattern: str, team: str) -> list[ManifestError]:
@@ -241,7 +264,8 @@ def check_in_region(spec: JobSpec, region: str, queue: str) -> list[ManifestErro
     inputs, code, buckets and image there, and that region's Spotline queue and the team's share."""
     problems = _check_image(spec.image)
     for index, channel in enumerate(spec.inputs):
-        problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri, region)
+        if not channel.on_file_system:  # a mounted file system keeps the job home (replicas.place)
+            problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri, region)
     if spec.code_s3_uri:
         problems += _check_object("spec.code.s3Uri", spec.code_s3_uri, region)
     problems += _check_bucket("spec.output.s3Uri", spec.output_s3_uri, region)

@@ -397,10 +397,7 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         instance_type=resources_["instanceType"],
         instance_count=resources_.get("instanceCount", DEFAULT_INSTANCE_COUNT),
         volume_size_gb=resources_.get("volumeSizeGB", DEFAULT_VOLUME_GB),
-        inputs=tuple(
-            InputChannel(c["name"], c["s3Uri"], c.get("mode", "File"), c.get("distribution", "FullyReplicated"))
-            for c in spec["inputs"]
-        ),
+        inputs=tuple(_channel(c) for c in spec["inputs"]),
         output_s3_uri=spec["output"]["s3Uri"],
         checkpoint_s3_uri=checkpoint["s3Uri"] if checkpoint else None,
         checkpoint_interval_minutes=(checkpoint or {}).get("intervalMinutes", DEFAULT_CHECKPOINT_INTERVAL_MIN),
@@ -432,4 +429,21 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
             )
             for a in resources_.get("alternatives", [])
         ),
+    )
+
+
+def _channel(raw: dict[str, Any]) -> InputChannel:
+    """An input channel of the manifest: an S3 prefix, or a file system's directory."""
+    mounted = raw.get("fileSystem")
+    if mounted is None:
+        return InputChannel(
+            raw["name"], raw["s3Uri"], raw.get("mode", "File"), raw.get("distribution", "FullyReplicated")
+        )
+    return InputChannel(
+        raw["name"],
+        "",
+        file_system_type=mounted["type"],
+        file_system_id=mounted["id"],
+        file_system_path=mounted["path"],
+        file_system_access=mounted.get("access", "ro"),
     )

@@ -27,10 +27,24 @@ CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 
 @dataclass(frozen=True, slots=True)
 class InputChannel:
+    """An input channel: an S3 prefix, or a directory of a file system SageMaker mounts
+    (`file_system_*`; then `s3_uri` is empty)."""
+
     name: str
     s3_uri: str
     mode: str = "File"
     distribution: str = "FullyReplicated"
+    file_system_type: str | None = None  # fsx-lustre | efs
+    file_system_id: str | None = None
+    file_system_path: str | None = None
+    file_system_access: str | None = None  # ro | rw
+
+    @property
+    def on_file_system(self) -> bool:
+        return self.file_system_id is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +123,7 @@ class JobSpec:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["inputs"] = [asdict(channel) for channel in self.inputs]
+        data["inputs"] = [channel.to_dict() for channel in self.inputs]
         data["depends_on"] = list(self.depends_on)
         data["metrics"] = [asdict(metric) for metric in self.metrics]
         data["alternatives"] = [asdict(option) for option in self.alternatives]

@@ -50,7 +50,14 @@ def place(spec: JobSpec, region: str, home: str, replicas: Replicas) -> tuple[Pl
     if region == home:
         return Placed(region, dict(resources(spec))), []
     uris: dict[str, str] = {}
-    problems: list[ManifestError] = []
+    problems = [
+        ManifestError(
+            f"spec.inputs[{index}].fileSystem",
+            f"file system {channel.file_system_id} is in {home}: a job that mounts it stays in {home}",
+        )
+        for index, channel in enumerate(spec.inputs)
+        if channel.on_file_system
+    ]
     for path, uri in resources(spec):
         mapped = replica_of(uri, region, replicas)
         if mapped is None:
@@ -67,7 +74,8 @@ def spec_in(spec: JobSpec, placed: Placed) -> JobSpec:
         spec,
         image=uris["spec.image"],
         inputs=tuple(
-            replace(channel, s3_uri=uris[f"spec.inputs[{index}].s3Uri"]) for index, channel in enumerate(spec.inputs)
+            channel if channel.on_file_system else replace(channel, s3_uri=uris[f"spec.inputs[{index}].s3Uri"])
+            for index, channel in enumerate(spec.inputs)
         ),
         output_s3_uri=uris["spec.output.s3Uri"],
         checkpoint_s3_uri=uris.get("spec.checkpoint.s3Uri"),

@@ -69,6 +69,7 @@ class TeamAllowance:
     replicas: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """prefix -> region -> the prefix holding the same data or images there."""
     quota_share: str | None = None  # the shared quota share it names; None: one of its own
+    file_systems: tuple[str, ...] = ()  # ids of the FSx for Lustre and EFS file systems it may mount
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> TeamAllowance:
@@ -91,6 +92,7 @@ class TeamAllowance:
             quotas=tuple(sorted((str(t), int(n)) for t, n in entry["quotas"].items())) if "quotas" in entry else None,
             replicas={prefix: dict(by_region) for prefix, by_region in entry.get("replicas", {}).items()},
             quota_share=entry.get("quotaShare"),
+            file_systems=tuple(entry.get("fileSystems", ())),
         )
 
 
@@ -167,6 +169,7 @@ class TeamPolicy:
             )
         errors += _check_role(team, spec.role_arn, allowance)
         errors += _check_image(team, spec.image, allowance)
+        errors += _check_file_systems(team, spec, allowance)
         for path, uri in s3_uris(spec):
             if not any(_within(uri, prefix) for prefix in allowance.s3_prefixes):
                 errors.append(
@@ -225,6 +228,20 @@ def _check_training_plan(team: str, plan: str | None, allowance: TeamAllowance) 
     return [ManifestError(path, f"{plan} is not a training plan team {team} may use ({allowed})")]
 
 
+def _check_file_systems(team: str, spec: JobSpec, allowance: TeamAllowance) -> list[ManifestError]:
+    errors = []
+    for index, channel in enumerate(spec.inputs):
+        if channel.on_file_system and channel.file_system_id not in allowance.file_systems:
+            allowed = _some(allowance.file_systems) if allowance.file_systems else "its team policy lists none"
+            errors.append(
+                ManifestError(
+                    f"spec.inputs[{index}].fileSystem.id",
+                    f"{channel.file_system_id} is not a file system team {team} may mount ({allowed})",
+                )
+            )
+    return errors
+
+
 def _check_role(team: str, role_arn: str, allowance: TeamAllowance) -> list[ManifestError]:
     if any(fnmatch.fnmatchcase(role_arn, pattern) for pattern in allowance.roles):
         return []
@@ -253,7 +270,8 @@ def _check_image(team: str, image: str, allowance: TeamAllowance) -> list[Manife
 
 def s3_uris(spec: JobSpec) -> Iterable[tuple[str, str]]:
     for index, channel in enumerate(spec.inputs):
-        yield f"spec.inputs[{index}].s3Uri", channel.s3_uri
+        if not channel.on_file_system:
+            yield f"spec.inputs[{index}].s3Uri", channel.s3_uri
     yield "spec.output.s3Uri", spec.output_s3_uri
     if spec.code_s3_uri:
         yield "spec.code.s3Uri", spec.code_s3_uri

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from spotline.core.model import CHECKPOINT_LOCAL_PATH, JobSpec
+from spotline.core.model import CHECKPOINT_LOCAL_PATH, InputChannel, JobSpec
 from spotline.core.naming import short_hash, slug
 from spotline.core.quota_shares import quota_share_name
 from spotline.core.regions import region_of_arn
@@ -191,20 +191,7 @@ def create_training_job_request(
         "TrainingJobName": training_job_name(spec, attempt),
         "AlgorithmSpecification": algorithm,
         "RoleArn": spec.role_arn,
-        "InputDataConfig": [
-            {
-                "ChannelName": channel.name,
-                "DataSource": {
-                    "S3DataSource": {
-                        "S3DataType": "S3Prefix",
-                        "S3Uri": channel.s3_uri,
-                        "S3DataDistributionType": channel.distribution,
-                    }
-                },
-                "InputMode": channel.mode,
-            }
-            for channel in spec.inputs
-        ],
+        "InputDataConfig": [_channel(channel) for channel in spec.inputs],
         "OutputDataConfig": {"S3OutputPath": spec.output_s3_uri},
         "ResourceConfig": resources,
         "StoppingCondition": stopping,
@@ -294,4 +281,37 @@ def service_job_request(
         "quotaShareName": quota_share_name(quota_share or spec.team),
         "clientToken": client_token(attempt),
         "tags": _tags(spec, attempt),
+    }
+
+
+FILE_SYSTEM_TYPES = {"fsx-lustre": "FSxLustre", "efs": "EFS"}
+"""The manifest's fileSystem.type -> SageMaker's FileSystemType."""
+
+
+def _channel(channel: InputChannel) -> dict[str, Any]:
+    """A channel of InputDataConfig: an S3 prefix, or a file system SageMaker mounts (File mode:
+    FastFile and Pipe read from S3 only)."""
+    if channel.on_file_system:
+        return {
+            "ChannelName": channel.name,
+            "DataSource": {
+                "FileSystemDataSource": {
+                    "FileSystemId": channel.file_system_id,
+                    "FileSystemType": FILE_SYSTEM_TYPES[str(channel.file_system_type)],
+                    "DirectoryPath": channel.file_system_path,
+                    "FileSystemAccessMode": channel.file_system_access or "ro",
+                }
+            },
+            "InputMode": "File",
+        }
+    return {
+        "ChannelName": channel.name,
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": channel.s3_uri,
+                "S3DataDistributionType": channel.distribution,
+            }
+        },
+        "InputMode": channel.mode,
     }
