@@ -53,8 +53,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "problems": [p.to_dict() for p in problems],
         "summary": summarize(problems) if problems else _available(plan) + _pinned(mounts),
         "regions": plan.to_dict(),
-        # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's VpcConfig).
-        **({"subnets": list(mounts.subnets)} if mounts.subnets is not None else {}),
+        # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's
+        # VpcConfig); null when it mounts none.
+        "subnets": list(mounts.subnets) if mounts.subnets is not None else None,
     }
 
 

@@ -19,6 +19,7 @@ from spotline_dev.local.executions import ExecutionRecord, Executions, history_o
 from spotline_dev.local.faults import Fault, Faults
 from spotline_dev.local.virtual_time import VirtualClock
 from spotline_dev.standin import BatchSageMakerStandIn, TrainingBehaviour
+from spotline_dev.standin.file_systems import FileSystemsStandIn
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -61,6 +62,8 @@ class LocalStack:
     queue_capacities: dict[str, dict[str, int] | None] = field(default_factory=dict)  # queue -> limits per type
     queue_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # queue -> its register_queue arguments
     peers: dict[str, BatchSageMakerStandIn] = field(default_factory=dict)  # peer region -> its Batch and SageMaker
+    file_systems: FileSystemsStandIn | None = None  # FSx for Lustre and EFS as the sandbox registers them
+    network: dict[str, Any] = field(default_factory=dict)  # with `network=True`: vpc, subnets (zone -> id), group
     account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
     region: str = REGION
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -50,6 +50,7 @@ from spotline_dev.local.template import (
 )
 from spotline_dev.local.virtual_time import VirtualClock, install_time_hooks
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
+from spotline_dev.standin.file_systems import FileSystemsStandIn
 
 RANDOM_SEED = 12
 STOP_TASKS_SECONDS = 30.0
@@ -132,11 +133,13 @@ def start_local_stack(
     parameters: Mapping[str, str] | None = None,
     peers: Mapping[str, SpotWeather] | None = None,
     team_policy: str | Mapping[str, Any] | None = None,
+    network: bool = False,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
     yield handles to it. `environment` overrides function variables (e.g. POWERTOOLS_LOG_LEVEL);
     `team_policy` (`{"teams": {...}}`, JSON or a mapping) seeds the team registry, as
-    `spotline teams apply` would;
+    `spotline teams apply` would; `network` gives the stack a VPC its jobs run in (two subnets in
+    two zones and a security group: TrainingSubnetIds, TrainingSecurityGroupIds);
     `capacity` the training queue's capacity per instance type (the template's TrainingCapacity);
     `account` and `region` the AWS account and region it plays; `parameters` the stack's
     parameter values where they differ from the template's defaults (e.g. TrainingRolePath);
@@ -183,6 +186,11 @@ def start_local_stack(
             clock.now, weather or SpotWeather(), behaviour, checkpoints, account=account, region=region
         )
         standin.install(session)
+        file_systems = FileSystemsStandIn(account, region, clock.now().timestamp())
+        file_systems.install(session)
+        built = build_network(session, region) if network else {}
+        if built:
+            template = with_parameters(template, network_parameters(built))
         stack = LocalStack(
             template=template,
             clock=clock,
@@ -192,6 +200,7 @@ def start_local_stack(
             account=account,
             region=region,
         )
+        stack.file_systems, stack.network = file_systems, built
         start_peers(stack, peers or {}, behaviour, lambda there: S3CheckpointStore(there, account), session)
         lambdas = InProcessLambdas(stack)
         install_time_hooks(exits, clock)
@@ -217,3 +226,20 @@ def start_local_stack(
             seed_registry(stack, team_policy)
         mirror_queues(stack)  # each peer region's stack, its registry applied as here
         yield stack
+
+
+def build_network(session: Any, region: str) -> dict[str, Any]:
+    """A VPC for the stack's training jobs: a subnet in each of two zones and a security group
+    (moto's EC2), as a platform team gives TrainingSubnetIds and TrainingSecurityGroupIds."""
+    ec2 = session.client("ec2", region_name=region)
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        zone: ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
+        for zone, cidr in ((f"{region}a", "10.20.1.0/24"), (f"{region}b", "10.20.2.0/24"))
+    }
+    group = ec2.create_security_group(GroupName="spotline-training", Description="training jobs", VpcId=vpc)["GroupId"]
+    return {"vpc": vpc, "subnets": subnets, "group": group}
+
+
+def network_parameters(network: Mapping[str, Any]) -> dict[str, str]:
+    return {"TrainingSubnetIds": ",".join(network["subnets"].values()), "TrainingSecurityGroupIds": network["group"]}

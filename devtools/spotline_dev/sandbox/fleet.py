@@ -29,6 +29,7 @@ from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
+from spotline_dev.sandbox.file_systems import mounts_file_systems, play_file_systems
 from spotline_dev.sandbox.replicas import play_replicas, played_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
@@ -161,6 +162,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
                 scenario.start,
                 environment=environment,
                 team_policy=policy,
+                network=mounts_file_systems([u.spec for u in uploads]),
                 weather=weather_of(scenario),
                 behaviour=training_behaviour(scenario, uploads),
                 capacity=played_capacity([u.spec for u in uploads], scenario.capacity),
@@ -174,6 +176,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
             scope.enter_context(redirect_stdout(io.StringIO()))  # as in the single-manifest sandbox
         for spec in {u.spec.name + u.spec.team: u.spec for u in uploads}.values():
             prepare_account(stack.client, spec, missing=scenario.missing)
+            play_file_systems(stack, spec, scenario.missing)
             replicas = policy.get("teams", {}).get(spec.team, {}).get("replicas", {})
             play_replicas(stack, scenario, spec, replicas)
         yield stack

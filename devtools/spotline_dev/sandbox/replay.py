@@ -31,6 +31,7 @@ from spotline_dev.explain.timeline import offset
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
+from spotline_dev.sandbox.file_systems import mounts_file_systems, play_file_systems
 from spotline_dev.sandbox.fleet import run_fleet
 from spotline_dev.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
 from spotline_dev.sandbox.replicas import play_replicas, played_replicas
@@ -116,6 +117,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
                 scenario.start,
                 environment=environment,
                 team_policy=policy,
+                network=mounts_file_systems([spec]),
                 weather=weather,
                 behaviour=behaviour,
                 capacity=played_capacity([spec] if spec else [], scenario.capacity),
@@ -132,6 +134,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             scope.enter_context(redirect_stdout(io.StringIO()))
         if spec:
             prepare_account(stack.client, spec, missing=scenario.missing)
+            play_file_systems(stack, spec, scenario.missing)
             play_replicas(stack, scenario, spec, replicas)
         if scenario.stop_execution_at is not None:
             stack.stop_executions_after(scenario.stop_execution_at)

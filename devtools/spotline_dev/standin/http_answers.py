@@ -154,6 +154,12 @@ class StandInAnswerInvalid(AssertionError):
     """An answer of the stand-in that botocore's output shape refuses: a bug in the stand-in."""
 
 
+def target_of(request: AWSPreparedRequest) -> str:
+    """A JSON-protocol request's X-Amz-Target (`Prefix.Operation`; botocore may hold it as bytes)."""
+    target = request.headers.get("X-Amz-Target", "")
+    return target.decode() if isinstance(target, bytes) else str(target)
+
+
 def json_body(request: AWSPreparedRequest) -> dict[str, Any]:
     body = request.body
     if body is None or body in (b"", ""):

@@ -26,6 +26,7 @@ from spotline_dev.standin.http_answers import (
     request_problems,
     shape,
     shape_problems,
+    target_of,
 )
 from spotline_dev.standin.ledger import LedgerEntry, RunLedger, runs_of
 from spotline_dev.standin.records import ServiceJob, TrainingJob
@@ -395,6 +396,4 @@ def _service_of(operation: str) -> str:
 
 def _target(request: AWSPreparedRequest) -> str:
     """The operation a JSON-protocol request names in X-Amz-Target (`Prefix.Operation`)."""
-    target = request.headers.get("X-Amz-Target", "")
-    target = target.decode() if isinstance(target, bytes) else str(target)
-    return target.rpartition(".")[2]
+    return target_of(request).rpartition(".")[2]
