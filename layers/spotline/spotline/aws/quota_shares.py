@@ -12,7 +12,7 @@ from typing import Any
 from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
 from spotline.aws.quota_share_reads import existing_shares
-from spotline.core.quota_shares import TEAM_TAG, Action, Capacity, Plan, plan, teardown
+from spotline.core.quota_shares import TEAM_TAG, Action, Capacity, ExistingShare, Plan, plan, teardown
 from spotline.core.team_policy import TeamPolicy
 
 POLL_SECONDS = 3.0  # between ListQuotaShares reads while disabled shares settle
@@ -51,10 +51,13 @@ def apply(job_queue: str, actions: Iterable[Action]) -> None:
             batch.delete_quota_share(quotaShareArn=action.arn)
 
 
-def reconcile(job_queue: str, policy: TeamPolicy, capacity: Capacity) -> Plan:
+def reconcile(
+    job_queue: str, policy: TeamPolicy, capacity: Capacity, existing: Sequence[ExistingShare] | None = None
+) -> Plan:
     """Bring the queue's shares to the policy's (see `spotline.core.quota_shares.plan`);
-    `capacity` is the service environment's limits per instance type."""
-    planned = plan(policy, existing_shares(job_queue), capacity)
+    `capacity` is the service environment's limits per instance type; `existing`, the queue's
+    shares when the caller has just listed them."""
+    planned = plan(policy, existing_shares(job_queue) if existing is None else existing, capacity)
     for warning in planned.warnings:
         logger.warning("Team quotas", extra={"warning": warning})
     apply(job_queue, planned.actions)

@@ -85,7 +85,7 @@ def apply_proposals(
         )
     started = time.monotonic()
     policy = applied.policy or applied.registry.policy()
-    planned = quota_shares.reconcile(job_queue, policy, capacity)
+    planned = quota_shares.reconcile(job_queue, policy, capacity, shares)
     wanted = {share.name for share in planned.desired}
     return {
         "outcome": "applied" if applied.records else "unchanged",

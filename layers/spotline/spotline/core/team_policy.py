@@ -102,9 +102,9 @@ class TeamPolicy:
 
     @classmethod
     def from_json(cls, text: str) -> TeamPolicy:
-        """Parse and validate the policy; raises TeamPolicyInvalid naming every bad field. A warm
-        Lambda reads the same TEAM_POLICY at every invocation: each text is validated once per
-        process (a refusal is raised again each time) and the same policy is shared, read-only."""
+        """Parse and validate a policy file's text; raises TeamPolicyInvalid naming every bad field.
+        Each text is validated once per process (a refusal is raised again each time) and the same
+        policy is shared, read-only."""
         return _policy_of(text)
 
     @classmethod
