@@ -36,7 +36,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except TeamPolicyInvalid as exc:
         policy = exc
     problems = check_resources(spec, settings, policy)
-    mounts = mount_plan(spec, settings.training_subnet_ids) if not problems else MountPlan([], None)
+    mounts = (
+        mount_plan(spec, settings.training_subnet_ids, settings.training_security_group_ids)
+        if not problems
+        else MountPlan([], None)
+    )
     problems += mounts.problems
     home = os.environ.get("AWS_REGION", "us-east-1")
     plan = RegionPlan(home, (home,))

@@ -51,6 +51,8 @@ RESOURCE_WILDCARD_ONLY = {
     "sagemaker:ListTrainingPlans",  # no resource type in AWS's IAM action data (cfn-lint's Policies.json)
     "fsx:DescribeFileSystems",
     "ec2:DescribeSubnets",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSecurityGroups",
 }
 
 

@@ -191,6 +191,7 @@ def start_local_stack(
         built = build_network(session, region) if network else {}
         if built:
             template = with_parameters(template, network_parameters(built))
+            standin.weather.subnet_zones.update({subnet: zone for zone, subnet in built["subnets"].items()})
         stack = LocalStack(
             template=template,
             clock=clock,

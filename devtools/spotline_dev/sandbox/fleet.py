@@ -29,7 +29,7 @@ from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
-from spotline_dev.sandbox.file_systems import mounts_file_systems, play_file_systems
+from spotline_dev.sandbox.file_systems import check_zones, mounts_file_systems, play_file_systems
 from spotline_dev.sandbox.replicas import play_replicas, played_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
@@ -156,13 +156,15 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
     policy = team_policy_for(scenario, uploads)
     environment = {} if verbose else dict(QUIET)
     played = played_account([u.spec for u in uploads], scenario.account)
+    in_vpc = mounts_file_systems([u.spec for u in uploads])
+    check_zones(scenario.zones, played.region, in_vpc)
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
                 scenario.start,
                 environment=environment,
                 team_policy=policy,
-                network=mounts_file_systems([u.spec for u in uploads]),
+                network=in_vpc,
                 weather=weather_of(scenario),
                 behaviour=training_behaviour(scenario, uploads),
                 capacity=played_capacity([u.spec for u in uploads], scenario.capacity),

@@ -31,7 +31,7 @@ from spotline_dev.explain.timeline import offset
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
-from spotline_dev.sandbox.file_systems import mounts_file_systems, play_file_systems
+from spotline_dev.sandbox.file_systems import check_zones, mounts_file_systems, play_file_systems
 from spotline_dev.sandbox.fleet import run_fleet
 from spotline_dev.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
 from spotline_dev.sandbox.replicas import play_replicas, played_replicas
@@ -111,13 +111,15 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         if entry is not None:  # the team's replicas, as the platform team would declare them
             replicas = entry.setdefault("replicas", played_replicas(spec, played.region, scenario.regions))
     environment = {} if verbose else dict(QUIET)
+    in_vpc = mounts_file_systems([spec])
+    check_zones(scenario.zones, played.region, in_vpc)
     with ExitStack() as scope:
         stack = scope.enter_context(
             start_local_stack(
                 scenario.start,
                 environment=environment,
                 team_policy=policy,
-                network=mounts_file_systems([spec]),
+                network=in_vpc,
                 weather=weather,
                 behaviour=behaviour,
                 capacity=played_capacity([spec] if spec else [], scenario.capacity),

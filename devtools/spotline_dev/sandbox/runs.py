@@ -70,9 +70,11 @@ def powertools_environment_for(verbose: bool) -> Iterator[None]:
 
 def weather_of(scenario: Scenario) -> SpotWeather:
     """The scenario's capacity: spot gaps and interruptions, on-demand gaps and start delays, the
-    same for every type but those `instanceTypes:` names."""
+    same for every type but those `instanceTypes:` names, and in every zone but those `zones:`
+    names."""
     weather = _weather(scenario, scenario)
     weather.instance_types = {name: _weather(scenario, capacity) for name, capacity in scenario.instance_types.items()}
+    weather.zones = {zone: _weather(scenario, capacity) for zone, capacity in scenario.zones.items()}
     weather.training_plans = [
         ReservedPlan(
             plan.name,

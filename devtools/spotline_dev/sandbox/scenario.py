@@ -117,6 +117,7 @@ class Scenario:
     training_plans: list[PlanSpec] = field(default_factory=list)  # `trainingPlans:`
     account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
     regions: dict[str, RegionSpec] = field(default_factory=dict)  # `regions:`, the stack's peer regions
+    zones: dict[str, Capacity] = field(default_factory=dict)  # `zones:`, where a zone of the home region differs
 
     @property
     def shares_a_queue(self) -> bool:
@@ -193,6 +194,12 @@ def load_scenario(path: Path | None) -> Scenario:
         training_plans=_plans(raw.get("trainingPlans") or []),
         regions={
             str(name): _region(entry or {}, str(name), default) for name, entry in (raw.get("regions") or {}).items()
+        },
+        zones={
+            str(zone): _capacity(
+                (e or {}).get("spot") or {}, (e or {}).get("onDemand") or {}, f"zones.{zone}.", default
+            )
+            for zone, e in (raw.get("zones") or {}).items()
         },
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,

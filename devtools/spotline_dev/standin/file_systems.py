@@ -3,17 +3,21 @@ FSx answers carry no Lifecycle, VpcId or mount name, and moto's EFS ids cannot b
 manifest's `fileSystem.id` could never be found. The sandbox registers the file systems a
 scenario's manifests name (in the local stack's VPC); DescribeFileSystems (FSx, EFS) and
 DescribeMountTargets (EFS) are answered from them, every answer checked against botocore's output
-shape. Other FSx and EFS calls go to moto.
+shape; DescribeMountTargetSecurityGroups (EFS) too. Other FSx and EFS calls go to moto, and a file
+system's network interfaces and security groups are moto's EC2 ones the sandbox creates.
 
 Rules, from the API references:
 - FSx DescribeFileSystems: "FileSystemNotFound: No Amazon FSx file systems were found based upon
   supplied parameters." (400)
 - EFS DescribeFileSystems / DescribeMountTargets: "FileSystemNotFound: Returned if the specified
   FileSystemId value doesn't exist in the requester's AWS account." (404)
+- EFS DescribeMountTargetSecurityGroups: "MountTargetNotFound: Returned if there is no mount
+  target with the specified ID found in the caller's AWS account." (404)
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +39,7 @@ from spotline_dev.standin.http_answers import (
 
 FSX_TARGET = "AWSSimbaAPIService_v20180301.DescribeFileSystems"
 EFS_PATHS = {"/2015-02-01/file-systems": "DescribeFileSystems", "/2015-02-01/mount-targets": "DescribeMountTargets"}
+MOUNT_TARGET_GROUPS = re.compile(r"^/2015-02-01/mount-targets/(?P<id>[^/]+)/security-groups$")
 
 
 @dataclass
@@ -52,6 +57,8 @@ class FileSystemRecord:
     mount_targets: list[MountTarget] = field(default_factory=list)  # EFS; FSx: its one subnet
     mount_name: str | None = None  # FSx for Lustre
     state: str = "available"
+    security_groups: list[str] = field(default_factory=list)  # EFS: every mount target's
+    network_interfaces: list[str] = field(default_factory=list)  # FSx: moto EC2 interfaces
 
 
 class FileSystemsStandIn:
@@ -101,6 +108,7 @@ class FileSystemsStandIn:
             "StorageType": "SSD",
             "VpcId": record.vpc_id,
             "SubnetIds": [t.subnet_id for t in record.mount_targets[:1]],
+            "NetworkInterfaceIds": list(record.network_interfaces),
             "DNSName": f"{record.file_system_id}.fsx.{self.region}.amazonaws.com",
             "ResourceARN": f"arn:aws:fsx:{self.region}:{self.account}:file-system/{record.file_system_id}",
             "LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "MountName": str(record.mount_name)},
@@ -110,7 +118,13 @@ class FileSystemsStandIn:
 
     def _on_efs(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
         parts = urlsplit(request.url)
-        operation = EFS_PATHS.get(parts.path.rstrip("/"))
+        path = parts.path.rstrip("/")
+        if request.method == "GET" and (groups_of := MOUNT_TARGET_GROUPS.match(path)):
+            target = groups_of["id"]
+            return self._answer(
+                request, "rest-json", "efs", "DescribeMountTargetSecurityGroups", lambda: self._groups_of(target)
+            )
+        operation = EFS_PATHS.get(path)
         if operation is None or request.method != "GET":
             return None
         file_system_id = (parse_qs(parts.query).get("FileSystemId") or [""])[0]
@@ -139,9 +153,18 @@ class FileSystemsStandIn:
             ]
         }
 
+    def _groups_of(self, mount_target_id: str) -> dict[str, Any]:
+        for record in self.file_systems.values():
+            if record.kind == "efs" and any(
+                _mount_target_id(record, n) == mount_target_id for n in range(len(record.mount_targets))
+            ):
+                return {"SecurityGroups": list(record.security_groups)}
+        # AWS: efs MountTargetNotFound: "Returned if there is no mount target with the specified ID found"
+        raise ApiError("MountTargetNotFound", f"Mount target '{mount_target_id}' does not exist.", status=404)
+
     def _mount_target(self, record: FileSystemRecord, number: int, target: MountTarget) -> dict[str, Any]:
         return {
-            "MountTargetId": f"fsmt-{record.file_system_id[3:]}{number:02d}",
+            "MountTargetId": _mount_target_id(record, number),
             "FileSystemId": record.file_system_id,
             "SubnetId": target.subnet_id,
             "LifeCycleState": "available",
@@ -169,3 +192,7 @@ class FileSystemsStandIn:
         with self._lock:
             self._serial += 1
             return answer(request, protocol, self._serial, checked)
+
+
+def _mount_target_id(record: FileSystemRecord, number: int) -> str:
+    return f"fsmt-{record.file_system_id[3:]}{number:02d}"

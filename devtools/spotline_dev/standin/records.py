@@ -106,6 +106,7 @@ class TrainingJob:
     service_job: ServiceJob
     written: int = 0  # checkpoints of the plan already written to the store
     selected: tuple[str, int] = ("", 1)  # the instance type and count it runs on (SelectedInstanceType)
+    zone: str = ""  # the Availability Zone it runs in, when the scenario's weather differs by zone
     by_type_before: dict[str, dict[str, Any]] = field(default_factory=dict)  # progress.json's, at its start
     handled: bool = False  # its end has been reported to the Batch job
 

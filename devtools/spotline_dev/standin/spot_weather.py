@@ -35,6 +35,12 @@ class SpotWeather:
     longer); what progress.json then measures."""
     training_plans: list[ReservedPlan] = field(default_factory=list)
     """Reserved capacity the account has bought (scenario `trainingPlans:`)."""
+    zones: dict[str, SpotWeather] = field(default_factory=dict)
+    """Capacity of one Availability Zone where it differs from the region's (scenario `zones:`),
+    for a job whose VpcConfig subnets are all there."""
+    subnet_zones: dict[str, str] = field(default_factory=dict)
+    """The zone of each subnet of the stack's VPC (TrainingSubnetIds), for the zones a job with a
+    VpcConfig may run in."""
 
     @property
     def requeue_delay(self) -> float:
@@ -43,6 +49,29 @@ class SpotWeather:
     def for_type(self, instance_type: str) -> SpotWeather:
         """The capacity of `instance_type`: its own weather if it has one, else the default."""
         return self.instance_types.get(instance_type, self)
+
+    def for_job(self, instance_type: str, subnets: list[str], created: float, spot: bool) -> tuple[SpotWeather, str]:
+        """The capacity a job of `instance_type` meets and the zone it runs in ("" when the
+        scenario has no zone weather or the job no subnets). A job's VpcConfig subnets pin it to
+        their zones (SageMaker VpcConfig.Subnets: "The ID of the subnets in the VPC to which you
+        want to connect your training job"); how SageMaker picks among several zones is not
+        documented: the stand-in takes the one that starts it soonest, the first subnet's on a tie.
+        A zone's weather replaces the region's for every type; the type's speed stays its own."""
+        by_type = self.for_type(instance_type)
+        zones = list(dict.fromkeys(self.subnet_zones[s] for s in subnets if s in self.subnet_zones))
+        if not self.zones or not zones:
+            return by_type, ""
+        best: tuple[float, SpotWeather, str] | None = None
+        for zone in zones:
+            weather = replace(self.zones[zone], speed=by_type.speed) if zone in self.zones else by_type
+            delay = weather.spot_start_delay if spot else weather.on_demand_start_delay
+            start = capacity_from(
+                merged_gaps(weather.capacity_gaps if spot else weather.on_demand_gaps), created, delay
+            )
+            if best is None or start < best[0] - EPS:
+                best = (start, weather, zone)
+        assert best is not None
+        return best[1], best[2]
 
 
 @dataclass

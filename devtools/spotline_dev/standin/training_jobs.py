@@ -131,8 +131,10 @@ class SageMakerTrainingJobs:
         spot = bool(request.get("EnableManagedSpotTraining"))
         resources = request.get("ResourceConfig") or {}
         selected = self._selected(resources, created, spot)
+        subnets = [str(s) for s in (request.get("VpcConfig") or {}).get("Subnets") or []]
+        weather, zone = self.weather.for_job(selected[0], subnets, created, spot)
         # Its speed on the type it runs on: the same steps, in that type's time.
-        behaviour = self.behaviour(request).at_speed(self.weather.for_type(selected[0]).speed)
+        behaviour = self.behaviour(request).at_speed(weather.speed)
         restored_step, restored = None, 0.0
         progress = self.store.read(key) if key else None
         if progress and int(progress.get("totalSteps") or 0) > 0:
@@ -152,7 +154,7 @@ class SageMakerTrainingJobs:
         # InstancePreferences it "bounds the total time SageMaker spends working through your list".
         accelerated = any(_accelerated(t) for t in _requested_types(resources))
         plan = plan_training(
-            self.weather.for_type(selected[0]),
+            weather,
             created,
             spot=spot,
             behaviour=behaviour,
@@ -200,7 +202,7 @@ class SageMakerTrainingJobs:
         job = TrainingJob(
             name, self.training_arn(name), request, key, spot, created, behaviour, plan, restored_step, sjob
         )
-        job.selected = selected
+        job.selected, job.zone = selected, zone
         if progress and isinstance(progress.get("byInstanceType"), dict):
             job.by_type_before = {k: dict(v) for k, v in progress["byInstanceType"].items()}
         self.jobs[name.lower()] = job

@@ -1,11 +1,12 @@
 """Jobs that mount FSx for Lustre and EFS file systems in the sandbox: they run in the stack's
 VPC, in the subnets that reach their file system (the request's VpcConfig says so), and another
-team's, a missing one, one outside the stack's VPC and a stack without a VPC are each refused
-naming spec.inputs[0].fileSystem and the reason."""
+team's, a missing one, one outside the stack's VPC, one whose security group shuts the jobs out
+and a stack without a VPC are each refused naming spec.inputs[0].fileSystem and the reason."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from spotline_dev.local.template import PROJECT_ROOT
 from spotline_dev.sandbox.account import prepare_account, team_allowance
 from spotline_dev.sandbox.file_systems import play_file_systems
 from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.sandbox.scenario import ScenarioError
 from spotline_dev.standin.file_systems import FileSystemRecord, MountTarget
 
 SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
@@ -83,6 +85,18 @@ def test_a_file_system_outside_the_stacks_vpc_is_refused(in_vpc: LocalStack) -> 
     )
 
 
+def test_a_file_system_whose_security_group_shuts_out_the_stacks_jobs_is_refused(in_vpc: LocalStack) -> None:
+    play_file_systems(in_vpc, _spec(), closed=["spec.inputs[0].fileSystem"])
+    execution, _history = run_upload(in_vpc, FSX_MANIFEST.read_bytes(), key=KEY)
+    assert (execution["status"], execution["error"]) == ("FAILED", "ResourceValidationFailed")
+    assert "spec.inputs[0].fileSystem.id: fs-0123456789abcdef0's security groups (sg-" in execution["cause"]
+    assert (
+        f"do not admit TCP 988 and 1018-1023 (Lustre) from the stack's TrainingSecurityGroupIds "
+        f"({in_vpc.network['group']}) or 10.20.1.0/24: ports 988, 1018-1023 closed" in execution["cause"]
+    )
+    assert not in_vpc.standin.jobs
+
+
 def test_the_sandbox_runs_a_job_on_efs_and_refuses_another_teams_or_a_missing_file_system(tmp_path: Path) -> None:
     (efs,) = run_scenario(load_scenario(SCENARIOS / "trains-from-efs.yaml"))["executions"]
     assert efs["status"] == "SUCCEEDED"
@@ -110,3 +124,33 @@ def test_a_stack_without_a_vpc_refuses_a_file_system_channel() -> None:
         execution, _history = run_upload(stack, FSX_MANIFEST.read_bytes(), key=KEY)
     assert execution["status"] == "FAILED"
     assert "spec.inputs[0].fileSystem: a file system is mounted only by a job in a VPC" in execution["cause"]
+
+
+def test_a_zone_without_spot_holds_the_job_pinned_there_and_not_the_one_that_reaches_both_zones() -> None:
+    fsx, efs = run_scenario(load_scenario(SCENARIOS / "zone-without-spot.yaml"))["executions"]
+    assert (fsx["status"], efs["status"]) == ("SUCCEEDED", "SUCCEEDED")
+    # 8 h of training: on EFS it starts at once in us-east-1b; on FSx it waits out us-east-1a's day.
+    assert efs["trainingEndedAt"] < "2026-11-29T17:00:00Z"
+    assert fsx["trainingEndedAt"] > "2026-11-30T16:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("zones", "manifest", "message"),
+    [
+        ({"us-east-1a": {}}, "train-from-efs.yaml", None),
+        ({"us-east-1c": {}}, "train-from-efs.yaml", "zones.us-east-1c: must be zone a or b of a Region"),
+        ({"us-west-2a": {}}, "train-from-efs.yaml", "zones.us-west-2a: the sandbox's VPC has subnets in us-east-1a"),
+        ({"us-east-1a": {}}, "../../manifests/ranker-v2.yaml", "zones: a zone's capacity reaches only the jobs"),
+    ],
+)
+def test_scenario_zones_name_the_stacks_zones_and_need_a_job_in_its_vpc(
+    tmp_path: Path, zones: dict[str, Any], manifest: str, message: str | None
+) -> None:
+    path = tmp_path / "zones.yaml"
+    scenario = {"name": "z", "start": "2026-11-29T08:00:00Z", "manifests": [str(SCENARIOS / "manifests" / manifest)]}
+    path.write_text(json.dumps({**scenario, "zones": zones}))
+    if message is None:
+        assert run_scenario(load_scenario(path))["executions"][0]["status"] == "SUCCEEDED"
+        return
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        run_scenario(load_scenario(path))

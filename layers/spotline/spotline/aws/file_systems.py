@@ -12,20 +12,35 @@ What AWS imposes, as the checks use it:
   user guide: "create one mount target in each Availability Zone").
 - A file system is usable once available: FSx Lifecycle AVAILABLE, EFS LifeCycleState available
   (and the mount target's).
-Security groups are the stack's (TrainingSecurityGroupIds); whether their rules reach the file
-system's ports (Lustre 988, NFS 2049) is not checked here.
+- The job's security groups are the stack's (TrainingSecurityGroupIds); the file system's are
+  those of its network interfaces (FSx DescribeFileSystems NetworkInterfaceIds, EC2
+  DescribeNetworkInterfaces) or of its mount target (EFS DescribeMountTargetSecurityGroups). A
+  subnet serves the job only where the rules open the file system's ports both ways
+  (spotline.core.network_reach).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from spotline.aws.clients import client, error_code
 from spotline.core.errors import ManifestError
 from spotline.core.model import InputChannel, JobSpec
+from spotline.core.network_reach import FILE_SYSTEM_PORTS, PORT_NAMES, Peer, ranges, unreached_ports
 
 NOT_FOUND = {"FileSystemNotFound"}
 KINDS = {"fsx-lustre": "FSx for Lustre", "efs": "EFS"}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a job reaches a file system in one Availability Zone."""
+
+    subnet_id: str
+    cidr: str
+    groups: frozenset[str]  # the security groups of its network interface(s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +50,13 @@ class FileSystemView:
     file_system_id: str
     unavailable: str | None  # why it cannot be mounted now; None: it can
     vpc_id: str | None
-    zones: frozenset[str]  # the Availability Zones a job can reach it from
+    endpoints: Mapping[str, Endpoint]  # by the Availability Zone a job can reach it from
     mount_name: str | None = None  # FSx for Lustre
     other_type: str | None = None  # FSx: a type SageMaker does not mount (ONTAP, OPENZFS, WINDOWS)
+
+    @property
+    def zones(self) -> frozenset[str]:
+        return frozenset(self.endpoints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +84,27 @@ def describe(channel: InputChannel) -> FileSystemView | None:
 
 def _fsx(file_system_id: str) -> FileSystemView:
     (found,) = client("fsx").describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
-    subnets = list(found.get("SubnetIds") or [])
-    zones = {str(s["AvailabilityZone"]) for s in _subnets(subnets).values()} if subnets else set()
+    interfaces = list(found.get("NetworkInterfaceIds") or [])
+    groups = frozenset(
+        str(group["GroupId"])
+        for interface in (
+            client("ec2").describe_network_interfaces(NetworkInterfaceIds=interfaces)["NetworkInterfaces"]
+            if interfaces
+            else []
+        )
+        for group in interface.get("Groups") or []
+    )
+    endpoints = {
+        info["AvailabilityZone"]: Endpoint(subnet, info["CidrBlock"], groups)
+        for subnet, info in _subnets(list(found.get("SubnetIds") or [])).items()
+    }
     state = str(found.get("Lifecycle") or "unknown")
     kind = str(found.get("FileSystemType") or "")
     return FileSystemView(
         file_system_id,
         None if state == "AVAILABLE" else f"its lifecycle is {state}, not AVAILABLE",
         found.get("VpcId"),
-        frozenset(zones),
+        endpoints,
         mount_name=(found.get("LustreConfiguration") or {}).get("MountName"),
         other_type=None if kind == "LUSTRE" else kind,
     )
@@ -89,27 +120,45 @@ def _efs(file_system_id: str) -> FileSystemView:
         unavailable: str | None = f"its state is {state}, not available"
     else:
         unavailable = None if usable else "it has no available mount target"
+    subnets = _subnets([str(t["SubnetId"]) for t in usable])
+    endpoints = {
+        subnets[str(t["SubnetId"])]["AvailabilityZone"]: Endpoint(
+            str(t["SubnetId"]),
+            subnets[str(t["SubnetId"])]["CidrBlock"],
+            frozenset(efs.describe_mount_target_security_groups(MountTargetId=t["MountTargetId"])["SecurityGroups"]),
+        )
+        for t in usable
+    }
     return FileSystemView(
         file_system_id,
         unavailable,
         str(usable[0]["VpcId"]) if usable and usable[0].get("VpcId") else None,
-        frozenset(str(t["AvailabilityZoneName"]) for t in usable if t.get("AvailabilityZoneName")),
+        endpoints,
     )
 
 
 def _subnets(subnet_ids: list[str]) -> dict[str, dict[str, str]]:
-    """Each subnet's VPC and Availability Zone (EC2 DescribeSubnets)."""
+    """Each subnet's VPC, Availability Zone and IPv4 range (EC2 DescribeSubnets)."""
     if not subnet_ids:
         return {}
-    found = client("ec2").describe_subnets(SubnetIds=subnet_ids)["Subnets"]
+    found = client("ec2").describe_subnets(SubnetIds=sorted(set(subnet_ids)))["Subnets"]
+    return {str(s["SubnetId"]): {key: str(s[key]) for key in ("VpcId", "AvailabilityZone", "CidrBlock")} for s in found}
+
+
+def _rules(group_ids: set[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each security group's inbound and outbound rules (EC2 DescribeSecurityGroups)."""
+    if not group_ids:
+        return {}
+    found = client("ec2").describe_security_groups(GroupIds=sorted(group_ids))["SecurityGroups"]
     return {
-        str(s["SubnetId"]): {"VpcId": str(s["VpcId"]), "AvailabilityZone": str(s["AvailabilityZone"])} for s in found
+        str(g["GroupId"]): {"in": list(g.get("IpPermissions") or []), "out": list(g.get("IpPermissionsEgress") or [])}
+        for g in found
     }
 
 
-def mount_plan(spec: JobSpec, stack_subnets: tuple[str, ...]) -> MountPlan:
-    """Every file-system channel of `spec` checked against its file system and the stack's
-    subnets; the subnets the job must run in to reach them all."""
+def mount_plan(spec: JobSpec, stack_subnets: tuple[str, ...], stack_groups: tuple[str, ...] = ()) -> MountPlan:
+    """Every file-system channel of `spec` checked against its file system, the stack's subnets
+    and its security groups; the subnets the job must run in to reach them all."""
     mounted = [(index, channel) for index, channel in enumerate(spec.inputs) if channel.on_file_system]
     if not mounted or not stack_subnets:
         return MountPlan([], None)
@@ -135,15 +184,47 @@ def mount_plan(spec: JobSpec, stack_subnets: tuple[str, ...]) -> MountPlan:
                     f"(TrainingSubnetIds, in {', '.join(in_vpc)}) is there",
                 )
             )
-        elif not reach & usable:
+            continue
+        rules = _rules(set(stack_groups).union(*(e.groups for e in view.endpoints.values())))
+        closed = {s: why for s in sorted(reach) if (why := _closed(channel, view, subnets[s], stack_groups, rules))}
+        if len(closed) == len(reach):
+            problems.append(ManifestError(f"{where}.id", next(iter(closed.values()))))
+        elif not (reach - set(closed)) & usable:
             problems.append(
                 ManifestError(f"{where}.id", "no subnet of the stack reaches this file system and the job's others too")
             )
-        usable &= reach
+        usable &= reach - set(closed)
     if problems:
         return MountPlan(problems, None)
     chosen = tuple(s for s in stack_subnets if s in usable)
     return MountPlan([], chosen, tuple(sorted({subnets[s]["AvailabilityZone"] for s in chosen})))
+
+
+def _closed(
+    channel: InputChannel,
+    view: FileSystemView,
+    subnet: Mapping[str, str],
+    stack_groups: tuple[str, ...],
+    rules: Mapping[str, Mapping[str, list[dict[str, Any]]]],
+) -> str:
+    """Why the security groups keep a job in `subnet` from the file system; empty when they do not."""
+    kind = str(channel.file_system_type)
+    ports, endpoint = FILE_SYSTEM_PORTS[kind], view.endpoints[subnet["AvailabilityZone"]]
+    inbound = [rule for group in endpoint.groups for rule in rules.get(group, {}).get("in", [])]
+    outbound = [rule for group in stack_groups for rule in rules.get(group, {}).get("out", [])]
+    job, file_system = Peer(frozenset(stack_groups), subnet["CidrBlock"]), Peer(endpoint.groups, endpoint.cidr)
+    theirs, ours = ", ".join(sorted(endpoint.groups)) or "none", ", ".join(stack_groups) or "none"
+    if shut := unreached_ports(inbound, ports, job):
+        return (
+            f"{view.file_system_id}'s security groups ({theirs}) do not admit {PORT_NAMES[kind]} from the stack's "
+            f"TrainingSecurityGroupIds ({ours}) or {subnet['CidrBlock']}: {_ports(shut)} closed"
+        )
+    if shut := unreached_ports(outbound, ports, file_system):
+        return (
+            f"the stack's TrainingSecurityGroupIds ({ours}) do not allow {PORT_NAMES[kind]} out to "
+            f"{view.file_system_id} ({theirs}, {endpoint.cidr}): {_ports(shut)} closed"
+        )
+    return ""
 
 
 def _problems(where: str, channel: InputChannel, view: FileSystemView | None) -> list[ManifestError]:
@@ -167,3 +248,7 @@ def _problems(where: str, channel: InputChannel, view: FileSystemView | None) ->
             )
         ]
     return []
+
+
+def _ports(ports: list[int]) -> str:
+    return f"port{'s' if len(ports) > 1 else ''} {ranges(ports)}"

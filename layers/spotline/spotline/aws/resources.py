@@ -35,13 +35,16 @@ class ResourceSettings:
     job_queue: str
     training_role_pattern: str  # fnmatch pattern of role ARNs this stack may pass to SageMaker
     training_subnet_ids: tuple[str, ...] = ()  # the stack's TrainingSubnetIds: its jobs' VPC, if any
+    training_security_group_ids: tuple[str, ...] = ()  # TrainingSecurityGroupIds: what its jobs reach
 
     @classmethod
     def from_environment(cls) -> ResourceSettings:
+        network = training_settings.from_environment()
         return cls(
             job_queue=os.environ["JOB_QUEUE"],
             training_role_pattern=os.environ["TRAINING_ROLE_ARN_PATTERN"],
-            training_subnet_ids=training_settings.from_environment().subnet_ids,
+            training_subnet_ids=network.subnet_ids,
+            training_security_group_ids=network.security_group_ids,
         )
 
 
