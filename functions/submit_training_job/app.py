@@ -80,7 +80,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             copied = None  # nothing saved yet: nothing copied
     queue = arn_in_region(os.environ["JOB_QUEUE"], where)
     share = policy_for(spec.team).share_of(spec.team)
-    request = submit_service_job_request(there, attempt, queue, _settings(state), share)
+    request = submit_service_job_request(there, attempt, queue, _settings(state, where), share)
     with in_region(where):
         submitted = submit_once(request)
     name = training_job_name(spec, attempt)
@@ -123,9 +123,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     }
 
 
-def _settings(state: dict[str, Any]) -> TrainingSettings:
-    """The stack's network and encryption settings; a job that mounts file systems runs only in the
-    stack's subnets that reach them (ValidateResources' `$.resources.subnets`)."""
-    settings = training_settings.from_environment()
-    pinned = (state.get("resources") or {}).get("subnets")
+def _settings(state: dict[str, Any], region: str) -> TrainingSettings:
+    """The network and encryption settings of the stack in `region` (this one's at home); a job
+    that mounts file systems runs only in that stack's subnets that reach them (ValidateResources'
+    `$.resources.subnets` at home, `$.resources.regions.subnets` in a peer region)."""
+    settings = training_settings.in_region(region)
+    resources = state.get("resources") or {}
+    if region == home_region():
+        pinned = resources.get("subnets")
+    else:
+        pinned = ((resources.get("regions") or {}).get("subnets") or {}).get(region)
     return settings if not pinned else replace(settings, subnet_ids=tuple(str(s) for s in pinned))

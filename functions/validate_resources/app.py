@@ -46,7 +46,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = RegionPlan(home, (home,))
     allowance = None if isinstance(policy, TeamPolicyInvalid) else policy.allowance(spec.team)
     if not problems and allowance is not None:
-        plan, refused = plan_regions(spec, home, allowance.replicas, settings.job_queue)
+        plan, refused = plan_regions(spec, home, allowance.replicas, settings.job_queue, allowance.file_systems)
         problems += refused
         for left_out in plan.excluded:
             logger.info("Region left out", extra=left_out.to_dict())
@@ -55,7 +55,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "valid": not problems,
         "problems": [p.to_dict() for p in problems],
-        "summary": summarize(problems) if problems else _available(plan) + _pinned(mounts),
+        "summary": summarize(problems) if problems else _available(plan) + _pinned(mounts, plan),
         "regions": plan.to_dict(),
         # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's
         # VpcConfig); null when it mounts none.
@@ -63,7 +63,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     }
 
 
-def _pinned(mounts: MountPlan) -> str:
+def _pinned(mounts: MountPlan, plan: RegionPlan) -> str:
     if mounts.subnets is None:
         return ""
-    return f"; its file systems pin it to {', '.join(mounts.zones)} ({', '.join(mounts.subnets)})"
+    elsewhere = "".join(f"; in {region} to {', '.join(ids)}" for region, ids in plan.subnets.items())
+    return f"; its file systems pin it to {', '.join(mounts.zones)} ({', '.join(mounts.subnets)}){elsewhere}"

@@ -332,14 +332,7 @@ def test_spotlines_own_roles_carry_no_team_tag() -> None:
 
 # --- The stack's training settings ---------------------------------------------------------
 
-TRAINING_ENVIRONMENT = {
-    training_settings.SUBNET_IDS: "TrainingSubnetIds",
-    training_settings.SECURITY_GROUP_IDS: "TrainingSecurityGroupIds",
-    training_settings.NETWORK_ISOLATION: "EnableNetworkIsolation",
-    training_settings.INTER_CONTAINER_ENCRYPTION: "EnableInterContainerTrafficEncryption",
-    training_settings.VOLUME_KMS_KEY_ID: "TrainingVolumeKmsKeyId",
-    training_settings.OUTPUT_KMS_KEY_ID: "TrainingOutputKmsKeyId",
-}
+TRAINING_ENVIRONMENT = training_settings.PARAMETERS
 
 
 def test_training_settings_flow_from_parameters_to_submit_training_job() -> None:
@@ -348,6 +341,17 @@ def test_training_settings_flow_from_parameters_to_submit_training_job() -> None
         assert variables[variable] == {"Ref": parameter}
     defaults = {v: str(TEMPLATE["Parameters"][p]["Default"]) for v, p in TRAINING_ENVIRONMENT.items()}
     assert training_settings.from_environment(defaults) == DEFAULT_SETTINGS  # today's request, exactly
+
+
+@pytest.mark.parametrize("function", ["SubmitTrainingJobFunction", "ValidateResourcesFunction"])
+def test_functions_that_read_a_peer_regions_stack_know_the_stacks_name(function: str) -> None:
+    """The same stack in a peer region is read by its name (training_settings.in_region), and only it."""
+    assert function_environment(TEMPLATE, function)[training_settings.STACK_NAME] == {"Ref": "AWS::StackName"}
+    properties = TEMPLATE["Resources"][function]["Properties"]
+    (statement,) = [s for s in _statements(properties) if "cloudformation:DescribeStacks" in _actions(s)]
+    assert statement["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:cloudformation:*:${AWS::AccountId}:stack/${AWS::StackName}/*"
+    }
 
 
 def _rule_value(node: Any, parameters: dict[str, str]) -> Any:

@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 import boto3
+
+from spotline_dev.local.network import network_parameters
 
 if TYPE_CHECKING:
     from spotline_dev.local.handles import LocalStack
@@ -30,14 +33,16 @@ class _Answered:
 def install_stack_description(stack: LocalStack, name: str, *, region: str, account: str, created: datetime) -> None:
     """Answer DescribeStacks for `name` (by name, by id, or no name) from now on, for the
     clients of the default session created after this call."""
-    stack_id = f"arn:aws:cloudformation:{region}:{account}:stack/{name}/local"
 
     def describe(params: dict[str, Any], **_: Any) -> tuple[_Answered, dict[str, Any]]:
         asked = (params.get("body") or {}).get("StackName")  # the serialized request (query protocol)
+        there = urlsplit(str(params.get("url") or "")).hostname or ""  # cloudformation.<region>.amazonaws.com
+        where = next((r for r in (region, *stack.peers) if f".{r}." in f".{there}."), region)
+        stack_id = f"arn:aws:cloudformation:{where}:{account}:stack/{name}/local"
         if asked not in (None, name, stack_id):
             error = {"Code": "ValidationError", "Message": f"Stack with id {asked} does not exist"}
             return _Answered(400), {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
-        return _Answered(200), {"Stacks": [description(stack, name, stack_id, created)]}
+        return _Answered(200), {"Stacks": [description(stack, name, stack_id, created, where)]}
 
     boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
         "before-call.cloudformation.DescribeStacks",
@@ -46,8 +51,17 @@ def install_stack_description(stack: LocalStack, name: str, *, region: str, acco
     )
 
 
-def description(stack: LocalStack, name: str, stack_id: str, created: datetime) -> dict[str, Any]:
+def description(
+    stack: LocalStack, name: str, stack_id: str, created: datetime, region: str | None = None
+) -> dict[str, Any]:
+    """The stack as DescribeStacks gives it; in a peer `region`, the same stack there: its own
+    network (TrainingSubnetIds, TrainingSecurityGroupIds), or none."""
     parameters = {key: str(value.get("Default", "")) for key, value in stack.template.get("Parameters", {}).items()}
+    if region not in (None, stack.region):
+        network = stack.peer_networks.get(str(region))
+        parameters |= (
+            network_parameters(network) if network else {"TrainingSubnetIds": "", "TrainingSecurityGroupIds": ""}
+        )
     return {
         "StackName": name,
         "StackId": stack_id,

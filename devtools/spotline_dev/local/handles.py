@@ -64,6 +64,7 @@ class LocalStack:
     peers: dict[str, BatchSageMakerStandIn] = field(default_factory=dict)  # peer region -> its Batch and SageMaker
     file_systems: FileSystemsStandIn | None = None  # FSx for Lustre and EFS as the sandbox registers them
     network: dict[str, Any] = field(default_factory=dict)  # with `network=True`: vpc, subnets (zone -> id), group
+    peer_networks: dict[str, dict[str, Any]] = field(default_factory=dict)  # peer region -> its stack's network
     account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
     region: str = REGION
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)

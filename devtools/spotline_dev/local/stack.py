@@ -42,6 +42,7 @@ from spotline_dev.local.moto_shortcuts import (
     skip_repeated_botocore_work,
     skip_repeated_moto_work,
 )
+from spotline_dev.local.network import build_network, network_parameters
 from spotline_dev.local.peers import mirror_queues, start_peers
 from spotline_dev.local.registry import seed_registry
 from spotline_dev.local.resources import create_resources
@@ -143,7 +144,8 @@ def start_local_stack(
     `capacity` the training queue's capacity per instance type (the template's TrainingCapacity);
     `account` and `region` the AWS account and region it plays; `parameters` the stack's
     parameter values where they differ from the template's defaults (e.g. TrainingRolePath);
-    `peers` the spot weather of each peer region (the stack's PeerRegions, `spotline_dev.local.peers`)."""
+    `peers` the spot weather of each peer region (the stack's PeerRegions, `spotline_dev.local.peers`;
+    with `network`, the stack there has a VPC of its own, its DescribeStacks parameters say so)."""
     overrides = dict(parameters or {}) | ({"TrainingCapacity": format_capacity(capacity)} if capacity else {})
     if peers:
         overrides["PeerRegions"] = ",".join(r for r in peers if r != region)
@@ -203,6 +205,10 @@ def start_local_stack(
         )
         stack.file_systems, stack.network = file_systems, built
         start_peers(stack, peers or {}, behaviour, lambda there: S3CheckpointStore(there, account), session)
+        if network:  # the same stack in each peer region, with a VPC of its own there
+            stack.peer_networks = {there: build_network(session, there) for there in stack.peers}
+            for there, built_there in stack.peer_networks.items():
+                stack.peers[there].weather.subnet_zones.update({s: z for z, s in built_there["subnets"].items()})
         lambdas = InProcessLambdas(stack)
         install_time_hooks(exits, clock)
         exits.callback(clock.close)
@@ -227,20 +233,3 @@ def start_local_stack(
             seed_registry(stack, team_policy)
         mirror_queues(stack)  # each peer region's stack, its registry applied as here
         yield stack
-
-
-def build_network(session: Any, region: str) -> dict[str, Any]:
-    """A VPC for the stack's training jobs: a subnet in each of two zones and a security group
-    (moto's EC2), as a platform team gives TrainingSubnetIds and TrainingSecurityGroupIds."""
-    ec2 = session.client("ec2", region_name=region)
-    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
-    subnets = {
-        zone: ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
-        for zone, cidr in ((f"{region}a", "10.20.1.0/24"), (f"{region}b", "10.20.2.0/24"))
-    }
-    group = ec2.create_security_group(GroupName="spotline-training", Description="training jobs", VpcId=vpc)["GroupId"]
-    return {"vpc": vpc, "subnets": subnets, "group": group}
-
-
-def network_parameters(network: Mapping[str, Any]) -> dict[str, str]:
-    return {"TrainingSubnetIds": ",".join(network["subnets"].values()), "TrainingSecurityGroupIds": network["group"]}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from spotline.core.model import JobSpec
 from spotline.core.network_reach import FILE_SYSTEM_PORTS
+from spotline.core.replicas import Replicas, file_system_uri, mounted_at, replica_of
 from spotline_dev.sandbox.scenario import ScenarioError
 from spotline_dev.standin.file_systems import FileSystemRecord, MountTarget
 
@@ -38,15 +39,28 @@ def check_zones(zones: Collection[str], region: str, in_vpc: bool) -> None:
 
 
 def play_file_systems(
-    stack: LocalStack, spec: JobSpec, missing: Collection[str] = (), closed: Collection[str] = ()
+    stack: LocalStack,
+    spec: JobSpec,
+    missing: Collection[str] = (),
+    closed: Collection[str] = (),
+    *,
+    region: str | None = None,
+    replicas: Replicas | None = None,
 ) -> None:
+    """The file systems `spec` mounts, at home; in a peer `region`, their `replicas` there."""
     assert stack.file_systems is not None
-    ec2 = stack.client("ec2")
-    for index, channel in enumerate(spec.inputs):
+    peer = region not in (None, stack.region)
+    ec2 = stack.session.client("ec2", region_name=region) if peer else stack.client("ec2")
+    network = stack.peer_networks[str(region)] if peer else stack.network
+    for index, named in enumerate(spec.inputs):
         where = f"spec.inputs[{index}].fileSystem"
-        if not channel.on_file_system or where in missing:
+        if not named.on_file_system or where in missing:
             continue
-        network, kind, file_system_id = stack.network, str(channel.file_system_type), str(channel.file_system_id)
+        mapped = replica_of(file_system_uri(named), str(region), replicas or {}) if peer else None
+        if peer and mapped is None:
+            continue
+        channel = mounted_at(named, mapped) if mapped else named
+        kind, file_system_id = str(channel.file_system_type), str(channel.file_system_id)
         zones = sorted(network["subnets"])
         lustre = kind == "fsx-lustre"
         targets = [
@@ -87,5 +101,6 @@ def play_file_systems(
                 mount_name,
                 security_groups=[] if lustre else [group],
                 network_interfaces=interfaces,
+                region=str(region) if peer else "",
             )
         )

@@ -30,7 +30,7 @@ from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
 from spotline_dev.sandbox.file_systems import check_zones, mounts_file_systems, play_file_systems
-from spotline_dev.sandbox.replicas import play_replicas, played_replicas
+from spotline_dev.sandbox.replicas import list_replica_file_systems, play_replicas, played_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
     QUIET,
@@ -116,6 +116,7 @@ def team_policy_for(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]
                 upload.spec.team, {}
             ):
                 entry.setdefault("replicas", {}).update(played_replicas(upload.spec, home, scenario.regions))
+                list_replica_file_systems(entry)
     return policy
 
 

@@ -34,7 +34,7 @@ from spotline_dev.sandbox.account import played_account, played_capacity, prepar
 from spotline_dev.sandbox.file_systems import check_zones, mounts_file_systems, play_file_systems
 from spotline_dev.sandbox.fleet import run_fleet
 from spotline_dev.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
-from spotline_dev.sandbox.replicas import play_replicas, played_replicas
+from spotline_dev.sandbox.replicas import list_replica_file_systems, play_replicas, played_replicas
 from spotline_dev.sandbox.runs import (
     ENDED,
     QUIET,
@@ -110,6 +110,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         entry = policy.get("teams", {}).get(spec.team)
         if entry is not None:  # the team's replicas, as the platform team would declare them
             replicas = entry.setdefault("replicas", played_replicas(spec, played.region, scenario.regions))
+            list_replica_file_systems(entry)
     environment = {} if verbose else dict(QUIET)
     in_vpc = mounts_file_systems([spec])
     check_zones(scenario.zones, played.region, in_vpc)

@@ -59,6 +59,7 @@ class FileSystemRecord:
     state: str = "available"
     security_groups: list[str] = field(default_factory=list)  # EFS: every mount target's
     network_interfaces: list[str] = field(default_factory=list)  # FSx: moto EC2 interfaces
+    region: str = ""  # where it is: "" for the stand-in's own region, else a peer region
 
 
 class FileSystemsStandIn:
@@ -70,6 +71,12 @@ class FileSystemsStandIn:
 
     def register(self, record: FileSystemRecord) -> None:
         self.file_systems[record.file_system_id] = record
+
+    def _in(self, request: AWSPreparedRequest, file_system_id: str) -> FileSystemRecord | None:
+        """The file system, if it is in the region `request` went to (FSx and EFS are regional)."""
+        record = self.file_systems.get(file_system_id)
+        host = urlsplit(request.url).hostname or ""
+        return record if record is not None and f".{record.region or self.region}." in f".{host}." else None
 
     def install(self, session: boto3.Session) -> None:
         events = session.events
@@ -86,10 +93,10 @@ class FileSystemsStandIn:
         if target_of(request) != FSX_TARGET:
             return None
         ids = [str(i) for i in json_body(request).get("FileSystemIds") or []]
-        return self._answer(request, "json", "fsx", "DescribeFileSystems", lambda: self._fsx(ids))
+        found = [self._in(request, i) for i in ids]
+        return self._answer(request, "json", "fsx", "DescribeFileSystems", lambda: self._fsx(ids, found))
 
-    def _fsx(self, ids: list[str]) -> dict[str, Any]:
-        found = [self.file_systems.get(i) for i in ids]
+    def _fsx(self, ids: list[str], found: list[FileSystemRecord | None]) -> dict[str, Any]:
         # AWS: fsx FileSystemNotFound: "No Amazon FSx file systems were found based upon supplied parameters."
         if not ids or any(f is None or f.kind != "fsx-lustre" for f in found):
             raise ApiError(
@@ -98,6 +105,7 @@ class FileSystemsStandIn:
         return {"FileSystems": [self._fsx_description(f) for f in found if f is not None]}
 
     def _fsx_description(self, record: FileSystemRecord) -> dict[str, Any]:
+        region = record.region or self.region
         return {
             "OwnerId": self.account,
             "CreationTime": self.created,
@@ -109,8 +117,8 @@ class FileSystemsStandIn:
             "VpcId": record.vpc_id,
             "SubnetIds": [t.subnet_id for t in record.mount_targets[:1]],
             "NetworkInterfaceIds": list(record.network_interfaces),
-            "DNSName": f"{record.file_system_id}.fsx.{self.region}.amazonaws.com",
-            "ResourceARN": f"arn:aws:fsx:{self.region}:{self.account}:file-system/{record.file_system_id}",
+            "DNSName": f"{record.file_system_id}.fsx.{region}.amazonaws.com",
+            "ResourceARN": f"arn:aws:fsx:{region}:{self.account}:file-system/{record.file_system_id}",
             "LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "MountName": str(record.mount_name)},
         }
 
@@ -121,17 +129,20 @@ class FileSystemsStandIn:
         path = parts.path.rstrip("/")
         if request.method == "GET" and (groups_of := MOUNT_TARGET_GROUPS.match(path)):
             target = groups_of["id"]
+            here = [r for r in self.file_systems.values() if self._in(request, r.file_system_id)]
             return self._answer(
-                request, "rest-json", "efs", "DescribeMountTargetSecurityGroups", lambda: self._groups_of(target)
+                request, "rest-json", "efs", "DescribeMountTargetSecurityGroups", lambda: self._groups_of(target, here)
             )
         operation = EFS_PATHS.get(path)
         if operation is None or request.method != "GET":
             return None
         file_system_id = (parse_qs(parts.query).get("FileSystemId") or [""])[0]
-        return self._answer(request, "rest-json", "efs", operation, lambda: self._efs(operation, file_system_id))
+        record = self._in(request, file_system_id)
+        return self._answer(
+            request, "rest-json", "efs", operation, lambda: self._efs(operation, file_system_id, record)
+        )
 
-    def _efs(self, operation: str, file_system_id: str) -> dict[str, Any]:
-        record = self.file_systems.get(file_system_id)
+    def _efs(self, operation: str, file_system_id: str, record: FileSystemRecord | None) -> dict[str, Any]:
         # AWS: efs FileSystemNotFound: "Returned if the specified FileSystemId value doesn't exist in the requester's"
         if record is None or record.kind != "efs":
             raise ApiError("FileSystemNotFound", f"File system '{file_system_id}' does not exist.", status=404)
@@ -153,8 +164,8 @@ class FileSystemsStandIn:
             ]
         }
 
-    def _groups_of(self, mount_target_id: str) -> dict[str, Any]:
-        for record in self.file_systems.values():
+    def _groups_of(self, mount_target_id: str, here: list[FileSystemRecord]) -> dict[str, Any]:
+        for record in here:
             if record.kind == "efs" and any(
                 _mount_target_id(record, n) == mount_target_id for n in range(len(record.mount_targets))
             ):

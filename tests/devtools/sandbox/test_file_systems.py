@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from spotline_dev.local.template import PROJECT_ROOT
 from spotline_dev.sandbox.account import prepare_account, team_allowance
 from spotline_dev.sandbox.file_systems import play_file_systems
 from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.sandbox.replicas import list_replica_file_systems, play_replicas, played_replicas
+from spotline_dev.sandbox.runs import peer_weathers, weather_of
 from spotline_dev.sandbox.scenario import ScenarioError
 from spotline_dev.standin.file_systems import FileSystemRecord, MountTarget
 
@@ -154,3 +157,94 @@ def test_scenario_zones_name_the_stacks_zones_and_need_a_job_in_its_vpc(
         return
     with pytest.raises(ScenarioError, match=re.escape(message)):
         run_scenario(load_scenario(path))
+
+
+REGIONS_SCENARIO = SCENARIOS / "fsx-replica-in-another-region.yaml"
+REGIONS_MANIFEST = SCENARIOS / "manifests" / "train-from-fsx-regions.yaml"
+
+
+@pytest.fixture
+def two_regions() -> Iterator[LocalStack]:
+    with _two_regions() as stack:
+        yield stack
+
+
+@contextmanager
+def _two_regions(*, replica_listed: bool = True) -> Iterator[LocalStack]:
+    """The stack in us-east-1 (no spot for 30 h) and us-west-2, each with a VPC, and the team's
+    file system in us-east-1 with its replica in us-west-2, as the sandbox plays them (the replica
+    in the team's fileSystems unless not `replica_listed`)."""
+    scenario = load_scenario(REGIONS_SCENARIO)
+    spec = _spec(REGIONS_MANIFEST)
+    entry = team_allowance(spec) | {"replicas": played_replicas(spec, "us-east-1", scenario.regions)}
+    if replica_listed:
+        list_replica_file_systems(entry)
+    with start_local_stack(
+        scenario.start,
+        team_policy={"teams": {spec.team: entry}},
+        network=True,
+        weather=weather_of(scenario),
+        peers=peer_weathers(scenario),
+    ) as stack:
+        prepare_account(stack.client, spec)
+        play_file_systems(stack, spec)
+        play_replicas(stack, scenario, spec, entry["replicas"])
+        yield stack
+
+
+def test_an_attempt_in_another_region_mounts_the_teams_replica_there_from_that_stacks_subnet(
+    two_regions: LocalStack,
+) -> None:
+    execution, _history = run_upload(two_regions, REGIONS_MANIFEST.read_bytes(), key=KEY)
+    assert execution["status"] == "SUCCEEDED"
+    (job,) = two_regions.peers["us-west-2"].jobs
+    batch = two_regions.session.client("batch", region_name="us-west-2")
+    payload = json.loads(batch.describe_service_job(jobId=job.job_id)["serviceRequestPayload"])
+    peer = two_regions.peer_networks["us-west-2"]
+    (replica,) = [
+        uri
+        for prefix, there in played_replicas(_spec(REGIONS_MANIFEST), "us-east-1", ["us-west-2"]).items()
+        if prefix.startswith("fsx://")
+        for uri in there.values()
+    ]
+    replica_id, mount = replica.split("/")[2], replica.split("/")[3]
+    assert payload["VpcConfig"] == {"Subnets": [peer["subnets"]["us-west-2a"]], "SecurityGroupIds": [peer["group"]]}
+    (channel,) = [c for c in payload["InputDataConfig"] if c["ChannelName"] == "train"]
+    source = channel["DataSource"]["FileSystemDataSource"]
+    assert (source["FileSystemId"], source["DirectoryPath"]) == (replica_id, f"/{mount}/clicks/2026-11-28/train")
+
+
+def test_a_region_without_the_file_systems_replica_is_left_out_and_the_job_waits_at_home(tmp_path: Path) -> None:
+    path = tmp_path / "no-replica.yaml"
+    raw = REGIONS_SCENARIO.read_text().replace("manifests/", f"{SCENARIOS}/manifests/")
+    path.write_text(raw + '    missing: ["spec.inputs[0].fileSystem"]\n')
+    summary = run_scenario(load_scenario(path))
+    (run,) = summary["executions"]
+    assert set(run["regions"]) == {"us-east-1"}  # its attempts all at home: us-west-2 was left out
+    assert run["status"] == "SUCCEEDED"
+
+
+def _resources(history: list[dict[str, Any]]) -> dict[str, Any]:
+    (exited,) = [
+        e["stateExitedEventDetails"]
+        for e in history
+        if e.get("stateExitedEventDetails", {}).get("name") == "ValidateResources"
+    ]
+    return json.loads(exited["output"])["resources"]  # type: ignore[no-any-return]
+
+
+def test_validate_resources_names_the_subnets_a_replica_pins_the_job_to_in_each_region(two_regions: LocalStack) -> None:
+    _execution, history = run_upload(two_regions, REGIONS_MANIFEST.read_bytes(), key=KEY)
+    resources = _resources(history)
+    peer = two_regions.peer_networks["us-west-2"]["subnets"]["us-west-2a"]
+    assert resources["regions"]["allowed"] == ["us-east-1", "us-west-2"]
+    assert resources["regions"]["subnets"] == {"us-west-2": [peer]}
+    assert resources["summary"].endswith(f"; in us-west-2 to {peer}")
+
+
+def test_a_replica_the_team_may_not_mount_leaves_its_region_out() -> None:
+    with _two_regions(replica_listed=False) as stack:
+        _execution, history = run_upload(stack, REGIONS_MANIFEST.read_bytes(), key=KEY)
+    (left_out,) = _resources(history)["regions"]["excluded"]
+    assert left_out["region"] == "us-west-2" and left_out["field"] == "spec.inputs[0].fileSystem"
+    assert left_out["reason"].endswith("is not a file system the team may mount")

@@ -12,7 +12,7 @@ from pathlib import Path
 from spotline.aws.request_check import submit_service_job_request
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
-from spotline.core.replicas import place
+from spotline.core.replicas import place, spec_in
 from spotline.core.team_policy import TeamPolicy
 from spotline.core.training_request import Attempt, TrainingSettings
 from spotline_dev.sandbox.account import team_allowance
@@ -104,7 +104,7 @@ def test_a_team_mounts_only_the_file_systems_its_entry_lists() -> None:
     assert opened.check(spec) == []
 
 
-def test_a_job_that_mounts_a_file_system_stays_in_its_region() -> None:
+def test_a_job_that_mounts_a_file_system_moves_only_where_the_team_names_a_replica_of_it() -> None:
     spec = _spec(EFS_TRAIN)
     replicas = {
         "s3://search-ranking-data/": {"us-west-2": "s3://search-ranking-data-usw2/"},
@@ -115,7 +115,21 @@ def test_a_job_that_mounts_a_file_system_stays_in_its_region() -> None:
     placed, problems = place(spec, "us-west-2", "us-east-1", replicas)
     assert placed is None
     assert [(p.path, p.message) for p in problems] == [
-        ("spec.inputs[0].fileSystem", f"file system {EFS} is in us-east-1: a job that mounts it stays in us-east-1")
+        (
+            "spec.inputs[0].fileSystem",
+            f"file system {EFS} is in us-east-1: a job that mounts it runs in us-west-2 only where the team's "
+            f"replicas name a file system there holding efs://{EFS}/clicks/train/",
+        )
     ]
+    wrong_type = replicas | {f"efs://{EFS}/": {"us-west-2": "fsx://fs-0fedcba9876543210/wxyzmnt/"}}
+    _, (problem,) = place(spec, "us-west-2", "us-east-1", wrong_type)
+    assert problem.message == (
+        "its replica in us-west-2, fsx://fs-0fedcba9876543210/wxyzmnt/clicks/train/, is not a file system of its type"
+    )
+    copied = replicas | {f"efs://{EFS}/": {"us-west-2": "efs://fs-76543210/"}}
+    placed, problems = place(spec, "us-west-2", "us-east-1", copied)
+    assert placed is not None and problems == []
+    (channel,) = [c for c in spec_in(spec, placed).inputs if c.on_file_system]
+    assert (channel.file_system_id, channel.file_system_path) == ("fs-76543210", "/clicks/train")
     home, none = place(spec, "us-east-1", "us-east-1", replicas)
     assert home is not None and none == []

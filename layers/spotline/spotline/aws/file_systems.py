@@ -69,26 +69,26 @@ class MountPlan:
     zones: tuple[str, ...] = ()
 
 
-def describe(channel: InputChannel) -> FileSystemView | None:
+def describe(channel: InputChannel, region: str | None = None) -> FileSystemView | None:
     """The channel's file system as FSx or EFS describes it; None when it does not exist."""
     file_system_id = str(channel.file_system_id)
     try:
         if channel.file_system_type == "fsx-lustre":
-            return _fsx(file_system_id)
-        return _efs(file_system_id)
+            return _fsx(file_system_id, region)
+        return _efs(file_system_id, region)
     except Exception as exc:
         if error_code(exc) in NOT_FOUND:
             return None
         raise
 
 
-def _fsx(file_system_id: str) -> FileSystemView:
-    (found,) = client("fsx").describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+def _fsx(file_system_id: str, region: str | None) -> FileSystemView:
+    (found,) = client("fsx", region).describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
     interfaces = list(found.get("NetworkInterfaceIds") or [])
     groups = frozenset(
         str(group["GroupId"])
         for interface in (
-            client("ec2").describe_network_interfaces(NetworkInterfaceIds=interfaces)["NetworkInterfaces"]
+            client("ec2", region).describe_network_interfaces(NetworkInterfaceIds=interfaces)["NetworkInterfaces"]
             if interfaces
             else []
         )
@@ -96,7 +96,7 @@ def _fsx(file_system_id: str) -> FileSystemView:
     )
     endpoints = {
         info["AvailabilityZone"]: Endpoint(subnet, info["CidrBlock"], groups)
-        for subnet, info in _subnets(list(found.get("SubnetIds") or [])).items()
+        for subnet, info in _subnets(list(found.get("SubnetIds") or []), region).items()
     }
     state = str(found.get("Lifecycle") or "unknown")
     kind = str(found.get("FileSystemType") or "")
@@ -110,8 +110,8 @@ def _fsx(file_system_id: str) -> FileSystemView:
     )
 
 
-def _efs(file_system_id: str) -> FileSystemView:
-    efs = client("efs")
+def _efs(file_system_id: str, region: str | None) -> FileSystemView:
+    efs = client("efs", region)
     (found,) = efs.describe_file_systems(FileSystemId=file_system_id)["FileSystems"]
     targets = efs.describe_mount_targets(FileSystemId=file_system_id).get("MountTargets") or []
     usable = [t for t in targets if t.get("LifeCycleState") == "available"]
@@ -120,7 +120,7 @@ def _efs(file_system_id: str) -> FileSystemView:
         unavailable: str | None = f"its state is {state}, not available"
     else:
         unavailable = None if usable else "it has no available mount target"
-    subnets = _subnets([str(t["SubnetId"]) for t in usable])
+    subnets = _subnets([str(t["SubnetId"]) for t in usable], region)
     endpoints = {
         subnets[str(t["SubnetId"])]["AvailabilityZone"]: Endpoint(
             str(t["SubnetId"]),
@@ -137,37 +137,40 @@ def _efs(file_system_id: str) -> FileSystemView:
     )
 
 
-def _subnets(subnet_ids: list[str]) -> dict[str, dict[str, str]]:
+def _subnets(subnet_ids: list[str], region: str | None) -> dict[str, dict[str, str]]:
     """Each subnet's VPC, Availability Zone and IPv4 range (EC2 DescribeSubnets)."""
     if not subnet_ids:
         return {}
-    found = client("ec2").describe_subnets(SubnetIds=sorted(set(subnet_ids)))["Subnets"]
+    found = client("ec2", region).describe_subnets(SubnetIds=sorted(set(subnet_ids)))["Subnets"]
     return {str(s["SubnetId"]): {key: str(s[key]) for key in ("VpcId", "AvailabilityZone", "CidrBlock")} for s in found}
 
 
-def _rules(group_ids: set[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def _rules(group_ids: set[str], region: str | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Each security group's inbound and outbound rules (EC2 DescribeSecurityGroups)."""
     if not group_ids:
         return {}
-    found = client("ec2").describe_security_groups(GroupIds=sorted(group_ids))["SecurityGroups"]
+    found = client("ec2", region).describe_security_groups(GroupIds=sorted(group_ids))["SecurityGroups"]
     return {
         str(g["GroupId"]): {"in": list(g.get("IpPermissions") or []), "out": list(g.get("IpPermissionsEgress") or [])}
         for g in found
     }
 
 
-def mount_plan(spec: JobSpec, stack_subnets: tuple[str, ...], stack_groups: tuple[str, ...] = ()) -> MountPlan:
+def mount_plan(
+    spec: JobSpec, stack_subnets: tuple[str, ...], stack_groups: tuple[str, ...] = (), region: str | None = None
+) -> MountPlan:
     """Every file-system channel of `spec` checked against its file system, the stack's subnets
-    and its security groups; the subnets the job must run in to reach them all."""
+    and its security groups (those of the stack in `region`, default this one's); the subnets the
+    job must run in to reach them all."""
     mounted = [(index, channel) for index, channel in enumerate(spec.inputs) if channel.on_file_system]
     if not mounted or not stack_subnets:
         return MountPlan([], None)
-    subnets = _subnets(list(stack_subnets))
+    subnets = _subnets(list(stack_subnets), region)
     usable = set(subnets)
     problems: list[ManifestError] = []
     for index, channel in mounted:
         where = f"spec.inputs[{index}].fileSystem"
-        view = describe(channel)
+        view = describe(channel, region)
         problems += _problems(where, channel, view)
         if view is None or problems:
             continue
@@ -185,7 +188,7 @@ def mount_plan(spec: JobSpec, stack_subnets: tuple[str, ...], stack_groups: tupl
                 )
             )
             continue
-        rules = _rules(set(stack_groups).union(*(e.groups for e in view.endpoints.values())))
+        rules = _rules(set(stack_groups).union(*(e.groups for e in view.endpoints.values())), region)
         closed = {s: why for s in sorted(reach) if (why := _closed(channel, view, subnets[s], stack_groups, rules))}
         if len(closed) == len(reach):
             problems.append(ManifestError(f"{where}.id", next(iter(closed.values()))))

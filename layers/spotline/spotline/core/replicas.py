@@ -5,6 +5,11 @@ region (SageMaker CreateTrainingJob: "the S3 bucket must be in the same AWS Regi
 training job"; ECR images are pulled from the job's region). A team declares where its data and
 images are in other regions (TeamPolicy `replicas`: prefix -> region -> prefix); an attempt in
 another region uses the mapped URIs, the longest matching prefix winning.
+
+A file system lives in one region too (FSx for Lustre and EFS are regional services). A mounted
+channel reads as `fsx://<id><path>` or `efs://<id><path>`, so a team declares a file system
+holding the same data in another region as it does a bucket: `fsx://fs-0123.../abcdwbmv/` ->
+`fsx://fs-0fed.../wxyzmnt/` (an FSx path begins with its file system's mount name).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from spotline.core.errors import ManifestError
-from spotline.core.model import JobSpec
+from spotline.core.model import InputChannel, JobSpec
 from spotline.core.team_policy import s3_uris
 
 Replicas = Mapping[str, Mapping[str, str]]
@@ -26,14 +31,33 @@ class Placed:
 
     region: str
     uris: dict[str, str]
-    """Manifest field path (spec.inputs[0].s3Uri, spec.output.s3Uri, spec.checkpoint.s3Uri,
-    spec.image, spec.code.s3Uri) -> the URI in `region`."""
+    """Manifest field path (spec.inputs[0].s3Uri, spec.inputs[1].fileSystem, spec.output.s3Uri,
+    spec.checkpoint.s3Uri, spec.image, spec.code.s3Uri) -> the URI in `region`."""
+
+
+FILE_SYSTEM_SCHEMES = {"fsx-lustre": "fsx", "efs": "efs"}
 
 
 def resources(spec: JobSpec) -> Iterator[tuple[str, str]]:
     """(field path, URI) of everything a job reads or writes that must be in its region."""
     yield from s3_uris(spec)
+    for index, channel in enumerate(spec.inputs):
+        if channel.on_file_system:
+            yield f"spec.inputs[{index}].fileSystem", file_system_uri(channel)
     yield "spec.image", spec.image
+
+
+def file_system_uri(channel: InputChannel) -> str:
+    """A mounted channel as a replica key reads it: fsx://fs-0123.../abcdwbmv/clicks/."""
+    path = str(channel.file_system_path).rstrip("/") + "/"
+    return f"{FILE_SYSTEM_SCHEMES[str(channel.file_system_type)]}://{channel.file_system_id}{path}"
+
+
+def mounted_at(channel: InputChannel, uri: str) -> InputChannel:
+    """`channel` on the file system and path of `uri` (file_system_uri's inverse)."""
+    rest = uri.split("://", 1)[1]
+    file_system_id, _, path = rest.partition("/")
+    return replace(channel, file_system_id=file_system_id, file_system_path="/" + path.rstrip("/"))
 
 
 def replica_of(uri: str, region: str, replicas: Replicas) -> str | None:
@@ -50,18 +74,21 @@ def place(spec: JobSpec, region: str, home: str, replicas: Replicas) -> tuple[Pl
     if region == home:
         return Placed(region, dict(resources(spec))), []
     uris: dict[str, str] = {}
-    problems = [
-        ManifestError(
-            f"spec.inputs[{index}].fileSystem",
-            f"file system {channel.file_system_id} is in {home}: a job that mounts it stays in {home}",
-        )
-        for index, channel in enumerate(spec.inputs)
-        if channel.on_file_system
-    ]
+    problems = []
     for path, uri in resources(spec):
         mapped = replica_of(uri, region, replicas)
-        if mapped is None:
+        if mapped is None and path.endswith(".fileSystem"):
+            problems.append(
+                ManifestError(
+                    path,
+                    f"file system {uri.split('/')[2]} is in {home}: a job that mounts it runs in {region} only "
+                    f"where the team's replicas name a file system there holding {uri}",
+                )
+            )
+        elif mapped is None:
             problems.append(ManifestError(path, f"{uri} has no replica in {region} (team policy replicas)"))
+        elif path.endswith(".fileSystem") and mapped.split("://")[0] != uri.split("://")[0]:
+            problems.append(ManifestError(path, f"its replica in {region}, {mapped}, is not a file system of its type"))
         else:
             uris[path] = mapped
     return (None, problems) if problems else (Placed(region, uris), [])
@@ -74,7 +101,9 @@ def spec_in(spec: JobSpec, placed: Placed) -> JobSpec:
         spec,
         image=uris["spec.image"],
         inputs=tuple(
-            channel if channel.on_file_system else replace(channel, s3_uri=uris[f"spec.inputs[{index}].s3Uri"])
+            mounted_at(channel, uris[f"spec.inputs[{index}].fileSystem"])
+            if channel.on_file_system
+            else replace(channel, s3_uri=uris[f"spec.inputs[{index}].s3Uri"])
             for index, channel in enumerate(spec.inputs)
         ),
         output_s3_uri=uris["spec.output.s3Uri"],
