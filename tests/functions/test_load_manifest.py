@@ -240,3 +240,15 @@ def test_a_manifest_deleted_before_loadmanifest_runs_ends_the_execution_in_manif
         "ManifestNotFound",
     ]
     assert stack.standin.jobs == []
+
+
+def test_a_valid_scoring_manifest_is_reported_as_not_run_yet_naming_its_kind(stack: LocalStack) -> None:
+    from spotline_dev.local.template import PROJECT_ROOT
+
+    key = "manifests/media-recs/nightly-scores.yaml"
+    body = (PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_bytes()
+    result = _load(stack, upload(stack, key, body), key=key, team="media-recs")
+    assert result["valid"] is False and result["specRef"] is None
+    assert result["errors"] == [
+        {"path": "kind", "message": "ScoringJob manifests are validated but not yet run by this version of Spotline"}
+    ]

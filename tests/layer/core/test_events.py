@@ -164,7 +164,7 @@ def test_messages_never_carry_an_oversized_value() -> None:
 
 def test_dataset_names_are_exactly_the_manifests_depends_on_names() -> None:
     in_manifest = Draft202012Validator(
-        manifest_schema()["properties"]["spec"]["properties"]["dependsOn"]["items"]["properties"]["dataset"]
+        manifest_schema()["$defs"]["trainingSpec"]["properties"]["dependsOn"]["items"]["properties"]["dataset"]
     )
     for name in ("clicks-2026-11-28", "a", "A.b_c-9", "x" * 128, "x" * 129, "", "no/slash", "é", "a b"):
         assert in_manifest.is_valid(name) == isinstance(check_dataset_ready(_dataset_ready(dataset=name)), DatasetReady)

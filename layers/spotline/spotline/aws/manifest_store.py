@@ -57,7 +57,10 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
             "job": JobSummary.of(result.spec).to_dict(),
             "specRef": store_spec(bucket, execution, result.spec),
         }
-    errors = result.errors
+    errors = result.errors or [
+        # A valid scoring manifest: its shape and rules are checked, its runs are not made yet.
+        ManifestError("kind", "ScoringJob manifests are validated but not yet run by this version of Spotline")
+    ]
     report = {
         "outcome": "rejected",
         "manifest": {"bucket": bucket, "key": key, "versionId": version_id, "etag": source.get("etag")},

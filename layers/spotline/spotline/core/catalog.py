@@ -53,6 +53,16 @@ def training_instance_type_names() -> tuple[str, ...]:
 
 
 @cache
+def transform_instance_type_names() -> frozenset[str]:
+    """Every instance type CreateTransformJob accepts (the enum `TransformInstanceType`), as
+    training_instance_type_names reads its own."""
+    import botocore.loaders  # noqa: PLC0415  (as above)
+
+    model = botocore.loaders.create_loader().load_service_model("sagemaker", "service-2")
+    return frozenset(model["shapes"]["TransformInstanceType"]["enum"])
+
+
+@cache
 def _table() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(resources.files("spotline.core").joinpath(TABLE).read_text())
     return loaded

@@ -42,6 +42,7 @@ from spotline.core.model import (
     to_rfc3339,
 )
 from spotline.core.request_size import manifest_size_errors
+from spotline.core.scoring import ScoringSpec, build_scoring_spec, scoring_errors
 
 SCHEMA_FILE = "manifest-v1.schema.json"
 MAX_BACKOFF_SECONDS = 6 * 3600
@@ -56,6 +57,7 @@ MAX_KEEP_ALIVE_SECONDS = 3600
 class ValidationResult:
     spec: JobSpec | None
     errors: list[ManifestError]
+    scoring: ScoringSpec | None = None  # a valid `kind: ScoringJob` manifest (then spec is None)
 
     @property
     def valid(self) -> bool:
@@ -77,6 +79,13 @@ def validate_bytes(data: bytes, *, now: datetime, expected_team: str | None = No
 
 def validate_document(document: dict[str, Any], *, now: datetime, expected_team: str | None = None) -> ValidationResult:
     errors = json_schemas.errors_of(SCHEMA_FILE, document)
+    if document.get("kind") == "ScoringJob":
+        errors.extend(_team_errors(document, expected_team))
+        spec = document.get("spec")
+        errors.extend(scoring_errors(spec, now=now) if isinstance(spec, dict) and not errors else [])
+        if errors:
+            return ValidationResult(None, _capped(sorted(set(errors), key=lambda e: (e.path, e.message))))
+        return ValidationResult(None, [], build_scoring_spec(document))
     errors.extend(_semantic_errors(document, now=now, expected_team=expected_team))
     # A misspelt field is usually the cause of the others ("spec.chekpoint: unknown field" makes
     # "spec.checkpoint: is required"), so unknown fields come first, then the rest by field.
@@ -108,7 +117,7 @@ def _subschema(*keys: str) -> dict[str, Any]:
 
 
 def _spec_field(*keys: str) -> dict[str, Any]:
-    return _subschema("properties", "spec", "properties", *keys)
+    return _subschema("$defs", "trainingSpec", "properties", *keys)
 
 
 # --- rules the schema cannot express -------------------------------------------------------
@@ -151,7 +160,7 @@ def _unknown_instance_type(instance: Any, path: str) -> Iterator[ManifestError]:
         yield ManifestError(path, f"{instance} is not a SageMaker training instance type{hint}")
 
 
-def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: str | None) -> Iterator[ManifestError]:
+def _team_errors(document: dict[str, Any], expected_team: str | None) -> Iterator[ManifestError]:
     team = _get(document, "metadata", "team")
     if expected_team is not None and isinstance(team, str) and team != expected_team:
         yield ManifestError(
@@ -159,6 +168,10 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
             f"is {show(team)} but the manifest was uploaded under manifests/{expected_team}/; "
             "a team may only submit from its own folder",
         )
+
+
+def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: str | None) -> Iterator[ManifestError]:
+    yield from _team_errors(document, expected_team)
 
     spec = _get(document, "spec")
     image = _get(spec, "image")

@@ -51,7 +51,7 @@ def _with(metadata: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]
 
 
 def _spec_schema(*keys: str) -> Any:
-    node: Any = schema()["properties"]["spec"]["properties"]
+    node: Any = schema()["$defs"]["trainingSpec"]["properties"]
     for key in keys:
         node = node[key]
     return node

@@ -1,0 +1,120 @@
+"""How a scoring run is sized, split and kept on schedule (spotline.core.scoring_plan), each
+figure checked against the formula worked out here, not read back from the code."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from spotline.core.scoring_plan import (
+    STARTUP_SECONDS,
+    WAVES,
+    InputObject,
+    ShardRun,
+    pace,
+    size,
+    split,
+)
+
+START = datetime(2026, 12, 5, 0, tzinfo=UTC)
+DUE = START + timedelta(hours=3)
+NIGHT = 40_000_000
+
+
+def _size(records: int = NIGHT, rps: float = 1500, objects: int = 400, max_instances: int = 12, due: datetime = DUE):
+    return size(
+        records=records,
+        records_per_second=rps,
+        throughput_source="declared",
+        start=START,
+        due=due,
+        max_instances=max_instances,
+        headroom_percent=30,
+        objects=objects,
+    )
+
+
+def test_forty_million_records_in_three_hours_at_1500_per_second_take_the_formulas_count() -> None:
+    sizing = _size()
+    seconds = 3 * 3600 - STARTUP_SECONDS
+    assert sizing.instances == sizing.needed == math.ceil(NIGHT / (1500 * seconds) * 1.3) == 4
+    assert (sizing.at_risk, sizing.warning) == (None, None)
+    assert sizing.to_dict()["secondsLeft"] == seconds
+
+
+def test_max_instances_or_too_few_objects_bound_the_count_and_say_so() -> None:
+    capped = _size(rps=150, max_instances=12)
+    assert (capped.needed, capped.instances) == (math.ceil(NIGHT / (150 * (10800 - STARTUP_SECONDS)) * 1.3), 12)
+    assert capped.at_risk is not None and "maxInstances allows 12" in capped.at_risk
+    one_file = _size(objects=1)
+    assert one_file.instances == 1
+    assert one_file.warning == (
+        "the input has 1 object(s) for 4 instance(s): Batch Transform gives each instance whole objects, "
+        "so at most 1 can work; split it into at least 4 objects"
+    )
+    assert one_file.at_risk is not None and "the input's 1 object(s) allows 1" in one_file.at_risk
+
+
+def test_a_window_already_closing_is_at_risk_from_the_start() -> None:
+    sizing = _size(due=START + timedelta(seconds=STARTUP_SECONDS - 60))
+    assert sizing.instances == 12
+    assert sizing.at_risk == "the window closes 1 min before a transform job could start scoring"
+
+
+def test_shards_cover_every_object_once_balanced_by_bytes() -> None:
+    objects = [InputObject(f"pairs/part-{i:04d}.csv", 1000 + 37 * (i % 11)) for i in range(400)]
+    shards = split(objects, 4)
+    assert len(shards) == 4 * WAVES
+    assert sorted(k for s in shards for k in s.keys) == sorted(o.key for o in objects)
+    sizes = [s.size for s in shards]
+    assert max(sizes) - min(sizes) <= max(o.size for o in objects)
+    assert [s.index for s in shards] == list(range(len(shards)))
+    assert len(split(objects[:2], 4)) == 2  # never more shards than objects
+
+
+def _shards(count: int, size: int, done: int, started: int, minutes_each: float) -> list[ShardRun]:
+    """`done` shards finished one after another at `minutes_each`, `started` running since START."""
+    runs = []
+    for index in range(count):
+        if index < done:
+            begin = START + timedelta(minutes=minutes_each * (index // 4))
+            runs.append(ShardRun(index, size, begin, begin + timedelta(minutes=minutes_each)))
+        elif index < done + started:
+            runs.append(ShardRun(index, size, START + timedelta(minutes=minutes_each * (done // 4))))
+        else:
+            runs.append(ShardRun(index, size))
+    return runs
+
+
+def test_on_pace_the_run_keeps_its_instances_busy_and_starts_no_more() -> None:
+    # 12 shards of 3.33 M records each; at 1500/s a shard takes 37 min: 4 finished, 4 running.
+    shards = _shards(12, 1000, done=4, started=4, minutes_each=NIGHT / 12 / 1500 / 60)
+    now = START + timedelta(minutes=NIGHT / 12 / 1500 / 60)
+    decided = pace(shards, records=NIGHT, records_per_second=1500, target=4, max_instances=12, now=now, due=DUE)
+    assert (decided.target, decided.start, decided.at_risk) == (4, 0, None)
+    assert decided.measured_records_per_second == pytest.approx(1500)
+
+
+def test_a_slow_night_adds_instances_for_what_is_left() -> None:
+    # Half the declared throughput: a shard takes 74 min, and the 8 left need more than 4 instances.
+    minutes = NIGHT / 12 / 750 / 60
+    shards = _shards(12, 1000, done=4, started=4, minutes_each=minutes)
+    now = START + timedelta(minutes=minutes)
+    decided = pace(shards, records=NIGHT, records_per_second=1500, target=4, max_instances=12, now=now, due=DUE)
+    assert decided.measured_records_per_second == pytest.approx(750)
+    left = 4 * NIGHT / 12 + 4 * NIGHT / 12  # 4 pending, 4 just started (nothing scored yet)
+    needed = math.ceil(left / (750 * ((DUE - now).total_seconds() - STARTUP_SECONDS)))
+    assert needed > 4 and decided.target == min(needed, 12) and decided.start == min(4, decided.target - 4)
+
+
+def test_when_even_max_instances_cannot_make_it_the_run_is_at_risk_with_the_figures() -> None:
+    minutes = NIGHT / 12 / 300 / 60  # a fifth of the declared throughput
+    shards = _shards(12, 1000, done=4, started=4, minutes_each=minutes)
+    now = START + timedelta(minutes=minutes)
+    decided = pace(shards, records=NIGHT, records_per_second=1500, target=4, max_instances=5, now=now, due=DUE)
+    assert decided.target == 5 and decided.start == 1
+    assert decided.at_risk is not None
+    assert decided.at_risk.startswith("26,666,667 records left at 300/s per instance need ")
+    assert "maxInstances is 5" in decided.at_risk
