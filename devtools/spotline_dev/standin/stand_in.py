@@ -29,12 +29,14 @@ from spotline_dev.standin.http_answers import (
     target_of,
 )
 from spotline_dev.standin.ledger import LedgerEntry, RunLedger, runs_of
+from spotline_dev.standin.moto_objects import MotoObjects
 from spotline_dev.standin.records import ServiceJob, TrainingJob
 from spotline_dev.standin.spot_weather import SpotWeather, TrainingBehaviour
 from spotline_dev.standin.state_events import StateEvents
 from spotline_dev.standin.training_jobs import CheckpointStore, SageMakerTrainingJobs
 from spotline_dev.standin.training_logs import OPERATIONS as _LOGS_OPERATIONS
 from spotline_dev.standin.training_logs import TrainingLogs
+from spotline_dev.standin.transform_jobs import TransformJobs, TransformWeather
 
 _BATCH_PATHS = {
     "/v1/submitservicejob": "SubmitServiceJob",
@@ -58,7 +60,8 @@ _QUOTA_SHARE_OPERATIONS = {
 }
 _BATCH_TAGS_PATH = "/v1/tags/"
 _PLAN_OPERATIONS = {"DescribeTrainingPlan", "ListTrainingPlans"}
-_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags", *_PLAN_OPERATIONS}
+_TRANSFORM_OPERATIONS = {"CreateTransformJob", "DescribeTransformJob", "StopTransformJob", "ListTransformJobs"}
+_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags", *_PLAN_OPERATIONS, *_TRANSFORM_OPERATIONS}
 
 
 class BatchSageMakerStandIn:
@@ -73,6 +76,7 @@ class BatchSageMakerStandIn:
         *,
         account: str = "123456789012",
         region: str = "us-east-1",
+        transform: TransformWeather | None = None,
     ) -> None:
         self.clock, self.weather, self.behaviour, self.store = clock, weather, behaviour, checkpoint_store
         self.account, self.region = account, region
@@ -95,6 +99,18 @@ class BatchSageMakerStandIn:
             terminate=self._service_jobs.terminate_share_jobs,
         )
         self._logs = TrainingLogs(self._trainings, self._time, account=account, region=region)
+        self.transform_records: dict[tuple[str, str], int] = {}  # (bucket, key) -> records: the sandbox's data
+        objects = MotoObjects(account, region)
+        self.transforms = TransformJobs(
+            transform or TransformWeather(),
+            account=account,
+            region=region,
+            models=objects.models,
+            read=objects.read,
+            write=objects.write,
+            records_of=lambda bucket, key: self.transform_records.get((bucket, key)),
+            listed=objects.keys,
+        )
         self._operations: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "SubmitServiceJob": self._service_jobs.submit_service_job,
             "DescribeServiceJob": self._service_jobs.describe_service_job,
@@ -116,6 +132,10 @@ class BatchSageMakerStandIn:
             "FilterLogEvents": self._logs.filter_log_events,
             "DescribeLogStreams": self._logs.describe_log_streams,
             "GetLogEvents": self._logs.get_log_events,
+            "CreateTransformJob": lambda body: self.transforms.create(body, self._time.now),
+            "DescribeTransformJob": lambda body: self.transforms.describe(body["TransformJobName"], self._time.now),
+            "StopTransformJob": lambda body: self.transforms.stop(body["TransformJobName"], self._time.now),
+            "ListTransformJobs": lambda body: self.transforms.list_jobs(body, self._time.now),
         }
         self._events = StateEvents(self._service_jobs, self._trainings)
         self._throttles: dict[str, int] = {}
@@ -239,15 +259,23 @@ class BatchSageMakerStandIn:
         between clock() and `now` (a retried job's next attempt) is not known yet."""
         with self._lock:
             self._advance()
-            moment = self._events.next_change_after(now.timestamp())
-            return None if moment is None else dt(moment)
+            moments = [
+                m
+                for m in (
+                    self._events.next_change_after(now.timestamp()),
+                    self.transforms.next_change_after(now.timestamp()),
+                )
+                if m is not None
+            ]
+            return dt(min(moments)) if moments else None
 
     def state_change_events(self) -> list[dict[str, Any]]:
         """PutEvents entries for every change since the previous call (first call: since the job
         was submitted; no event for the submission itself, as Batch documents), in time order, each
         {"Source", "DetailType", "Detail" (a JSON string), "Resources": [arn], "Time": datetime}."""
         with self._lock:
-            return self._events.events_until(self._advance())
+            now = self._advance()
+            return sorted(self._events.events_until(now) + self.transforms.events_until(now), key=lambda e: e["Time"])
 
     # --- botocore hooks ---------------------------------------------------------------------
 
@@ -286,7 +314,7 @@ class BatchSageMakerStandIn:
         body = json_body(request)
         with self._lock:
             self._advance()  # a training job created by now is ours
-            if operation in _PLAN_OPERATIONS:  # the account's training plans are the stand-in's (training_plans)
+            if operation in _PLAN_OPERATIONS | _TRANSFORM_OPERATIONS:  # the account's plans and transform jobs
                 return self._answer(request, "json", operation, body)
             name = body.get("TrainingJobName") or str(body.get("ResourceArn", "")).rpartition("training-job/")[2]
             if str(name).lower() not in self._trainings.jobs:
