@@ -90,6 +90,7 @@ class TransformJob:
     failure: str | None = None
     stopped_at: float | None = None
     reported: str = ""  # the status of the last event
+    written: bool = False  # its outputs, once it has completed
 
     def status(self, now: float) -> str:
         if self.stopped_at is not None and self.stopped_at <= now + EPS:
@@ -161,6 +162,7 @@ class TransformJobs:
         return {"TransformJobArn": job.arn}
 
     def describe(self, name: str, now: float) -> dict[str, Any]:
+        self.settle(now)
         return self._described(self._job(name), now)
 
     def stop(self, name: str, now: float) -> dict[str, Any]:
@@ -170,6 +172,7 @@ class TransformJobs:
         return {}
 
     def list_jobs(self, body: dict[str, Any], now: float) -> dict[str, Any]:
+        self.settle(now)
         wanted = body.get("StatusEquals")
         summaries = [
             {
@@ -198,8 +201,7 @@ class TransformJobs:
             status = job.status(now)
             if status == job.reported:
                 continue
-            if status == "Completed":
-                self._outputs(job)
+            self.settle(now)
             job.reported = status
             if status == "InProgress":
                 continue  # its creation: no change of status to report
@@ -214,6 +216,13 @@ class TransformJobs:
                 }
             )
         return events
+
+    def settle(self, now: float) -> None:
+        """The outputs of every job completed by `now`, written once."""
+        for job in self.jobs.values():
+            if not job.written and job.status(now) == "Completed":
+                self._outputs(job)
+                job.written = True
 
     # --- parts ---------------------------------------------------------------------------------
 

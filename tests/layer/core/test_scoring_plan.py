@@ -104,9 +104,31 @@ def test_a_slow_night_adds_instances_for_what_is_left() -> None:
     now = START + timedelta(minutes=minutes)
     decided = pace(shards, records=NIGHT, records_per_second=1500, target=4, max_instances=12, now=now, due=DUE)
     assert decided.measured_records_per_second == pytest.approx(750)
-    left = 4 * NIGHT / 12 + 4 * NIGHT / 12  # 4 pending, 4 just started (nothing scored yet)
-    needed = math.ceil(left / (750 * ((DUE - now).total_seconds() - STARTUP_SECONDS)))
-    assert needed > 4 and decided.target == min(needed, 12) and decided.start == min(4, decided.target - 4)
+    assert decided.target > 4 and decided.start == min(4, decided.target - 4) and decided.at_risk is None
+    assert decided.projected_end is not None and decided.projected_end <= DUE
+    # A shard takes start-up plus 74 min: the 4 running end then, so the 4 waiting must start now.
+    shard = timedelta(seconds=STARTUP_SECONDS + NIGHT / 12 / 750)
+    assert decided.projected_end == now + shard
+
+
+def test_a_running_shard_slower_than_it_should_be_lowers_the_pace_before_it_ends() -> None:
+    # 20 shards: 4 done at 1500/s (22 min each); the 4 running have run 15 min past their 22, so
+    # tonight's pace is at most 2/3 of it, and the 12 waiting would not end by the close on 4 instances.
+    minutes = NIGHT / 20 / 1500 / 60
+    shards = _shards(20, 1000, done=4, started=4, minutes_each=minutes)
+    now = START + timedelta(minutes=2 * minutes + 15)
+    on_pace = pace(
+        shards,
+        records=NIGHT,
+        records_per_second=1500,
+        target=4,
+        max_instances=12,
+        now=START + timedelta(minutes=2 * minutes),
+        due=DUE,
+    )
+    assert on_pace.target == 4
+    decided = pace(shards, records=NIGHT, records_per_second=1500, target=4, max_instances=12, now=now, due=DUE)
+    assert decided.target > 4 and decided.start == decided.target - 4  # before the running ones end
 
 
 def test_when_even_max_instances_cannot_make_it_the_run_is_at_risk_with_the_figures() -> None:
@@ -116,5 +138,5 @@ def test_when_even_max_instances_cannot_make_it_the_run_is_at_risk_with_the_figu
     decided = pace(shards, records=NIGHT, records_per_second=1500, target=4, max_instances=5, now=now, due=DUE)
     assert decided.target == 5 and decided.start == 1
     assert decided.at_risk is not None
-    assert decided.at_risk.startswith("26,666,667 records left at 300/s per instance need ")
-    assert "maxInstances is 5" in decided.at_risk
+    assert decided.at_risk.startswith("13,333,333 records in 4 shard(s) not started, at 300/s per instance, end about ")
+    assert decided.at_risk.endswith(" even on maxInstances (5)")

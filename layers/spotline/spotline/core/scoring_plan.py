@@ -7,12 +7,13 @@
   one input file but initialize multiple compute instances, only one instance processes the input
   file and the rest of the instances are idle" (SageMaker developer guide, Batch Transform).
 - **Split**: a transform job cannot grow (there is no UpdateTransformJob), so the input's objects
-  are split into shards, about WAVES per instance, balanced by bytes, each scored by a transform
+  are split into shards, WAVES (6) per instance, balanced by bytes, each scored by a transform
   job of one instance reading a manifest file of its objects (S3DataType ManifestFile). The run
   keeps as many shards in flight as it has instances; more can start for what is left.
 - **Pace**: from the finished shards (records per second per instance, measured), the run works
-  out how many instances the rest needs to end by the window's close, and starts shards up to
-  that, within `maxInstances`. When even `maxInstances` cannot make it, the run is at risk.
+  out how many instances the rest needs to end by the window's close, shard by shard (each a new
+  transform job with its start-up, on the instance free first), and starts shards up to that,
+  within `maxInstances`. When even `maxInstances` cannot make it, the run is at risk.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 STARTUP_SECONDS = 480.0
 """A transform job's start before it scores (instances, the model's container), assumed."""
-WAVES = 3
+WAVES = 6
 """Shards per instance: enough to add instances for what is left, few enough to start rarely."""
 MAX_SHARDS = 500
 """The most transform jobs one run starts (execution state stays small)."""
@@ -179,37 +180,74 @@ def pace(
     now: datetime,
     due: datetime,
 ) -> Pace:
-    """Keep `target` shards in flight, more when the finished ones show the rest will not end by
-    `due` at this pace (module docstring)."""
+    """Keep `target` shards in flight, more when the rest will not end by `due` at tonight's pace
+    (module docstring). Tonight's pace: the most recently finished shards' records per second,
+    and no more than a running shard that has not finished yet can have gone (its records over the
+    time it has run, once that is longer than they should have taken)."""
     total = sum(s.size for s in shards) or 1
     per_byte = records / total
-    done = [s for s in shards if s.ended_at is not None and not s.failed and s.started_at is not None]
-    scored = sum(s.size for s in done) * per_byte
-    busy = sum((s.ended_at - s.started_at).total_seconds() for s in done if s.ended_at and s.started_at)
-    measured = scored / busy if done and busy > 0 else None
-    rate = measured or records_per_second
-    running = [s for s in shards if s.started_at is not None and s.ended_at is None]
-    pending = [s for s in shards if s.started_at is None]
-    left = sum(s.size for s in pending) * per_byte + sum(
-        max(0.0, s.size * per_byte - rate * (now - s.started_at).total_seconds()) for s in running if s.started_at
+    done = sorted(
+        (s for s in shards if s.ended_at is not None and s.started_at is not None and not s.failed),
+        key=lambda s: s.ended_at or now,
     )
-    seconds = (due - now).total_seconds()
+    recent = [
+        s.size * per_byte / max((s.ended_at - s.started_at).total_seconds(), 1.0)
+        for s in done[-RECENT:]
+        if s.ended_at and s.started_at
+    ]
+    measured = sorted(recent)[len(recent) // 2] if recent else None
+    rate = measured or records_per_second
+    running = [s for s in shards if s.started_at is not None and s.ended_at is None and not s.failed]
+    for shard in running:
+        elapsed = (now - shard.started_at).total_seconds() if shard.started_at else 0.0
+        if elapsed > shard.size * per_byte / rate:  # overdue: it has gone no faster than this
+            rate = min(rate, shard.size * per_byte / elapsed)
+    pending = [s for s in shards if s.started_at is None]
+    free_at = [_ends(s, per_byte, rate, now) for s in running]
     if not pending:
-        end = now if not running else now + timedelta(seconds=left / (rate * len(running)))
+        end = max(free_at, default=now)
         return Pace(target, 0, measured, end, _late(end, due))
-    usable = seconds - STARTUP_SECONDS
-    needed = max_instances + 1 if usable <= 0 else math.ceil(left / (rate * usable) - 1e-9)
+    needed = next(
+        (
+            n
+            for n in range(max(1, len(running)), max_instances + 1)
+            if _finish(free_at, pending, n, per_byte=per_byte, rate=rate, now=now) <= due
+        ),
+        max_instances + 1,
+    )
     wanted = max(target, min(needed, max_instances))
     start = max(0, min(len(pending), wanted - len(running)))
-    in_flight = len(running) + start
-    end = now + timedelta(seconds=STARTUP_SECONDS + left / (rate * max(in_flight, 1)))
+    end = _finish(free_at, pending, max(wanted, len(running), 1), per_byte=per_byte, rate=rate, now=now)
     at_risk = None
     if needed > max_instances:
+        left = sum(s.size for s in pending) * per_byte
         at_risk = (
-            f"{left:,.0f} records left at {rate:,.0f}/s per instance need {needed} instance(s) to end by "
-            f"{due.isoformat()}; maxInstances is {max_instances}: about {_minutes((end - due).total_seconds())} late"
+            f"{left:,.0f} records in {len(pending)} shard(s) not started, at {rate:,.0f}/s per instance, end about "
+            f"{_minutes((end - due).total_seconds())} after {due.isoformat()} even on maxInstances ({max_instances})"
         )
     return Pace(wanted, start, measured, end, at_risk)
+
+
+RECENT = 4
+"""The finished shards tonight's pace is read from (their median), the latest first."""
+
+
+def _ends(shard: ShardRun, per_byte: float, rate: float, now: datetime) -> datetime:
+    """When a running shard should end at `rate` (not before now)."""
+    started = shard.started_at or now
+    return max(now, started + timedelta(seconds=shard.size * per_byte / rate))
+
+
+def _finish(
+    free_at: list[datetime], pending: Sequence[ShardRun], instances: int, *, per_byte: float, rate: float, now: datetime
+) -> datetime:
+    """When the last shard ends with `instances` in flight: each pending shard, largest first, on
+    the instance free first (a new transform job each, with its start-up)."""
+    slots = sorted(free_at + [now] * max(0, instances - len(free_at)))
+    for shard in sorted(pending, key=lambda s: -s.size):
+        slots.sort()
+        slots[0] = slots[0] + timedelta(seconds=STARTUP_SECONDS + shard.size * per_byte / rate)
+    return max(slots, default=now)
 
 
 def _late(end: datetime, due: datetime) -> str | None:

@@ -1,0 +1,399 @@
+"""A scoring run on SageMaker Batch Transform: its plan (the input's objects, the throughput it
+sizes from, its shards' manifest files) and each step of keeping it on schedule (the shards'
+transform jobs described, finished ones measured, more started when the rest would be late, one
+WindowAtRisk notice when even `maxInstances` cannot make it). The decisions are
+`spotline.core.scoring_plan`'s; this module reads and writes what they need.
+
+The run's state is small and plain (`ScoringRun.to_dict`): the execution carries it from step to
+step. Transform jobs are named after the run and the shard, so a step repeated after a crash finds
+the job it started (ResourceInUse) and starts nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from spotline.aws.clients import client, error_code, split_s3_uri
+from spotline.core.scoring import ScoringSpec
+from spotline.core.scoring_plan import InputObject, Shard, ShardRun, pace, size, split
+
+MAX_INPUT_OBJECTS = 100_000
+"""The most objects a night's input may have (ListObjectsV2 pages of 1,000)."""
+RECENT_NIGHTS = 7
+"""The nights whose measured throughput sizes the next (their median)."""
+CHECK_SECONDS = 300
+"""How often a run looks at its shards while they score."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShardState:
+    index: int
+    size: int
+    job: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    failed: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            k: v
+            for k, v in (
+                ("index", self.index),
+                ("size", self.size),
+                ("job", self.job),
+                ("startedAt", self.started_at),
+                ("endedAt", self.ended_at),
+                ("failed", self.failed),
+            )
+            if v is not None
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ShardState:
+        return cls(
+            raw["index"], raw["size"], raw.get("job"), raw.get("startedAt"), raw.get("endedAt"), raw.get("failed")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringRun:
+    run_id: str
+    model: str
+    input_s3_uri: str
+    output_s3_uri: str  # this run's: <spec output>/<run id>/
+    start: str
+    due: str
+    records: int
+    sizing: dict[str, Any]
+    shards: tuple[ShardState, ...]
+    target: int
+    probing: bool  # the first shard runs alone, to measure the throughput the fleet is sized from
+    at_risk: str | None = None  # the WindowAtRisk notice sent, if any
+    measured: float | None = None  # records per second per instance, from the finished shards
+    notifications: tuple[dict[str, str], ...] = field(default_factory=tuple)
+
+    @property
+    def done(self) -> bool:
+        return all(s.ended_at for s in self.shards) or any(s.failed for s in self.shards)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "model": self.model,
+            "input": self.input_s3_uri,
+            "output": self.output_s3_uri,
+            "start": self.start,
+            "due": self.due,
+            "records": self.records,
+            "sizing": self.sizing,
+            "shards": [s.to_dict() for s in self.shards],
+            "target": self.target,
+            "probing": self.probing,
+            "atRisk": self.at_risk,
+            "measuredRecordsPerSecond": self.measured,
+            "notifications": list(self.notifications),
+            "done": self.done,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ScoringRun:
+        return cls(
+            raw["runId"],
+            raw["model"],
+            raw["input"],
+            raw["output"],
+            raw["start"],
+            raw["due"],
+            raw["records"],
+            raw["sizing"],
+            tuple(ShardState.from_dict(s) for s in raw["shards"]),
+            raw["target"],
+            raw["probing"],
+            raw.get("atRisk"),
+            raw.get("measuredRecordsPerSecond"),
+            tuple(raw.get("notifications") or ()),
+        )
+
+
+# --- reading the input ---------------------------------------------------------------------------
+
+
+def input_objects(s3_uri: str) -> list[InputObject]:
+    """The objects under the input prefix (folders left out), at most MAX_INPUT_OBJECTS + 1."""
+    bucket, prefix = split_s3_uri(s3_uri)
+    found: list[InputObject] = []
+    for page in client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        found += [
+            InputObject(o["Key"], int(o["Size"])) for o in page.get("Contents") or [] if not o["Key"].endswith("/")
+        ]
+        if len(found) > MAX_INPUT_OBJECTS:
+            break
+    return found
+
+
+def bytes_per_record(s3_uri: str, objects: list[InputObject], sample: int = 1 << 20) -> float | None:
+    """Measured on the first MiB of the largest object: its bytes over its lines (Line split)."""
+    if not objects:
+        return None
+    bucket, _ = split_s3_uri(s3_uri)
+    largest = max(objects, key=lambda o: o.size)
+    body = client("s3").get_object(Bucket=bucket, Key=largest.key, Range=f"bytes=0-{sample - 1}")["Body"].read()
+    lines = body.count(b"\n")
+    return len(body) / lines if lines else None
+
+
+# --- throughput, per job, model and instance type -----------------------------------------------
+
+
+class ThroughputStore:
+    """The throughput each night measured (DynamoDB: pk THROUGHPUT#<team>/<job>, sk <model>#<type>#<run>)."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def recent(self, spec: ScoringSpec, model: str) -> float | None:
+        """The median of the last RECENT_NIGHTS measurements of this job, model and type."""
+        found = (
+            self.table.query(
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :sk)",
+                ExpressionAttributeValues={
+                    ":pk": f"THROUGHPUT#{spec.team}/{spec.name}",
+                    ":sk": f"{model}#{spec.instance_type}#",
+                },
+                ScanIndexForward=False,
+                Limit=RECENT_NIGHTS,
+                ConsistentRead=True,
+            ).get("Items")
+            or []
+        )
+        values = [float(item["recordsPerSecond"]) for item in found]
+        return statistics.median(values) if values else None
+
+    def record(self, spec: ScoringSpec, model: str, run_id: str, at: str, records_per_second: float) -> None:
+        from decimal import Decimal  # noqa: PLC0415  (DynamoDB numbers)
+
+        self.table.put_item(
+            Item={
+                "pk": f"THROUGHPUT#{spec.team}/{spec.name}",
+                "sk": f"{model}#{spec.instance_type}#{at}#{run_id}",
+                "recordsPerSecond": Decimal(str(round(records_per_second, 3))),
+            }
+        )
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+def run_id_of(spec: ScoringSpec, ready_at: datetime) -> str:
+    """The run's id: the job and the moment its data was ready (a redelivered event finds the same run)."""
+    digest = hashlib.sha256(f"{spec.team}/{spec.name}@{ready_at.isoformat()}".encode()).hexdigest()
+    return f"{ready_at.strftime('%Y%m%dT%H%M')}-{digest[:6]}"
+
+
+def plan_run(
+    spec: ScoringSpec, *, ready_at: datetime, now: datetime, recorded: float | None, input_s3_uri: str | None = None
+) -> ScoringRun:
+    """The run of the night whose data was ready at `ready_at`: sized from `recorded` (the last
+    nights' throughput), else from the declared one while the first shard measures it."""
+    start, due = spec.due(ready_at)
+    start = max(start, now)
+    source = input_s3_uri or spec.input_s3_uri
+    objects = input_objects(source)
+    total = sum(o.size for o in objects)
+    records = spec.records or round(total / (bytes_per_record(source, objects) or 1.0))
+    rate = recorded or spec.records_per_second or 1.0
+    sizing = size(
+        records=records,
+        records_per_second=rate,
+        throughput_source="measured" if recorded else "declared",
+        start=start,
+        due=due,
+        max_instances=spec.max_instances,
+        headroom_percent=spec.headroom_percent,
+        objects=len(objects),
+    )
+    shards = _shards(objects, max(sizing.instances, min(spec.max_instances, sizing.needed)), probe=recorded is None)
+    run_id = run_id_of(spec, ready_at)
+    output = f"{spec.output_s3_uri.rstrip('/')}/{run_id}/"
+    write_shard_manifests(source, output, shards)
+    return ScoringRun(
+        run_id,
+        str(spec.model.name),
+        source,
+        output,
+        start.isoformat(),
+        due.isoformat(),
+        records,
+        sizing.to_dict(),
+        tuple(ShardState(s.index, s.size) for s in shards),
+        target=1 if recorded is None else sizing.instances,
+        probing=recorded is None,
+    )
+
+
+def _shards(objects: list[InputObject], instances: int, *, probe: bool) -> list[Shard]:
+    """The run's shards; with `probe`, the first is one object alone (the smallest), so that the
+    throughput the fleet is sized from is measured in minutes, not a whole shard's time."""
+    if not probe or len(objects) < 2:
+        return split(objects, instances)
+    smallest = min(objects, key=lambda o: (o.size, o.key))
+    rest = split([o for o in objects if o is not smallest], instances)
+    return [Shard(0, (smallest.key,), smallest.size), *(Shard(s.index + 1, s.keys, s.size) for s in rest)]
+
+
+def write_shard_manifests(input_s3_uri: str, output_s3_uri: str, shards: list[Shard]) -> None:
+    """Each shard's manifest file (S3DataType ManifestFile: a prefix, then keys relative to it),
+    beside the run's output, where the model's role reads and writes already."""
+    in_bucket, prefix = split_s3_uri(input_s3_uri)
+    out_bucket, out_prefix = split_s3_uri(output_s3_uri)
+    for shard in shards:
+        body = [{"prefix": f"s3://{in_bucket}/{prefix}"}, *[k.removeprefix(prefix) for k in shard.keys]]
+        client("s3").put_object(
+            Bucket=out_bucket,
+            Key=f"{out_prefix}_manifests/shard-{shard.index:03d}.json",
+            Body=json.dumps(body).encode(),
+        )
+
+
+# --- keeping it on schedule ----------------------------------------------------------------------
+
+
+def job_name(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
+    """`<job>-<run digest>-s<shard>`: at most 63 characters, as TransformJobName allows."""
+    return f"{spec.name[:40]}-{run.run_id[-6:]}-s{index:03d}"
+
+
+def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callable[[str, str], None]) -> ScoringRun:
+    """One look at the run: its shards' jobs described, the pace worked out, shards started."""
+    shards = tuple(_described(s) for s in run.shards)
+    runs = [
+        ShardRun(
+            s.index,
+            s.size,
+            datetime.fromisoformat(s.started_at) if s.started_at else (now if s.job else None),
+            datetime.fromisoformat(s.ended_at) if s.ended_at else None,
+            bool(s.failed),
+        )
+        for s in shards
+    ]
+    due, records = datetime.fromisoformat(run.due), run.records
+    declared = float(run.sizing["recordsPerSecond"])
+    decided = pace(
+        runs,
+        records=records,
+        records_per_second=declared,
+        target=run.target,
+        max_instances=spec.max_instances,
+        now=now,
+        due=due,
+    )
+    target, probing = decided.target, run.probing
+    sizing = run.sizing
+    if probing and decided.measured_records_per_second:
+        # The probe shard has measured tonight's throughput: the fleet is sized from it now.
+        resized = size(
+            records=records,
+            records_per_second=decided.measured_records_per_second,
+            throughput_source="probe",
+            start=now,
+            due=due,
+            max_instances=spec.max_instances,
+            headroom_percent=spec.headroom_percent,
+            objects=len(shards),
+        )
+        sizing, probing = resized.to_dict(), False
+        decided = pace(
+            runs,
+            records=records,
+            records_per_second=decided.measured_records_per_second,
+            target=resized.instances,
+            max_instances=spec.max_instances,
+            now=now,
+            due=due,
+        )
+        target = decided.target
+    elif probing:
+        decided = replace(decided, start=0 if any(r.started_at for r in runs) else 1)
+    started = list(shards)
+    for shard in [s for s in shards if s.job is None][: decided.start]:
+        started[shard.index] = replace(shard, job=_start(spec, run, shard.index))
+    notifications = list(run.notifications)
+    at_risk = run.at_risk
+    reason = decided.at_risk or (sizing.get("atRisk") if not probing else None)
+    if reason and not at_risk and now < due:
+        notify("WindowAtRisk", reason)
+        at_risk = reason
+        notifications.append({"at": now.isoformat(), "type": "WindowAtRisk"})
+    return replace(
+        run,
+        shards=tuple(started),
+        target=target,
+        probing=probing,
+        sizing=sizing,
+        at_risk=at_risk,
+        measured=decided.measured_records_per_second or run.measured,
+        notifications=tuple(notifications),
+    )
+
+
+def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
+    name = job_name(spec, run, index)
+    out_bucket, out_prefix = split_s3_uri(run.output_s3_uri)
+    request: dict[str, Any] = {
+        "TransformJobName": name,
+        "ModelName": run.model,
+        "TransformInput": {
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "ManifestFile",
+                    "S3Uri": f"s3://{out_bucket}/{out_prefix}_manifests/shard-{index:03d}.json",
+                }
+            },
+            "ContentType": spec.content_type,
+            "SplitType": spec.split_type,
+            **({"CompressionType": spec.compression} if spec.compression else {}),
+        },
+        "TransformOutput": {
+            "S3OutputPath": f"s3://{out_bucket}/{out_prefix}shard-{index:03d}/",
+            **({"Accept": spec.accept} if spec.accept else {}),
+            **({"AssembleWith": spec.assemble_with} if spec.assemble_with else {}),
+        },
+        "TransformResources": {"InstanceType": spec.instance_type, "InstanceCount": 1},
+        "MaxConcurrentTransforms": spec.max_concurrent_transforms,
+        "Tags": [{"Key": "spotline:team", "Value": spec.team}, {"Key": "spotline:job", "Value": spec.name}],
+    }
+    if spec.split_type != "None":
+        request["BatchStrategy"] = "MultiRecord"
+    if spec.max_payload_mb is not None:
+        request["MaxPayloadInMB"] = spec.max_payload_mb
+    if spec.environment:
+        request["Environment"] = dict(spec.environment)
+    try:
+        client("sagemaker").create_transform_job(**request)
+    except Exception as exc:
+        if error_code(exc) != "ResourceInUse":  # started by an earlier try of this step: the same job
+            raise
+    return name
+
+
+def _described(shard: ShardState) -> ShardState:
+    if shard.job is None or shard.ended_at or shard.failed:
+        return shard
+    described = client("sagemaker").describe_transform_job(TransformJobName=shard.job)
+    status = described["TransformJobStatus"]
+    started = described.get("TransformStartTime")
+    ended = described.get("TransformEndTime")
+    return replace(
+        shard,
+        started_at=started.isoformat() if started else None,
+        ended_at=ended.isoformat() if ended and status == "Completed" else None,
+        failed=f"{status}: {described.get('FailureReason') or ''}".strip(": ")
+        if status in ("Failed", "Stopped")
+        else None,
+    )
