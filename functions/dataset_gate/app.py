@@ -1,5 +1,6 @@
 """DatasetGate: a "Dataset Ready" event from the preprocessing pipeline records readiness and
-releases every execution waiting on that dataset (whose other datasets are ready too).
+releases every execution waiting on that dataset (whose other datasets are ready too), and starts
+the night's run of every scoring job registered for it (spotline.aws.scoring_intake).
 Duplicate events are harmless: readiness is overwritten, releases are idempotent. A malformed
 event is rejected once (events dead-letter queue, with the reason) and records nothing."""
 
@@ -15,7 +16,9 @@ from spotline.aws.clients import client
 from spotline.aws.datasets import release_if_ready, store_from_environment
 from spotline.aws.observability import log_metrics, logger, metrics
 from spotline.aws.rejections import reject
+from spotline.aws.scoring_intake import start_ready_runs
 from spotline.core.events import Rejection, check_dataset_ready
+from spotline.core.model import to_rfc3339
 
 
 @log_metrics
@@ -40,7 +43,12 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
             released_by=dataset,
         )
     ]
-    logger.info("Dataset ready", extra={"dataset": dataset, "released": released})
+    scoring = start_ready_runs(dataset, store.readiness, to_rfc3339(now))
+    logger.info("Dataset ready", extra={"dataset": dataset, "released": released, "scoring": scoring})
     metrics.add_metric(name="DatasetsReady", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ExecutionsReleased", unit=MetricUnit.Count, value=len(released))
-    return {"dataset": dataset, "released": released}
+    return {
+        "dataset": dataset,
+        "released": released,
+        **({"scoringRuns": [r["name"] for r in scoring]} if scoring else {}),
+    }

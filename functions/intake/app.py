@@ -1,7 +1,9 @@
 """Intake: one execution per manifest version, whatever the number of deliveries.
 
 Two events lead here: S3 "Object Created" for manifests/<team>/... in the ingest bucket, and
-"Training Requested" from the preprocessing pipeline naming a manifest there. The execution
+"Training Requested" from the preprocessing pipeline naming a manifest there. A ScoringJob
+manifest starts a scoring run instead, or is registered for its datasets (spotline.aws.scoring_intake).
+The execution
 name is derived from bucket/key/version, so redeliveries of either event (EventBridge delivers
 at least once), or both events for the same version, find it and start nothing. A malformed
 event, one for another bucket, or a request for a version that is not the current one (unless
@@ -18,6 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws.intake import IntakeSettings, requested_manifest, start_for_manifest
 from spotline.aws.observability import add_team_dimension, log_metrics, logger, metrics
 from spotline.aws.rejections import reject
+from spotline.aws.scoring_intake import kind_of, register, start_run
 from spotline.core.events import TRAINING_REQUESTED, Rejection, check_object_created, check_training_requested
 
 
@@ -41,7 +44,15 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
             logger.info("Ignored: not a manifest under manifests/<team>/", extra={"key": upload.key})
             return {"status": "ignored", "key": upload.key}
         location, etag, received_at = upload.location, upload.etag, upload.received_at
-    result = start_for_manifest(settings, location, etag=etag, received_at=received_at)
+    kind = kind_of(location)
+    if kind.kind == "ScoringJob" and kind.datasets:
+        result = register(location, kind, etag=etag, received_at=received_at)
+    elif kind.kind == "ScoringJob":
+        source = {"bucket": location.bucket, "key": location.key, "versionId": location.version_id}
+        source |= {"etag": etag, "team": location.team, "receivedAt": received_at}
+        result = start_run(source, ready_at=received_at, dataset=None)
+    else:
+        result = start_for_manifest(settings, location, etag=etag, received_at=received_at)
     add_team_dimension(location.team)
     name = "DuplicateDeliveries" if result["status"] == "duplicate" else "ExecutionsStarted"
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)

@@ -242,7 +242,7 @@ def test_a_manifest_deleted_before_loadmanifest_runs_ends_the_execution_in_manif
     assert stack.standin.jobs == []
 
 
-def test_a_valid_scoring_manifest_is_reported_as_not_run_yet_naming_its_kind(stack: LocalStack) -> None:
+def test_a_valid_scoring_manifest_started_here_by_hand_is_refused_naming_its_kind(stack: LocalStack) -> None:
     from spotline_dev.local.template import PROJECT_ROOT
 
     key = "manifests/media-recs/nightly-scores.yaml"
@@ -250,5 +250,5 @@ def test_a_valid_scoring_manifest_is_reported_as_not_run_yet_naming_its_kind(sta
     result = _load(stack, upload(stack, key, body), key=key, team="media-recs")
     assert result["valid"] is False and result["specRef"] is None
     assert result["errors"] == [
-        {"path": "kind", "message": "ScoringJob manifests are validated but not yet run by this version of Spotline"}
+        {"path": "kind", "message": "ScoringJob manifests run in the scoring state machine, not the training lifecycle"}
     ]

@@ -239,8 +239,8 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
         s for s in _with_action("s3:GetObject") if any("progress.json" in str(r) for r in _resources(s))
     ]
     # the listings (ValidateResources, SubmitTrainingJob's and CheckTrainingStatus's for a checkpoint's
-    # size), and progress.json for CheckTrainingStatus and RecordOutcome
-    assert len(statements) == 5
+    # size, PlanScoringRun's of a night's input), and progress.json for CheckTrainingStatus and RecordOutcome
+    assert len(statements) == 6
     for statement in statements:
         assert statement["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
         for resource in _resources(statement):
@@ -250,14 +250,16 @@ def test_team_data_is_listed_and_read_only_in_the_patterns_buckets_of_this_accou
         assert keys == {"progress.json", "*/progress.json"}
 
 
-def test_only_submit_training_job_writes_team_data_for_a_checkpoint_copy_in_the_patterns_buckets() -> None:
+def test_only_a_checkpoint_copy_and_a_scoring_runs_shard_manifests_write_team_data_in_the_patterns_buckets() -> None:
     writes = _with_action("s3:PutObject")
     team = [s for s in writes if "TrainingDataBucketPattern" in str(s["Resource"])]
-    assert team == _function_statements("SubmitTrainingJobFunction", "s3:PutObject")
-    (copy,) = team
-    assert _actions(copy) == ["s3:GetObject", "s3:PutObject"]
-    assert copy["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
-    assert copy["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrainingDataBucketPattern}/*"}
+    assert team == _function_statements("SubmitTrainingJobFunction", "s3:PutObject") + _function_statements(
+        "PlanScoringRunFunction", "s3:PutObject"
+    )
+    for copy in team:
+        assert _actions(copy) == ["s3:GetObject", "s3:PutObject"]
+        assert copy["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
+        assert copy["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrainingDataBucketPattern}/*"}
 
 
 def test_only_intake_and_loadmanifest_may_list_the_ingest_bucket_and_nothing_narrows_it() -> None:
@@ -438,6 +440,8 @@ def test_publishing_functions_may_use_the_topic_key_and_no_other() -> None:
         "StopExecutionJobsFunction",
         "ReconcileTrainingJobsFunction",
         "CheckTrainingStatusFunction",  # PriorityRaised
+        "AdvanceScoringRunFunction",  # WindowAtRisk
+        "RecordScoringRunFunction",  # ScoringFailed
     }
     for name, function in functions.items():
         kms = [

@@ -69,13 +69,16 @@ class LocalStack:
     region: str = REGION
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def kill_after_call(self, operation: str, times: int = 1) -> None:
+    def kill_after_call(self, operation: str, times: int = 1, *, skip: int = 0) -> None:
         """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
-        "batch.SubmitServiceJob") return: the call took effect, the invocation fails with
-        Runtime.ExitError as Lambda reports a killed runtime."""
-        remaining = {"n": times}
+        "batch.SubmitServiceJob") return, the first `skip` calls left alone: the call took
+        effect, the invocation fails with Runtime.ExitError as Lambda reports a killed runtime."""
+        remaining = {"n": times, "skip": skip}
 
         def kill(**_: Any) -> None:
+            if remaining["skip"] > 0:
+                remaining["skip"] -= 1
+                return
             if remaining["n"] > 0:
                 remaining["n"] -= 1
                 raise RuntimeKilled(f"Runtime exited with error: signal: killed (after {operation})")

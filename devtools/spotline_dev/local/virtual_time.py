@@ -21,6 +21,7 @@ from moto.stepfunctions.parser.asl.component.state.exec import execute_state
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
     StateTaskServiceCallback,
 )
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function import timestamp as wait_timestamp
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackOutcomeSuccess, CallbackOutcomeTimedOut
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
@@ -356,6 +357,17 @@ def install_time_hooks(exits: ExitStack, clock: VirtualClock) -> None:
         original_logic(worker)  # type: ignore[no-untyped-call]
 
     exits.enter_context(mock.patch.object(ExecutionWorker, "_execution_logic", execution_logic))
+
+    class ClockDatetime(datetime):
+        """A Wait state's Timestamp is compared with the virtual now (moto's uses the wall clock's
+        naive local time: a timestamp passed on the virtual clock would wait for the real one)."""
+
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            moment = clock.now()
+            return moment.astimezone(tz) if tz else moment.astimezone(UTC).replace(tzinfo=None)
+
+    exits.enter_context(mock.patch.object(wait_timestamp, "datetime", SimpleNamespace(datetime=ClockDatetime)))
     original_token_wait = StateTaskServiceCallback._eval_wait_for_task_token
 
     def token_wait(self: Any, env: Any, timeout_seconds: int, callback_endpoint: Any, heartbeat_endpoint: Any) -> Any:

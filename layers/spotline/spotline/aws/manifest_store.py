@@ -58,8 +58,9 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
             "specRef": store_spec(bucket, execution, result.spec),
         }
     errors = result.errors or [
-        # A valid scoring manifest: its shape and rules are checked, its runs are not made yet.
-        ManifestError("kind", "ScoringJob manifests are validated but not yet run by this version of Spotline")
+        # A valid scoring manifest reaches the training lifecycle only if started by hand: Intake
+        # starts its runs in the scoring state machine (spotline.aws.scoring_intake).
+        ManifestError("kind", "ScoringJob manifests run in the scoring state machine, not the training lifecycle")
     ]
     report = {
         "outcome": "rejected",

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from spotline.aws.clients import client, error_code, split_s3_uri
+from spotline.core.model import to_rfc3339
 from spotline.core.scoring import ScoringSpec
 from spotline.core.scoring_plan import InputObject, Shard, ShardRun, pace, size, split
 
@@ -27,7 +28,7 @@ MAX_INPUT_OBJECTS = 100_000
 """The most objects a night's input may have (ListObjectsV2 pages of 1,000)."""
 RECENT_NIGHTS = 7
 """The nights whose measured throughput sizes the next (their median)."""
-CHECK_SECONDS = 300
+CHECK_SECONDS = 120
 """How often a run looks at its shards while they score."""
 
 
@@ -227,8 +228,8 @@ def plan_run(
         str(spec.model.name),
         source,
         output,
-        start.isoformat(),
-        due.isoformat(),
+        to_rfc3339(start),  # Step Functions reads it (TimestampPath): RFC 3339 with a Z
+        to_rfc3339(due),
         records,
         sizing.to_dict(),
         tuple(ShardState(s.index, s.size) for s in shards),
@@ -292,6 +293,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
         max_instances=spec.max_instances,
         now=now,
         due=due,
+        look_seconds=CHECK_SECONDS,
     )
     target, probing = decided.target, run.probing
     sizing = run.sizing
@@ -305,7 +307,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
             due=due,
             max_instances=spec.max_instances,
             headroom_percent=spec.headroom_percent,
-            objects=len(shards),
+            objects=int(run.sizing["objects"]),
         )
         sizing, probing = resized.to_dict(), False
         decided = pace(
@@ -316,6 +318,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
             max_instances=spec.max_instances,
             now=now,
             due=due,
+            look_seconds=CHECK_SECONDS,
         )
         target = decided.target
     elif probing:
@@ -329,7 +332,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
     if reason and not at_risk and now < due:
         notify("WindowAtRisk", reason)
         at_risk = reason
-        notifications.append({"at": now.isoformat(), "type": "WindowAtRisk"})
+        notifications.append({"at": to_rfc3339(now), "type": "WindowAtRisk"})
     return replace(
         run,
         shards=tuple(started),

@@ -179,11 +179,13 @@ def pace(
     max_instances: int,
     now: datetime,
     due: datetime,
+    look_seconds: float = 0.0,
 ) -> Pace:
     """Keep `target` shards in flight, more when the rest will not end by `due` at tonight's pace
     (module docstring). Tonight's pace: the most recently finished shards' records per second,
     and no more than a running shard that has not finished yet can have gone (its records over the
-    time it has run, once that is longer than they should have taken)."""
+    time it has run, once that is longer than they should have taken). `look_seconds`: how often
+    the run looks; a shard waits half of it on average after an instance frees up."""
     total = sum(s.size for s in shards) or 1
     per_byte = records / total
     done = sorted(
@@ -211,13 +213,15 @@ def pace(
         (
             n
             for n in range(max(1, len(running)), max_instances + 1)
-            if _finish(free_at, pending, n, per_byte=per_byte, rate=rate, now=now) <= due
+            if _finish(free_at, pending, n, per_byte=per_byte, rate=rate, now=now, gap=look_seconds / 2) <= due
         ),
         max_instances + 1,
     )
     wanted = max(target, min(needed, max_instances))
     start = max(0, min(len(pending), wanted - len(running)))
-    end = _finish(free_at, pending, max(wanted, len(running), 1), per_byte=per_byte, rate=rate, now=now)
+    end = _finish(
+        free_at, pending, max(wanted, len(running), 1), per_byte=per_byte, rate=rate, now=now, gap=look_seconds / 2
+    )
     at_risk = None
     if needed > max_instances:
         left = sum(s.size for s in pending) * per_byte
@@ -239,14 +243,23 @@ def _ends(shard: ShardRun, per_byte: float, rate: float, now: datetime) -> datet
 
 
 def _finish(
-    free_at: list[datetime], pending: Sequence[ShardRun], instances: int, *, per_byte: float, rate: float, now: datetime
+    free_at: list[datetime],
+    pending: Sequence[ShardRun],
+    instances: int,
+    *,
+    per_byte: float,
+    rate: float,
+    now: datetime,
+    gap: float = 0.0,
 ) -> datetime:
     """When the last shard ends with `instances` in flight: each pending shard, largest first, on
-    the instance free first (a new transform job each, with its start-up)."""
+    the instance free first (a new transform job each, with its start-up, `gap` after the instance
+    frees up but for the ones free now)."""
     slots = sorted(free_at + [now] * max(0, instances - len(free_at)))
     for shard in sorted(pending, key=lambda s: -s.size):
         slots.sort()
-        slots[0] = slots[0] + timedelta(seconds=STARTUP_SECONDS + shard.size * per_byte / rate)
+        wait = gap if slots[0] > now else 0.0
+        slots[0] = slots[0] + timedelta(seconds=wait + STARTUP_SECONDS + shard.size * per_byte / rate)
     return max(slots, default=now)
 
 

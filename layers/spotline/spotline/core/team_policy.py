@@ -171,9 +171,11 @@ class TeamPolicy:
         errors += _check_image(team, spec.image, allowance)
         errors += _check_file_systems(team, spec, allowance)
         for path, uri in s3_uris(spec):
-            if not any(_within(uri, prefix) for prefix in allowance.s3_prefixes):
+            if not any(within_prefix(uri, prefix) for prefix in allowance.s3_prefixes):
                 errors.append(
-                    ManifestError(path, f"{uri} is outside team {team}'s S3 prefixes ({_some(allowance.s3_prefixes)})")
+                    ManifestError(
+                        path, f"{uri} is outside team {team}'s S3 prefixes ({some_of(allowance.s3_prefixes)})"
+                    )
                 )
         limit = allowance.max_runtime_seconds
         if limit is not None and spec.max_runtime_seconds > limit:
@@ -224,7 +226,7 @@ def _check_training_plan(team: str, plan: str | None, allowance: TeamAllowance) 
         return []
     if not allowance.training_plans:
         return [ManifestError(path, f"team {team} may use no training plans (its team policy lists none)")]
-    allowed = _some(allowance.training_plans)
+    allowed = some_of(allowance.training_plans)
     return [ManifestError(path, f"{plan} is not a training plan team {team} may use ({allowed})")]
 
 
@@ -232,7 +234,7 @@ def _check_file_systems(team: str, spec: JobSpec, allowance: TeamAllowance) -> l
     errors = []
     for index, channel in enumerate(spec.inputs):
         if channel.on_file_system and channel.file_system_id not in allowance.file_systems:
-            allowed = _some(allowance.file_systems) if allowance.file_systems else "its team policy lists none"
+            allowed = some_of(allowance.file_systems) if allowance.file_systems else "its team policy lists none"
             errors.append(
                 ManifestError(
                     f"spec.inputs[{index}].fileSystem.id",
@@ -247,7 +249,9 @@ def _check_role(team: str, role_arn: str, allowance: TeamAllowance) -> list[Mani
         return []
     if not allowance.roles:
         return [ManifestError("spec.roleArn", f"team {team} may pass no roles (its team policy lists no roles)")]
-    return [ManifestError("spec.roleArn", f"{role_arn} is not a role team {team} may pass ({_some(allowance.roles)})")]
+    return [
+        ManifestError("spec.roleArn", f"{role_arn} is not a role team {team} may pass ({some_of(allowance.roles)})")
+    ]
 
 
 def _check_image(team: str, image: str, allowance: TeamAllowance) -> list[ManifestError]:
@@ -264,7 +268,7 @@ def _check_image(team: str, image: str, allowance: TeamAllowance) -> list[Manife
         ]
     if any(fnmatch.fnmatchcase(image, pattern) for pattern in allowance.images):
         return []
-    allowed = _some(allowance.images) if allowance.images else "its team policy lists no images"
+    allowed = some_of(allowance.images) if allowance.images else "its team policy lists no images"
     return [ManifestError("spec.image", f"{image} is not an image team {team} may use ({allowed})")]
 
 
@@ -279,13 +283,13 @@ def s3_uris(spec: JobSpec) -> Iterable[tuple[str, str]]:
         yield "spec.checkpoint.s3Uri", spec.checkpoint_s3_uri
 
 
-def _within(uri: str, prefix: str) -> bool:
+def within_prefix(uri: str, prefix: str) -> bool:
     """`prefix` ends in '/', so s3://b/team-a/ never covers s3://b/team-ab; s3://b/team-a itself
     (the folder named without its slash) is within s3://b/team-a/."""
     return uri.startswith(prefix) or uri + "/" == prefix
 
 
-def _some(patterns: tuple[str, ...]) -> str:
+def some_of(patterns: tuple[str, ...]) -> str:
     if not patterns:
         return "none"
     shown = ", ".join(patterns[:SHOWN_PATTERNS])

@@ -1,0 +1,31 @@
+"""AdvanceScoringRun: one look at a running scoring night: its shards' transform jobs described,
+tonight's pace worked out from the finished ones, shards started up to the instances the rest
+needs (never one twice), and on-call told once (WindowAtRisk) when even maxInstances cannot make
+the window while it is still open."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.aws import clock
+from spotline.aws.observability import bind_execution, logger
+from spotline.aws.scoring_runs import CHECK_SECONDS, ScoringRun, advance
+from spotline.aws.scoring_steps import notify, scoring_spec_of
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    source = event["input"]
+    spec, problems = scoring_spec_of(source)
+    if spec is None:
+        raise ValueError(f"the manifest version no longer reads as a scoring job: {problems[0]}")
+    run = ScoringRun.from_dict(source["scoring"]["run"])
+    run = advance(spec, run, now=clock.now(), notify=lambda kind, why: notify(spec, run.run_id, kind, why))
+    logger.info(
+        "Scoring run advanced",
+        extra={"runId": run.run_id, "target": run.target, "measured": run.measured, "done": run.done},
+    )
+    return {"plan": source["scoring"]["plan"], "run": run.to_dict() | {"nextCheckSeconds": CHECK_SECONDS}}

@@ -1,0 +1,55 @@
+"""PlanScoringRun: the night's scoring run, planned before anything starts: the manifest version
+read as a scoring job, the team's allowance and its model checked, the input listed, the run sized
+(from the last nights' throughput, else the declared one while a probe shard measures it) and
+split into shards whose manifest files are written beside its output. A refusal names every
+field at once; nothing is started."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.aws import clock
+from spotline.aws.observability import bind_execution, logger
+from spotline.aws.scoring_runs import MAX_INPUT_OBJECTS, input_objects, plan_run
+from spotline.aws.scoring_steps import admission_problems, scoring_spec_of, throughput_store
+from spotline.core.errors import ManifestError, summarize
+
+MAX_PROBLEMS_IN_STATE = 20
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    source = event["input"]
+    spec, problems = scoring_spec_of(source)
+    if spec is not None:
+        location = (source.get("dataset") or {}).get("location")
+        if location:  # the night's data, where the pipeline's Dataset Ready event says it is
+            spec = replace(spec, input_s3_uri=location.rstrip("/") + "/")
+        problems = admission_problems(spec)
+    objects = input_objects(spec.input_s3_uri) if spec is not None and not problems else []
+    if spec is not None and not problems and not objects:
+        problems = [ManifestError("spec.input.s3Uri", f"no objects under {spec.input_s3_uri}: nothing to score")]
+    if len(objects) > MAX_INPUT_OBJECTS:
+        problems = [ManifestError("spec.input.s3Uri", f"more than {MAX_INPUT_OBJECTS:,} objects: split it into fewer")]
+    if spec is None or problems:
+        logger.warning("Scoring run refused", extra={"problems": [str(p) for p in problems]})
+        plan = {"valid": False, "problems": [p.to_dict() for p in problems[:MAX_PROBLEMS_IN_STATE]]}
+        return {"plan": plan | {"summary": summarize(problems), "startAt": None}, "run": None}
+    ready_at = datetime.fromisoformat(str(source.get("readyAt") or source["receivedAt"]).replace("Z", "+00:00"))
+    store = throughput_store()
+    recorded = store.recent(spec, str(spec.model.name)) if store else None
+    run = plan_run(spec, ready_at=ready_at, now=clock.now(), recorded=recorded, input_s3_uri=spec.input_s3_uri)
+    sizing = run.sizing
+    summary = (
+        f"{sizing['records']:,} records in {len(run.shards)} shard(s) of {len(objects)} object(s), due "
+        f"{run.due}: {sizing['instances']} {spec.instance_type} instance(s) at {sizing['recordsPerSecond']:,.0f} "
+        f"records/s each ({sizing['throughputSource']})"
+        + (", the first shard alone to measure it" if run.probing else "")
+    )
+    logger.info("Scoring run planned", extra={"runId": run.run_id, "sizing": sizing})
+    return {"plan": {"valid": True, "problems": [], "summary": summary, "startAt": run.start}, "run": run.to_dict()}

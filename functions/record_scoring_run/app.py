@@ -1,0 +1,53 @@
+"""RecordScoringRun: the night's end: its metrics (duration, records, throughput, the window's
+margin), its measured throughput for the next nights, and its report beside the manifest. After a
+step failed ($.failure), it first stops the run's transform jobs still in flight, so none runs
+that nothing watches, and tells on-call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from spotline.aws import clock
+from spotline.aws.clients import client, error_code
+from spotline.aws.observability import bind_execution, log_metrics, logger
+from spotline.aws.scoring_runs import ScoringRun
+from spotline.aws.scoring_steps import notify, record_night, scoring_spec_of
+
+
+@log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bind_execution(event)
+    source = event["input"]
+    spec, problems = scoring_spec_of(source)
+    if spec is None:
+        raise ValueError(f"the manifest version no longer reads as a scoring job: {problems[0]}")
+    raw = (source.get("scoring") or {}).get("run")
+    run = ScoringRun.from_dict(raw) if raw else None
+    failure = source.get("failure")
+    if failure is not None:
+        stopped = _stop_in_flight(run) if run else []
+        cause = f"{failure.get('Error')}: {str(failure.get('Cause'))[:500]}"
+        notify(spec, run.run_id if run else "-", "ScoringFailed", f"{cause}; stopped {len(stopped)} transform job(s)")
+        return {"stopped": stopped, "failedShards": [], "windowMet": False}
+    assert run is not None
+    figures = record_night(spec, run, source, clock.now())
+    if figures["failedShards"]:
+        notify(spec, run.run_id, "ScoringFailed", f"shard(s) {figures['failedShards']} failed")
+    logger.info("Scoring run recorded", extra=figures)
+    return figures
+
+
+def _stop_in_flight(run: ScoringRun) -> list[str]:
+    stopped = []
+    for shard in run.shards:
+        if shard.job and not shard.ended_at and not shard.failed:
+            try:
+                client("sagemaker").stop_transform_job(TransformJobName=shard.job)
+            except Exception as exc:
+                if error_code(exc) not in ("ValidationException", "ResourceNotFound"):  # ended meanwhile
+                    raise
+            stopped.append(shard.job)
+    return stopped
