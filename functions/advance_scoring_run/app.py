@@ -13,6 +13,7 @@ from spotline.aws import clock
 from spotline.aws.observability import bind_execution, logger
 from spotline.aws.scoring_runs import CHECK_SECONDS, ScoringRun, advance
 from spotline.aws.scoring_steps import notify, scoring_spec_of
+from spotline.core.model import to_rfc3339
 
 
 @logger.inject_lambda_context
@@ -23,9 +24,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if spec is None:
         raise ValueError(f"the manifest version no longer reads as a scoring job: {problems[0]}")
     run = ScoringRun.from_dict(source["scoring"]["run"])
-    run = advance(spec, run, now=clock.now(), notify=lambda kind, why: notify(spec, run.run_id, kind, why))
+    now = clock.now()
+    run = advance(spec, run, now=now, notify=lambda kind, why: notify(spec, run.run_id, kind, why))
     logger.info(
         "Scoring run advanced",
         extra={"runId": run.run_id, "target": run.target, "measured": run.measured, "done": run.done},
     )
-    return {"plan": source["scoring"]["plan"], "run": run.to_dict() | {"nextCheckSeconds": CHECK_SECONDS}}
+    looked = {"nextCheckSeconds": CHECK_SECONDS, "checkedAt": to_rfc3339(now)}
+    return {"plan": source["scoring"]["plan"], "run": run.to_dict() | looked}

@@ -39,6 +39,9 @@ KNOWN_STATES = frozenset(
         "ContinueInNewExecution",
         "ResumeWatching",
         "RecordOutcome",
+        "PlanScoringRun",
+        "AdvanceScoringRun",
+        "RecordScoringRun",
     }
 )
 TIME_FIELDS = ("checkedAt", "at", "updatedAt", "submittedAt", "readyAt", "receivedAt")
@@ -62,9 +65,35 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
         "ContinueInNewExecution": lambda s: f"the watch continues in execution {s['continuedAs']['executionName']}",
         "ResumeWatching": lambda s: f"continues the run from execution {s['continuedFrom']['execution']}",
         "RecordOutcome": lambda s: f"{s['outcome']['name']}: {readable_cause(s['outcome']['cause'])}",
+        "PlanScoringRun": lambda s: s["scoring"]["plan"]["summary"],
+        "RecordScoringRun": _scored,
     }
     describer = describers.get(name)
     return describer(state) if describer else None
+
+
+def _scored(state: dict[str, Any]) -> str:
+    outcome = state["outcome"]
+    window = "window met" if outcome["windowMet"] else "window MISSED"
+    measured = outcome.get("recordsPerSecond")
+    pace = f", measured {measured:,.0f} records/s per instance" if measured else ""
+    return f"{window}: finished {outcome['finishedAt']} for {outcome['windowEnd']}{pace}"
+
+
+def scoring_line(run: dict[str, Any]) -> str:
+    """One look at a scoring run: its shards, its instances, its pace, a WindowAtRisk."""
+    shards = run["shards"]
+    scored = sum(1 for s in shards if s.get("endedAt"))
+    scoring = sum(1 for s in shards if s.get("job") and not s.get("endedAt") and not s.get("failed"))
+    measured = run.get("measuredRecordsPerSecond")
+    parts = [f"{scored} of {len(shards)} shards scored, {scoring} scoring", f"{run['target']} instance(s) wanted"]
+    if run.get("probing"):
+        parts.append("measuring on the first shard")
+    elif measured:
+        parts.append(f"pace {measured:,.0f} records/s per instance")
+    if run.get("atRisk"):
+        parts.append(f"-> WindowAtRisk: {run['atRisk']}")
+    return ", ".join(parts)
 
 
 def _submitted(state: dict[str, Any]) -> str:
@@ -160,6 +189,10 @@ def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
         "checkedAt"
     ):
         return datetime.fromisoformat(state["status"]["checkedAt"])
+    if name == "PlanScoringRun" and (state.get("scoring") or {}).get("run"):
+        return datetime.fromisoformat(state["scoring"]["run"]["start"])
+    if name == "RecordScoringRun" and ((state.get("scoring") or {}).get("run") or {}).get("checkedAt"):
+        return datetime.fromisoformat(state["scoring"]["run"]["checkedAt"])
     return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
 
 
@@ -224,6 +257,18 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
                     at = datetime.fromisoformat(status["checkedAt"])
                     entries.append(TimelineEntry(at, name, status_line(status)))
                     last_status = str(key)
+                continue
+            if name == "AdvanceScoringRun":
+                run = state["scoring"]["run"]
+                scoring_key = (
+                    sum(1 for s in run["shards"] if s.get("job")),
+                    sum(1 for s in run["shards"] if s.get("endedAt")),
+                    run["target"],
+                    bool(run.get("atRisk")),
+                )
+                if str(scoring_key) != last_status:
+                    entries.append(TimelineEntry(datetime.fromisoformat(run["checkedAt"]), name, scoring_line(run)))
+                    last_status = str(scoring_key)
                 continue
             described = _describe(name, state)
             if described:

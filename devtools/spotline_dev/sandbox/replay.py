@@ -50,6 +50,7 @@ from spotline_dev.sandbox.runs import (
     weather_of,
 )
 from spotline_dev.sandbox.scenario import FaultSpec, Scenario, ScenarioError, load_scenario
+from spotline_dev.sandbox.scoring import run_scoring, scoring_result_lines
 from spotline_dev.sandbox.team_changes import schedule_team_changes
 from spotline_dev.standin import ServiceJobView, TrainingBehaviour
 
@@ -91,7 +92,10 @@ def run_scenario(scenario: Scenario, *, verbose: bool = False) -> dict[str, Any]
 
 def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[dict[str, Any], list[ServiceJobView]]:
     body = manifest.read_bytes()
-    spec = validate_bytes(body, now=scenario.start).spec
+    validated = validate_bytes(body, now=scenario.start)
+    if validated.scoring is not None:  # a scoring manifest: its own stack and summary
+        return run_scoring(scenario, manifest, validated.scoring, body, verbose)
+    spec = validated.spec
     team = spec.team if spec else "sandbox"
     if scenario.team_policy is not None:
         policy = scenario.team_policy
@@ -238,6 +242,9 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         out += ["", f"== {run['name']}  ({run['manifest']})"]
         out += [] if one_account else [f"  plays {run['account']}"]
         out += ["  " + line for line in run["timeline"]]
+        if run.get("kind") == "ScoringJob":
+            out += scoring_result_lines(run)
+            continue
         result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
         if run["deadlineMet"] is not None:
             deadline = "met" if run["deadlineMet"] else "MISSED"
@@ -297,6 +304,19 @@ def _ends(run: dict[str, Any]) -> list[str]:
     return out
 
 
+SCORING_FIELDS = (
+    "kind",
+    "instances",
+    "peakInstances",
+    "windowEnd",
+    "windowMet",
+    "recordsPerSecond",
+    "sizing",
+    "shards",
+)
+"""What a scoring run's `--json` entry adds (its training keys say nothing was trained)."""
+
+
 def public_summary(
     summary: dict[str, Any], *, with_story: bool = False, wall_seconds: float | None = None
 ) -> dict[str, Any]:
@@ -339,7 +359,9 @@ def public_summary(
         "scenario": summary["scenario"],
         "account": sorted({run["account"] for run in summary["executions"] if run.get("account")}),
         "executions": [
-            {k: run[k] for k in fields} | ({"explain": run["story"].to_dict()} if with_story else {})
+            {k: run[k] for k in fields}
+            | ({k: run[k] for k in SCORING_FIELDS} if run.get("kind") == "ScoringJob" else {})
+            | ({"explain": run["story"].to_dict()} if with_story and run.get("story") else {})
             for run in summary["executions"]
         ],
         "leftRunning": summary["leftRunning"],

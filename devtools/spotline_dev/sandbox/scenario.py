@@ -95,6 +95,16 @@ class RegionSpec:
 
 
 @dataclass(frozen=True)
+class TransformSpec:
+    """The stand-in's Batch Transform (`transform:`), for scoring manifests."""
+
+    records_per_second: float
+    changes: list[tuple[float, float]] = field(default_factory=list)  # (offset seconds, factor)
+    objects: int = 400
+    start_delay: float = 480.0
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     start: datetime
@@ -118,6 +128,7 @@ class Scenario:
     account: dict[str, str] | None = None  # `account: {id, region, rolePath}`; None: the manifests'
     regions: dict[str, RegionSpec] = field(default_factory=dict)  # `regions:`, the stack's peer regions
     zones: dict[str, Capacity] = field(default_factory=dict)  # `zones:`, where a zone of the home region differs
+    transform: TransformSpec | None = None  # `transform:`, the stand-in's Batch Transform
 
     @property
     def shares_a_queue(self) -> bool:
@@ -201,6 +212,7 @@ def load_scenario(path: Path | None) -> Scenario:
             )
             for zone, e in (raw.get("zones") or {}).items()
         },
+        transform=_transform(raw["transform"]) if raw.get("transform") else None,
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],
@@ -211,6 +223,18 @@ def load_scenario(path: Path | None) -> Scenario:
         submissions=submissions,
         capacity=_queue(raw["queue"]) if "queue" in raw else None,
         account={str(k): str(v) for k, v in raw["account"].items()} if raw.get("account") else None,
+    )
+
+
+def _transform(raw: dict[str, Any]) -> TransformSpec:
+    return TransformSpec(
+        records_per_second=float(raw["recordsPerSecond"]),
+        changes=[
+            (_seconds(c["at"], f"transform.changes[{i}].at"), float(c["factor"]))
+            for i, c in enumerate(raw.get("changes") or [])
+        ],
+        objects=int(raw.get("objects", 400)),
+        start_delay=_seconds(raw["startDelay"], "transform.startDelay") if "startDelay" in raw else 480.0,
     )
 
 

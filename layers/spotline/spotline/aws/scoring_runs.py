@@ -97,7 +97,7 @@ class ScoringRun:
             "target": self.target,
             "probing": self.probing,
             "atRisk": self.at_risk,
-            "measuredRecordsPerSecond": self.measured,
+            "measuredRecordsPerSecond": round(self.measured, 1) if self.measured else None,
             "notifications": list(self.notifications),
             "done": self.done,
         }
@@ -219,7 +219,8 @@ def plan_run(
         headroom_percent=spec.headroom_percent,
         objects=len(objects),
     )
-    shards = _shards(objects, max(sizing.instances, min(spec.max_instances, sizing.needed)), probe=recorded is None)
+    probe = recorded is None and len(objects) > 1  # one object: nothing to measure it on before the rest
+    shards = _shards(objects, max(sizing.instances, min(spec.max_instances, sizing.needed)), probe=probe)
     run_id = run_id_of(spec, ready_at)
     output = f"{spec.output_s3_uri.rstrip('/')}/{run_id}/"
     write_shard_manifests(source, output, shards)
@@ -233,8 +234,8 @@ def plan_run(
         records,
         sizing.to_dict(),
         tuple(ShardState(s.index, s.size) for s in shards),
-        target=1 if recorded is None else sizing.instances,
-        probing=recorded is None,
+        target=1 if probe else sizing.instances,
+        probing=probe,
     )
 
 

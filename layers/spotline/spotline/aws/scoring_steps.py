@@ -108,7 +108,7 @@ def night_figures(run: ScoringRun) -> dict[str, Any]:
         "records": run.records,
         "recordsPerSecond": run.measured,
         "windowEnd": to_rfc3339(due),
-        "finishedAt": to_rfc3339(finished) if finished else None,
+        "finishedAt": to_rfc3339(finished.replace(microsecond=0)) if finished else None,
         "windowMet": finished is not None and finished <= due,
         "durationSeconds": round((finished - start).total_seconds()) if finished else None,
         "marginSeconds": round((due - finished).total_seconds()) if finished else None,

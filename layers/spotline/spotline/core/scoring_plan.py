@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from spotline.core.model import to_rfc3339
+
 STARTUP_SECONDS = 480.0
 """A transform job's start before it scores (instances, the model's container), assumed."""
 WAVES = 6
@@ -227,7 +229,7 @@ def pace(
         left = sum(s.size for s in pending) * per_byte
         at_risk = (
             f"{left:,.0f} records in {len(pending)} shard(s) not started, at {rate:,.0f}/s per instance, end about "
-            f"{_minutes((end - due).total_seconds())} after {due.isoformat()} even on maxInstances ({max_instances})"
+            f"{_minutes((end - due).total_seconds())} after {to_rfc3339(due)} even on maxInstances ({max_instances})"
         )
     return Pace(wanted, start, measured, end, at_risk)
 

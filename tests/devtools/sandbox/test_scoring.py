@@ -1,0 +1,49 @@
+"""Scoring nights in the sandbox (the issue's "done when"): 40 million records at a declared 1,500
+records/s per instance in a 3-hour window are sized to the formula's count, scored inside the window
+and the throughput measured; a night whose throughput halves mid-run adds shards in time; one
+giant file is warned with the numbers and on-call hears WindowAtRisk while the window is open."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from spotline.core.scoring_plan import STARTUP_SECONDS
+from spotline_dev.local.template import PROJECT_ROOT
+from spotline_dev.sandbox.replay import load_scenario, public_summary, run_scenario
+
+SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
+WINDOW_END = "2026-12-05T03:00:00Z"
+
+
+def _night(name: str) -> dict[str, Any]:
+    (run,) = public_summary(run_scenario(load_scenario(SCENARIOS / name)))["executions"]
+    return run  # type: ignore[no-any-return]
+
+
+def test_the_issues_night_is_sized_to_the_formula_and_scored_inside_its_window() -> None:
+    run = _night("scores-a-night.yaml")
+    formula = math.ceil(40_000_000 / (1500 * (3 * 3600 - STARTUP_SECONDS)) * 1.3)
+    assert (run["kind"], run["status"], run["instances"]) == ("ScoringJob", "SUCCEEDED", formula)
+    assert run["windowEnd"] == WINDOW_END and run["windowMet"] is True
+    assert run["finishedAt"] <= WINDOW_END
+    assert run["recordsPerSecond"] == 1500.0  # measured on the stand-in, which scores at 1,500/s
+    assert run["notifications"] == []
+
+
+def test_a_night_that_slows_by_half_adds_shards_before_the_window_closes() -> None:
+    run = _night("scoring-night-slows-by-half.yaml")
+    assert run["windowMet"] is True and run["finishedAt"] <= WINDOW_END
+    assert run["peakInstances"] > run["instances"]
+    assert run["recordsPerSecond"] == 750.0  # the latest shards' pace
+
+
+def test_one_giant_file_is_warned_with_the_numbers_and_on_call_hears_of_it_in_time() -> None:
+    run = _night("scores-one-giant-file.yaml")
+    assert run["sizing"]["warning"] == (
+        "the input has 1 object(s) for 4 instance(s): Batch Transform gives each instance whole objects, "
+        "so at most 1 can work; split it into at least 4 objects"
+    )
+    ((notice),) = run["notifications"]
+    assert notice["type"] == "WindowAtRisk" and notice["at"] < WINDOW_END
+    assert run["windowMet"] is False
