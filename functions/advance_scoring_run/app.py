@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import clock
 from spotline.aws.observability import bind_execution, logger
 from spotline.aws.scoring_runs import CHECK_SECONDS, ScoringRun, advance
-from spotline.aws.scoring_steps import notify, scoring_spec_of
+from spotline.aws.scoring_steps import notify, scoring_spec_for_step
 from spotline.core.model import to_rfc3339
 
 
@@ -20,9 +20,7 @@ from spotline.core.model import to_rfc3339
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
-    spec, problems = scoring_spec_of(source)
-    if spec is None:
-        raise ValueError(f"the manifest version no longer reads as a scoring job: {problems[0]}")
+    spec = scoring_spec_for_step(source)
     run = ScoringRun.from_dict(source["scoring"]["run"])
     now = clock.now()
     run = advance(spec, run, now=now, notify=lambda kind, why: notify(spec, run.run_id, kind, why))

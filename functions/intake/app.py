@@ -17,7 +17,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws.intake import IntakeSettings, requested_manifest, start_for_manifest
+from spotline.aws.intake import IntakeSettings, manifest_source, requested_manifest, start_for_manifest
 from spotline.aws.observability import add_team_dimension, log_metrics, logger, metrics
 from spotline.aws.rejections import reject
 from spotline.aws.scoring_intake import kind_of, register, start_run
@@ -48,8 +48,7 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     if kind.kind == "ScoringJob" and kind.datasets:
         result = register(location, kind, etag=etag, received_at=received_at)
     elif kind.kind == "ScoringJob":
-        source = {"bucket": location.bucket, "key": location.key, "versionId": location.version_id}
-        source |= {"etag": etag, "team": location.team, "receivedAt": received_at}
+        source = manifest_source(location, etag=etag, received_at=received_at)
         result = start_run(source, ready_at=received_at, dataset=None)
     else:
         result = start_for_manifest(settings, location, etag=etag, received_at=received_at)

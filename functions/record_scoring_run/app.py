@@ -13,7 +13,7 @@ from spotline.aws import clock
 from spotline.aws.clients import client, error_code
 from spotline.aws.observability import bind_execution, log_metrics, logger
 from spotline.aws.scoring_runs import ScoringRun
-from spotline.aws.scoring_steps import notify, record_night, scoring_spec_of
+from spotline.aws.scoring_steps import notify, record_night, scoring_spec_for_step
 
 
 @log_metrics
@@ -21,9 +21,7 @@ from spotline.aws.scoring_steps import notify, record_night, scoring_spec_of
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
-    spec, problems = scoring_spec_of(source)
-    if spec is None:
-        raise ValueError(f"the manifest version no longer reads as a scoring job: {problems[0]}")
+    spec = scoring_spec_for_step(source)
     raw = (source.get("scoring") or {}).get("run")
     run = ScoringRun.from_dict(raw) if raw else None
     failure = source.get("failure")

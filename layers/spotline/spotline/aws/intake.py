@@ -78,6 +78,18 @@ def _head(location: ManifestLocation, version: str | None) -> dict[str, Any] | N
         raise unreadable(exc, manifest_uri(location.bucket, location.key, version), "Intake") from exc
 
 
+def manifest_source(location: ManifestLocation, *, etag: str | None, received_at: str) -> dict[str, Any]:
+    """The manifest version an execution runs, as its input names it (every state machine's)."""
+    return {
+        "bucket": location.bucket,
+        "key": location.key,
+        "versionId": location.version_id,
+        "etag": etag,
+        "team": location.team,
+        "receivedAt": received_at,
+    }
+
+
 def start_for_manifest(
     settings: IntakeSettings, location: ManifestLocation, *, etag: str | None, received_at: str
 ) -> dict[str, Any]:
@@ -98,12 +110,7 @@ def start_for_manifest(
         logger.info("Duplicate delivery: execution exists", extra={"execution": arn, "status": existing["status"]})
         return {"status": "duplicate", "executionArn": arn, "name": name}
     payload = {
-        "bucket": location.bucket,
-        "key": location.key,
-        "versionId": location.version_id,
-        "etag": etag,
-        "team": location.team,
-        "receivedAt": received_at,
+        **manifest_source(location, etag=etag, received_at=received_at),
         # A fresh run; an execution that continues a long run names the one before it here
         # (the state machine's first question, IsItAContinuation?, reads it: always present).
         "continuedFrom": None,

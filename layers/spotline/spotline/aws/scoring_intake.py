@@ -17,6 +17,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from spotline.aws.clients import client, error_code, resource
+from spotline.aws.intake import manifest_source
 from spotline.aws.manifest_store import read_manifest
 from spotline.aws.observability import logger
 from spotline.aws.s3_answers import is_missing
@@ -67,12 +68,7 @@ def register(location: ManifestLocation, kind: ManifestKind, *, etag: str | None
             Item={
                 "pk": f"DATASET#{dataset}",
                 "sk": f"{REGISTRATION}{location.team}/{kind.job}",
-                "bucket": location.bucket,
-                "key": location.key,
-                "versionId": location.version_id,
-                "etag": etag,
-                "team": location.team,
-                "receivedAt": received_at,
+                **manifest_source(location, etag=etag, received_at=received_at),
                 "datasets": list(kind.datasets),
             }
         )

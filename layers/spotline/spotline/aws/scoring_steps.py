@@ -41,6 +41,14 @@ def scoring_spec_of(source: dict[str, Any]) -> tuple[ScoringSpec | None, list[Ma
     return None, result.errors or [ManifestError("kind", "is TrainingJob: the training lifecycle runs it")]
 
 
+def scoring_spec_for_step(source: dict[str, Any]) -> ScoringSpec:
+    """The run's scoring job, for a step after PlanScoringRun validated it (the same version)."""
+    spec, problems = scoring_spec_of(source)
+    if spec is None:
+        raise ValueError(f"the manifest version no longer reads as a scoring job: {problems[0]}")
+    return spec
+
+
 def model_facts(name: str) -> ModelFacts | None:
     """DescribeModel's role and image of `name`; None when there is no such model."""
     try:
