@@ -259,9 +259,10 @@ def _tap(stack: LocalStack, rule: str) -> str:
 def test_every_fail_state_and_alarm_has_its_runbook_section() -> None:
     root = EXAMPLE_MANIFEST.parents[2]
     runbook = (root / "docs" / "runbook.md").read_text()
-    states = json.loads((root / "statemachines" / "training_lifecycle.asl.json").read_text())["States"]
-    for name, state in states.items():
-        if state["Type"] == "Fail":
-            assert f"\n## {name}\n" in runbook, name
+    for machine in ("training_lifecycle", "scoring_run"):
+        states = json.loads((root / "statemachines" / f"{machine}.asl.json").read_text())["States"]
+        for name, state in states.items():
+            if state["Type"] == "Fail":
+                assert f"\n## {name}\n" in runbook, (machine, name)
     for alarm in resources_of_type(load_template(), "AWS::CloudWatch::Alarm"):
         assert f"(`{alarm}`)" in runbook, alarm

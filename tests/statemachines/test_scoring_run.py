@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
-from conftest import entered_states, upload
+from conftest import emitted_metrics, entered_states, upload
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import PROJECT_ROOT
@@ -57,7 +57,9 @@ def _run(stack: LocalStack, manifest: str, key: str) -> tuple[dict[str, Any], li
     return execution, stack.history(started["executionArn"])
 
 
-def test_a_scoring_manifest_runs_once_on_upload_and_ends_before_its_deadline(scoring_stack: LocalStack) -> None:
+def test_a_scoring_manifest_runs_once_on_upload_and_ends_before_its_deadline(
+    scoring_stack: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
     execution, history = _run(scoring_stack, "scores-on-upload.yaml", "manifests/media-recs/backfill-scores.yaml")
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     states = entered_states(history)
@@ -72,6 +74,11 @@ def test_a_scoring_manifest_runs_once_on_upload_and_ends_before_its_deadline(sco
         .read()
     )
     assert report["kind"] == "ScoringJob" and report["sizing"]["instances"] == 4
+    # The night's margin, per job and stack-wide (the trend alarm's: the service dimension only).
+    margins = [m for m in emitted_metrics(capsys.readouterr().out) if "ScoringWindowMarginSeconds" in m]
+    dimensions = sorted(tuple(sorted(m["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0])) for m in margins)
+    assert dimensions == [("job", "service", "team"), ("service",)]
+    assert [m["ScoringWindowMarginSeconds"] for m in margins] == [[float(report["marginSeconds"])]] * 2
 
 
 def test_a_model_of_another_team_is_refused_naming_the_field(scoring_stack: LocalStack) -> None:

@@ -176,6 +176,9 @@ def test_dashboard_shows_what_on_call_asked_for() -> None:
         "EstimatedCostUSD",
         "QueueWaitSeconds",
         "ManifestsRejected",
+        "ScoringWindowMarginSeconds",
+        "ScoringDurationSeconds",
+        "ScoringRecordsPerSecond",
     ):
         assert f'MetricName=\\"{metric}\\"' in body, metric
 
@@ -200,7 +203,27 @@ def test_alarms_cover_failures_deadlines_rejections_and_the_dead_letter_queue() 
         "ApproximateNumberOfMessagesVisible",
         "ExecutionsFailed",
         "ExecutionsTimedOut",
+        "ScoringWindowMarginSeconds",
     }
+
+
+def test_the_scoring_trend_alarm_projects_the_stack_wide_margin_one_night_ahead() -> None:
+    """It watches the metric RecordScoringRun publishes with the service dimension only (the
+    functions' POWERTOOLS_SERVICE_NAME), daily, and fires on 2 of 3 projections under the threshold."""
+    from spotline.aws.scoring_steps import MARGIN_METRIC
+
+    props = TEMPLATE["Resources"]["ScoringWindowTrendAlarm"]["Properties"]
+    margin, projected = props["Metrics"]
+    service = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    assert margin["MetricStat"]["Metric"]["MetricName"] == MARGIN_METRIC
+    assert margin["MetricStat"]["Metric"]["Dimensions"] == [{"Name": "service", "Value": service}]
+    assert (margin["MetricStat"]["Period"], margin["MetricStat"]["Stat"]) == (86400, "Minimum")
+    assert (projected["Expression"], projected["ReturnData"]) == ("margin + DIFF(margin)", True)
+    assert (props["ComparisonOperator"], props["Threshold"]) == (
+        "LessThanThreshold",
+        {"Ref": "ScoringMarginAlarmSeconds"},
+    )
+    assert (props["EvaluationPeriods"], props["DatapointsToAlarm"]) == (3, 2)
 
 
 def test_every_event_rule_shares_the_dead_letter_queue_its_policy_allows() -> None:

@@ -10,7 +10,7 @@ import os
 from datetime import datetime
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from spotline.aws.clients import client, error_code, resource
 from spotline.aws.manifest_store import read_manifest
@@ -28,6 +28,7 @@ from spotline.core.team_policy import TeamPolicyInvalid
 
 THROUGHPUT_TABLE = "SCORING_THROUGHPUT_TABLE"
 ALERT_TOPIC = "ALERT_TOPIC_ARN"
+MARGIN_METRIC = "ScoringWindowMarginSeconds"
 
 
 def scoring_spec_of(source: dict[str, Any]) -> tuple[ScoringSpec | None, list[ManifestError]]:
@@ -135,7 +136,11 @@ def record_night(spec: ScoringSpec, run: ScoringRun, source: dict[str, Any], now
     metrics.add_metric(name="ScoringRecords", unit=MetricUnit.Count, value=run.records)
     if figures["durationSeconds"] is not None:
         metrics.add_metric(name="ScoringDurationSeconds", unit=MetricUnit.Seconds, value=figures["durationSeconds"])
-        metrics.add_metric(name="ScoringWindowMarginSeconds", unit=MetricUnit.Seconds, value=figures["marginSeconds"])
+        metrics.add_metric(name=MARGIN_METRIC, unit=MetricUnit.Seconds, value=figures["marginSeconds"])
+        # The stack-wide margin (service dimension only) the trend alarm watches: its daily minimum
+        # is the night's smallest margin across jobs (ScoringWindowTrendAlarm).
+        with single_metric(name=MARGIN_METRIC, unit=MetricUnit.Seconds, value=figures["marginSeconds"]):
+            pass
     if run.measured:
         metrics.add_metric(name="ScoringRecordsPerSecond", unit=MetricUnit.Count, value=run.measured)
         store = throughput_store()
