@@ -17,6 +17,7 @@ from spotline.aws.observability import bind_execution, logger
 from spotline.aws.scoring_runs import MAX_INPUT_OBJECTS, input_objects, plan_run
 from spotline.aws.scoring_steps import admission_problems, scoring_spec_of, throughput_store
 from spotline.core.errors import ManifestError, summarize
+from spotline.core.service_jobs import execution_name_of
 
 MAX_PROBLEMS_IN_STATE = 20
 
@@ -43,7 +44,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     ready_at = datetime.fromisoformat(str(source.get("readyAt") or source["receivedAt"]).replace("Z", "+00:00"))
     store = throughput_store()
     recorded = store.recent(spec, str(spec.model.name)) if store else None
-    run = plan_run(spec, ready_at=ready_at, now=clock.now(), recorded=recorded, input_s3_uri=spec.input_s3_uri)
+    run = plan_run(
+        spec,
+        ready_at=ready_at,
+        now=clock.now(),
+        recorded=recorded,
+        input_s3_uri=spec.input_s3_uri,
+        execution_name=execution_name_of(event["execution"]),
+    )
     sizing = run.sizing
     summary = (
         f"{sizing['records']:,} records in {len(run.shards)} shard(s) of {len(objects)} object(s), due "

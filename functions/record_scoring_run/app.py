@@ -10,10 +10,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
-from spotline.aws.clients import client, error_code
 from spotline.aws.observability import bind_execution, log_metrics, logger
-from spotline.aws.scoring_runs import ScoringRun
+from spotline.aws.scoring_runs import ScoringRun, stop_transform_jobs
 from spotline.aws.scoring_steps import notify, record_night, scoring_spec_for_step
+from spotline.core.service_jobs import execution_name_of
 
 
 @log_metrics
@@ -26,7 +26,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = ScoringRun.from_dict(raw) if raw else None
     failure = source.get("failure")
     if failure is not None:
-        stopped = _stop_in_flight(run) if run else []
+        stopped = stop_transform_jobs(execution_name_of(event["execution"]))
         cause = f"{failure.get('Error')}: {str(failure.get('Cause'))[:500]}"
         notify(spec, run.run_id if run else "-", "ScoringFailed", f"{cause}; stopped {len(stopped)} transform job(s)")
         return {"stopped": stopped, "failedShards": [], "windowMet": False}
@@ -36,16 +36,3 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         notify(spec, run.run_id, "ScoringFailed", f"shard(s) {figures['failedShards']} failed")
     logger.info("Scoring run recorded", extra=figures)
     return figures
-
-
-def _stop_in_flight(run: ScoringRun) -> list[str]:
-    stopped = []
-    for shard in run.shards:
-        if shard.job and not shard.ended_at and not shard.failed:
-            try:
-                client("sagemaker").stop_transform_job(TransformJobName=shard.job)
-            except Exception as exc:
-                if error_code(exc) not in ("ValidationException", "ResourceNotFound"):  # ended meanwhile
-                    raise
-            stopped.append(shard.job)
-    return stopped

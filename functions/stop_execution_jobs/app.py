@@ -5,7 +5,8 @@ running. One function, two callers, the same job:
   `{"execution", "input"}` like every task; the state's job ids are stopped too;
 - the EventBridge rule on the execution's end (`Step Functions Execution Status Change`,
   SUCCEEDED, FAILED, TIMED_OUT or ABORTED): a run stopped in the console, timed out, or failed
-  where no Catch applies. What it stops here was left running, so it alerts the team.
+  where no Catch applies. What it stops here was left running, so it alerts the team. For a
+  scoring run's execution, it stops the run's transform jobs still in progress.
 
 Idempotent: a job already terminated or ended is left alone.
 """
@@ -20,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
+from spotline.aws.scoring_runs import stop_transform_jobs
 from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_everywhere
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
@@ -69,6 +71,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 def _after_the_end(detail: dict[str, Any], queue: str) -> dict[str, Any]:
     name, status = str(detail["name"]), str(detail["status"])
     logger.append_keys(execution=detail.get("executionArn"))
+    if detail.get("stateMachineArn") == os.environ.get("SCORING_STATE_MACHINE_ARN"):
+        # A scoring run's transform jobs, by the key in their names (spotline.aws.scoring_runs).
+        stopped = stop_transform_jobs(name)
+        metrics.add_metric(name="TransformJobsStoppedAtExecutionEnd", unit=MetricUnit.Count, value=len(stopped))
+        if stopped:
+            logger.warning("Transform jobs left running at the execution's end were stopped", extra={"jobs": stopped})
+        return {"execution": name, "status": status, "stoppedTransformJobs": stopped, "at": _now()}
     cancelled = status == "ABORTED" and detail.get("error") == CANCELLED_ERROR
     why = "its run was cancelled with spotline cancel" if cancelled else f"its execution ended {status}"
     found = stop_everywhere(name, queue, _peer_regions(), why=why, known_job_ids={})

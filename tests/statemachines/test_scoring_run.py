@@ -131,3 +131,17 @@ def test_a_scoring_job_with_depends_on_is_registered_and_each_dataset_event_star
     execution = scoring_stack.wait_for_execution(arn, timeout=600)
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     assert json.loads(execution["output"])["outcome"]["windowEnd"] == "2026-12-05T03:00:00Z"
+
+
+def test_a_scoring_run_stopped_in_the_console_leaves_no_transform_job_scoring(scoring_stack: LocalStack) -> None:
+    scoring_stack.stop_executions_after(3600)  # on-call stops it an hour in
+    execution, _history = _run(scoring_stack, "scores-on-upload.yaml", "manifests/media-recs/backfill-scores.yaml")
+    assert execution["status"] == "ABORTED"
+    now = scoring_stack.clock.now().timestamp()
+    assert any(job.status(now) in ("InProgress", "Stopping") for job in scoring_stack.standin.transforms.jobs.values())
+    (ended,) = scoring_stack.deliver_events(sources=("aws.states",))  # the end-of-execution rule
+    assert sorted(ended["stoppedTransformJobs"]) == sorted(
+        job.name for job in scoring_stack.standin.transforms.jobs.values() if job.stopped_at is not None
+    )
+    later = scoring_stack.clock.now().timestamp() + 60
+    assert all(job.status(later) in ("Completed", "Stopped") for job in scoring_stack.standin.transforms.jobs.values())

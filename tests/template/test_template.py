@@ -53,6 +53,7 @@ RESOURCE_WILDCARD_ONLY = {
     "ec2:DescribeSubnets",
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeSecurityGroups",
+    "sagemaker:ListTransformJobs",
 }
 
 
@@ -574,13 +575,13 @@ def test_the_state_machine_may_publish_to_the_alert_topic_with_its_key_through_s
     assert substitutions["AlertTopicArn"] == {"Ref": "AlertTopic"}
 
 
-def test_every_end_of_a_lifecycle_execution_reaches_the_clean_up() -> None:
+def test_every_end_of_a_lifecycle_or_scoring_execution_reaches_the_clean_up() -> None:
     events = TEMPLATE["Resources"]["StopExecutionJobsFunction"]["Properties"]["Events"]
     (rule,) = events.values()
     pattern = rule["Properties"]["Pattern"]
     assert pattern["source"] == ["aws.states"]
     assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
-    assert pattern["detail"]["stateMachineArn"] == [{"Ref": "TrainingLifecycle"}]
+    assert pattern["detail"]["stateMachineArn"] == [{"Ref": "TrainingLifecycle"}, {"Ref": "ScoringRun"}]
     assert set(pattern["detail"]["status"]) == {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}  # every end, not RUNNING
 
 

@@ -173,7 +173,7 @@ class TransformJobs:
 
     def list_jobs(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         self.settle(now)
-        wanted = body.get("StatusEquals")
+        wanted, contains = body.get("StatusEquals"), body.get("NameContains")
         summaries = [
             {
                 "TransformJobName": job.name,
@@ -183,7 +183,7 @@ class TransformJobs:
                 **({"TransformEndTime": job.ended_at()} if job.ended_at() <= now + EPS else {}),
             }
             for job in sorted(self.jobs.values(), key=lambda j: -j.created)
-            if wanted is None or job.status(now) == wanted
+            if (wanted is None or job.status(now) == wanted) and (contains is None or contains in job.name)
         ]
         return {"TransformJobSummaries": summaries[: int(body.get("MaxResults", 10))]}
 

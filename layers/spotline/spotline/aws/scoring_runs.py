@@ -78,6 +78,7 @@ class ScoringRun:
     at_risk: str | None = None  # the WindowAtRisk notice sent, if any
     measured: float | None = None  # records per second per instance, from the finished shards
     notifications: tuple[dict[str, str], ...] = field(default_factory=tuple)
+    jobs_key: str = ""  # in every transform job's name: the execution's (transform_jobs_key)
 
     @property
     def done(self) -> bool:
@@ -99,6 +100,7 @@ class ScoringRun:
             "atRisk": self.at_risk,
             "measuredRecordsPerSecond": round(self.measured, 1) if self.measured else None,
             "notifications": list(self.notifications),
+            "jobsKey": self.jobs_key,
             "done": self.done,
         }
 
@@ -119,6 +121,7 @@ class ScoringRun:
             raw.get("atRisk"),
             raw.get("measuredRecordsPerSecond"),
             tuple(raw.get("notifications") or ()),
+            str(raw.get("jobsKey") or ""),
         )
 
 
@@ -197,8 +200,20 @@ def run_id_of(spec: ScoringSpec, ready_at: datetime) -> str:
     return f"{ready_at.strftime('%Y%m%dT%H%M')}-{digest[:6]}"
 
 
+def transform_jobs_key(execution_name: str) -> str:
+    """What every transform job of an execution has in its name, so that the clean-up at the
+    execution's end finds them by name alone (ListTransformJobs NameContains)."""
+    return hashlib.sha256(execution_name.encode()).hexdigest()[:10]
+
+
 def plan_run(
-    spec: ScoringSpec, *, ready_at: datetime, now: datetime, recorded: float | None, input_s3_uri: str | None = None
+    spec: ScoringSpec,
+    *,
+    ready_at: datetime,
+    now: datetime,
+    recorded: float | None,
+    input_s3_uri: str | None = None,
+    execution_name: str = "",
 ) -> ScoringRun:
     """The run of the night whose data was ready at `ready_at`: sized from `recorded` (the last
     nights' throughput), else from the declared one while the first shard measures it."""
@@ -236,6 +251,7 @@ def plan_run(
         tuple(ShardState(s.index, s.size) for s in shards),
         target=1 if probe else sizing.instances,
         probing=probe,
+        jobs_key=transform_jobs_key(execution_name or run_id),
     )
 
 
@@ -267,8 +283,8 @@ def write_shard_manifests(input_s3_uri: str, output_s3_uri: str, shards: list[Sh
 
 
 def job_name(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
-    """`<job>-<run digest>-s<shard>`: at most 63 characters, as TransformJobName allows."""
-    return f"{spec.name[:40]}-{run.run_id[-6:]}-s{index:03d}"
+    """`<job>-<execution key>-s<shard>`: at most 56 characters (TransformJobName allows 63)."""
+    return f"{spec.name[:40]}-{run.jobs_key or run.run_id[-6:]}-s{index:03d}"
 
 
 def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callable[[str, str], None]) -> ScoringRun:
@@ -401,3 +417,23 @@ def _described(shard: ShardState) -> ShardState:
         if status in ("Failed", "Stopped")
         else None,
     )
+
+
+def stop_transform_jobs(execution_name: str) -> list[str]:
+    """Stop every transform job of the execution still in progress (idempotent): after an error
+    in the run, or at the execution's end (stopped in the console, timed out)."""
+    key, stopped = transform_jobs_key(execution_name), []
+    sagemaker = client("sagemaker")
+    request: dict[str, Any] = {"NameContains": key, "StatusEquals": "InProgress", "MaxResults": 100}
+    while True:
+        page = sagemaker.list_transform_jobs(**request)
+        for job in page.get("TransformJobSummaries") or []:
+            try:
+                sagemaker.stop_transform_job(TransformJobName=job["TransformJobName"])
+            except Exception as exc:
+                if error_code(exc) not in ("ValidationException", "ResourceNotFound"):  # ended meanwhile
+                    raise
+            stopped.append(str(job["TransformJobName"]))
+        if not page.get("NextToken"):
+            return stopped
+        request["NextToken"] = page["NextToken"]
