@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from spotline_dev.local.handles import LocalStack  # noqa: E402
 from spotline_dev.local.stack import start_local_stack  # noqa: E402
 from spotline_dev.sandbox.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.standin import TrainingBehaviour  # noqa: E402
+from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_MANIFEST = ROOT / "examples" / "manifests" / "ranker-v2.yaml"
@@ -66,6 +67,40 @@ def long_training() -> Iterator[LocalStack]:
         behaviour=lambda _request: TrainingBehaviour(duration=8 * 3600),
     ) as local:
         prepare_account(local.client, spec)
+        yield local
+
+
+SCORING_OPENS = datetime(2026, 12, 5, 0, tzinfo=UTC)  # the example scoring window's: 01:00 in Berlin
+SCORING_NIGHT, SCORING_OBJECTS = 40_000_000, 400
+SCORING_TEAM = {
+    "instanceFamilies": ["c5"],
+    "maxInstances": 12,
+    "roles": ["arn:aws:iam::123456789012:role/spotline/media-*"],
+    "s3Prefixes": ["s3://media-recs-data/", "s3://media-recs-scores/"],
+    "images": ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"],
+}
+
+
+@pytest.fixture
+def scoring_stack() -> Iterator[LocalStack]:
+    """A stack five minutes before the example scoring window opens: the night's 40 M records in
+    400 objects, the team's model, and Batch Transform at 1,500 records/s per instance."""
+    with start_local_stack(
+        SCORING_OPENS - timedelta(minutes=5), team_policy={"teams": {"media-recs": SCORING_TEAM}}
+    ) as local:
+        local.standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=480)
+        s3 = local.client("s3")
+        for bucket in ("media-recs-data", "media-recs-scores"):
+            s3.create_bucket(Bucket=bucket)
+        for index in range(SCORING_OBJECTS):
+            key = f"pairs/2026-12-05/part-{index:04d}.csv"
+            s3.put_object(Bucket="media-recs-data", Key=key, Body=b"0123456789\n" * 100)
+            local.standin.transform_records[("media-recs-data", key)] = SCORING_NIGHT // SCORING_OBJECTS
+        local.client("sagemaker").create_model(
+            ModelName="media-recs-ranker-2026-11",
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/spotline/media-scoring",
+            PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"},
+        )
         yield local
 
 

@@ -222,9 +222,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         use_session(profile=args.profile, region=None)
-        if via_stack:
-            via_machine = explain.state_machine_of_stack(via_stack, args.region)
-        arn = target if target.startswith("arn:") else explain.execution_arn_for(target, via_machine)
+        if target.startswith("arn:"):
+            arn = target
+        elif via_stack:
+            arn = explain.execution_arn_in_stack(target, via_stack, args.region)
+        else:
+            arn = explain.execution_arn_for(target, via_machine)
         explain.region_of(arn)
     except (ValueError, OperateError) as exc:
         print(f"{usage} {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@ from spotline.aws.observability import add_team_dimension, log_metrics, logger, 
 from spotline.aws.rejections import reject
 from spotline.aws.scoring_intake import kind_of, register, start_run
 from spotline.core.events import TRAINING_REQUESTED, Rejection, check_object_created, check_training_requested
+from spotline.core.naming import execution_name
 
 
 @log_metrics
@@ -49,7 +50,7 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         result = register(location, kind, etag=etag, received_at=received_at)
     elif kind.kind == "ScoringJob":
         source = manifest_source(location, etag=etag, received_at=received_at)
-        result = start_run(source, ready_at=received_at, dataset=None)
+        result = start_run(source, ready_at=received_at, dataset=None, name=execution_name(location))
     else:
         result = start_for_manifest(settings, location, etag=etag, received_at=received_at)
     add_team_dimension(location.team)

@@ -1,5 +1,6 @@
 """PlanScoringRun: the night's scoring run, planned before anything starts: the manifest version
-read as a scoring job, the team's allowance and its model checked, the input listed, the run sized
+read as a scoring job, the team's allowance and its model checked (a model given as image and
+artifact registered, once per content), the input listed, the run sized
 (from the last nights' throughput, else the declared one while a probe shard measures it) and
 split into shards whose manifest files are written beside its output. A refusal names every
 field at once; nothing is started."""
@@ -14,9 +15,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.observability import bind_execution, logger
+from spotline.aws.scoring_models import register_model
 from spotline.aws.scoring_runs import MAX_INPUT_OBJECTS, input_objects, plan_run
 from spotline.aws.scoring_steps import admission_problems, scoring_spec_of, throughput_store
 from spotline.core.errors import ManifestError, summarize
+from spotline.core.scoring import ScoringModel
 from spotline.core.service_jobs import execution_name_of
 
 MAX_PROBLEMS_IN_STATE = 20
@@ -37,6 +40,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         problems = [ManifestError("spec.input.s3Uri", f"no objects under {spec.input_s3_uri}: nothing to score")]
     if len(objects) > MAX_INPUT_OBJECTS:
         problems = [ManifestError("spec.input.s3Uri", f"more than {MAX_INPUT_OBJECTS:,} objects: split it into fewer")]
+    parts_given = spec is not None and spec.model.name is None
+    if spec is not None and not problems and spec.model.name is None:  # image + artifact: registered now
+        registered = register_model(spec)
+        if isinstance(registered, ManifestError):
+            problems = [registered]
+        else:
+            spec = replace(spec, model=ScoringModel(name=registered))
     if spec is None or problems:
         logger.warning("Scoring run refused", extra={"problems": [str(p) for p in problems]})
         plan = {"valid": False, "problems": [p.to_dict() for p in problems[:MAX_PROBLEMS_IN_STATE]]}
@@ -58,6 +68,17 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         f"{run.due}: {sizing['instances']} {spec.instance_type} instance(s) at {sizing['recordsPerSecond']:,.0f} "
         f"records/s each ({sizing['throughputSource']})"
         + (", the first shard alone to measure it" if run.probing else "")
+        + (f"; model {run.model} (from its image and artifact)" if parts_given else "")
     )
     logger.info("Scoring run planned", extra={"runId": run.run_id, "sizing": sizing})
-    return {"plan": {"valid": True, "problems": [], "summary": summary, "startAt": run.start}, "run": run.to_dict()}
+    return {
+        "plan": {
+            "valid": True,
+            "problems": [],
+            "job": spec.name,
+            "instanceType": spec.instance_type,
+            "summary": summary,
+            "startAt": run.start,
+        },
+        "run": run.to_dict(),
+    }

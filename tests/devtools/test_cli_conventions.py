@@ -168,11 +168,11 @@ def test_explain_takes_its_stack_from_spotline_stack(
     assert "set $SPOTLINE_STACK" in capsys.readouterr().err
     looked_up: list[str] = []
 
-    def state_machine_of_stack(stack: str, region: str | None) -> str:
+    def execution_arn_in_stack(name: str, stack: str, region: str | None) -> str:
         looked_up.append(stack)
         raise ValueError("stop here")
 
     monkeypatch.setenv("SPOTLINE_STACK", "from-the-environment")
-    monkeypatch.setattr("spotline_dev.explain.state_machine_of_stack", state_machine_of_stack)
+    monkeypatch.setattr("spotline_dev.explain.execution_arn_in_stack", execution_arn_in_stack)
     main(["explain", "some-run", "--region", "us-east-1"])
     assert looked_up == ["from-the-environment"]

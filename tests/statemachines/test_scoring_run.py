@@ -6,48 +6,19 @@ event starts the night's run; a team that may not use the model is refused namin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
 
 from conftest import emitted_metrics, entered_states, upload
+from spotline.core.manifest import validate_bytes
+from spotline.core.scoring import registered_model_name
+from spotline_dev.explain import explain
 from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.standin.transform_jobs import TransformWeather
-
-OPENS = datetime(2026, 12, 5, 0, tzinfo=UTC)  # 01:00 in Berlin
-NIGHT, OBJECTS = 40_000_000, 400
-MODEL_ROLE = "arn:aws:iam::123456789012:role/spotline/media-scoring"
-TEAM = {
-    "instanceFamilies": ["c5"],
-    "maxInstances": 12,
-    "roles": ["arn:aws:iam::123456789012:role/spotline/media-*"],
-    "s3Prefixes": ["s3://media-recs-data/", "s3://media-recs-scores/"],
-    "images": ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"],
-}
-
-
-@pytest.fixture
-def scoring_stack() -> Iterator[LocalStack]:
-    with start_local_stack(OPENS - timedelta(minutes=5), team_policy={"teams": {"media-recs": TEAM}}) as stack:
-        stack.standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=480)
-        s3 = stack.client("s3")
-        for bucket in ("media-recs-data", "media-recs-scores"):
-            s3.create_bucket(Bucket=bucket)
-        for index in range(OBJECTS):
-            key = f"pairs/2026-12-05/part-{index:04d}.csv"
-            s3.put_object(Bucket="media-recs-data", Key=key, Body=b"0123456789\n" * 100)
-            stack.standin.transform_records[("media-recs-data", key)] = NIGHT // OBJECTS
-        stack.client("sagemaker").create_model(
-            ModelName="media-recs-ranker-2026-11",
-            ExecutionRoleArn=MODEL_ROLE,
-            PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"},
-        )
-        yield stack
+from spotline_dev.sandbox.account import ensure_image, ensure_role
 
 
 def _run(stack: LocalStack, manifest: str, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -99,6 +70,10 @@ def test_a_model_of_another_team_is_refused_naming_the_field(scoring_stack: Loca
         in execution["cause"]
     )
     assert scoring_stack.standin.transforms.jobs == {}
+    story = explain(scoring_stack.history(started["executionArn"]), execution)  # what on-call reads
+    assert (story.kind, story.headline) == ("ScoringJob", "FAILED in ScoringManifestRejected")
+    assert [p.path for p in story.failure.problems] == ["spec.model.name", "spec.model.name"]  # type: ignore[union-attr]
+    assert story.next_step is not None and story.next_step.startswith("Fix every error listed")
 
 
 def test_a_scoring_job_with_depends_on_is_registered_and_each_dataset_event_starts_a_night(
@@ -145,3 +120,84 @@ def test_a_scoring_run_stopped_in_the_console_leaves_no_transform_job_scoring(sc
     )
     later = scoring_stack.clock.now().timestamp() + 60
     assert all(job.status(later) in ("Completed", "Stopped") for job in scoring_stack.standin.transforms.jobs.values())
+
+
+OWN_MODEL = PROJECT_ROOT / "examples" / "scoring" / "scores-with-its-own-model.yaml"
+OWN_ROLE = "arn:aws:iam::123456789012:role/spotline/media-scoring"
+OWN_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"
+OWN_ARTIFACT = ("media-recs-scores", "models/ranker-2026-11/model.tar.gz")
+
+
+def _registered_name() -> str:
+    spec = validate_bytes(OWN_MODEL.read_bytes(), now=datetime(2026, 12, 4, tzinfo=UTC)).scoring
+    assert spec is not None
+    return registered_model_name(spec.team, spec.model)
+
+
+def test_a_model_given_as_image_and_artifact_is_registered_once_and_scored_with(scoring_stack: LocalStack) -> None:
+    ensure_role(scoring_stack.client("iam"), OWN_ROLE, "media-recs")
+    ensure_image(scoring_stack.client("ecr"), OWN_IMAGE)
+    scoring_stack.client("s3").put_object(Bucket=OWN_ARTIFACT[0], Key=OWN_ARTIFACT[1], Body=b"model.tar.gz")
+    execution, _history = _run(scoring_stack, "scores-with-its-own-model.yaml", "manifests/media-recs/own.yaml")
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    name = _registered_name()
+    model = scoring_stack.client("sagemaker").describe_model(ModelName=name)
+    container = model["PrimaryContainer"]
+    assert (model["ExecutionRoleArn"], container["Image"]) == (OWN_ROLE, OWN_IMAGE)
+    assert container["ModelDataUrl"] == f"s3://{OWN_ARTIFACT[0]}/{OWN_ARTIFACT[1]}"
+    jobs = scoring_stack.standin.transforms.jobs.values()
+    assert jobs and {job.request["ModelName"] for job in jobs} == {name}
+    # Uploaded again (a new version, a new run): the same parts, the same model, found and reused.
+    scoring_stack.deliver_events()  # the first execution's end, to the end-of-execution rule
+    again, _ = _run(scoring_stack, "scores-with-its-own-model.yaml", "manifests/media-recs/own.yaml")
+    assert again["status"] == "SUCCEEDED", again.get("cause")
+
+
+def test_a_model_whose_parts_are_not_the_teams_is_refused_naming_each_field(scoring_stack: LocalStack) -> None:
+    ensure_role(scoring_stack.client("iam"), OWN_ROLE, "ads")  # another team's role; no image, no artifact
+    execution, _history = _run(scoring_stack, "scores-with-its-own-model.yaml", "manifests/media-recs/own.yaml")
+    assert (execution["status"], execution["error"]) == ("FAILED", "ScoringManifestRejected")
+    cause = execution["cause"]
+    assert "spec.model.roleArn: role media-scoring is not tagged spotline:team=media-recs" in cause
+    assert "spec.model.image: repository ranker not found in registry 123456789012" in cause
+    assert f"spec.model.artifact: s3://{OWN_ARTIFACT[0]}/{OWN_ARTIFACT[1]}: no object there" in cause
+    names = {m["ModelName"] for m in scoring_stack.client("sagemaker").list_models()["Models"]}
+    assert names == {"media-recs-ranker-2026-11"}  # nothing registered
+
+
+def test_a_registered_models_name_held_by_other_content_is_refused_never_replaced(scoring_stack: LocalStack) -> None:
+    ensure_role(scoring_stack.client("iam"), OWN_ROLE, "media-recs")
+    ensure_image(scoring_stack.client("ecr"), OWN_IMAGE)
+    s3 = scoring_stack.client("s3")
+    s3.put_object(Bucket=OWN_ARTIFACT[0], Key=OWN_ARTIFACT[1], Body=b"model.tar.gz")
+    s3.put_object(Bucket=OWN_ARTIFACT[0], Key="models/other.tar.gz", Body=b"another model")
+    name = _registered_name()
+    scoring_stack.client("sagemaker").create_model(
+        ModelName=name,
+        ExecutionRoleArn=OWN_ROLE,
+        PrimaryContainer={"Image": OWN_IMAGE, "ModelDataUrl": f"s3://{OWN_ARTIFACT[0]}/models/other.tar.gz"},
+    )
+    execution, _history = _run(scoring_stack, "scores-with-its-own-model.yaml", "manifests/media-recs/own.yaml")
+    assert (execution["status"], execution["error"]) == ("FAILED", "ScoringManifestRejected")
+    assert (
+        f"spec.model: a SageMaker model named {name} exists with another image, artifact or role" in execution["cause"]
+    )
+    container = scoring_stack.client("sagemaker").describe_model(ModelName=name)["PrimaryContainer"]
+    assert container["ModelDataUrl"].endswith("models/other.tar.gz")  # untouched
+
+
+def test_deleting_a_registered_scoring_manifest_stops_its_nights(scoring_stack: LocalStack) -> None:
+    key = "manifests/media-recs/nightly-scores.yaml"
+    upload(scoring_stack, key, (PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_bytes())
+    (registered,) = scoring_stack.deliver_events()
+    assert registered["status"] == "registered"
+    scoring_stack.client("s3").delete_object(Bucket=scoring_stack.bucket, Key=key)  # a delete marker: kept versions
+    scoring_stack.deliver_events()
+    detail = {"dataset": "media-pairs-nightly", "producedAt": "2026-12-05T00:00:00Z"}
+    event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
+    boto3.client("events", region_name="us-east-1").put_events(Entries=[event])
+    (gate,) = scoring_stack.deliver_events()
+    assert "scoringRuns" not in gate  # no night started
+    table = scoring_stack.client("dynamodb")
+    items = table.scan(TableName=scoring_stack.physical["DatasetsTable"])["Items"]
+    assert not [i for i in items if i["sk"]["S"].startswith("SCORING#")]  # and it is unregistered

@@ -3,7 +3,7 @@
 `explain(history, describe_execution)` is pure: it reads what each state stored under its own
 key ($.manifest, $.resources, $.training, $.status, $.fallback, $.outcome, $.failure, ...) and
 the execution's end, and returns a `Story` (what happened, why, what to do next, the timeline,
-the attempts, the console links). `fetch`, `execution_arn_for` and `state_machine_of_stack` are
+the attempts, the console links). `fetch`, `execution_arn_for` and `execution_arn_in_stack` are
 the thin boto3 part for a deployed stack; the sandbox passes the histories of its local executions.
 
 States and keys this package does not know (the workflow grows) are shown generically: a line
@@ -21,12 +21,12 @@ from spotline_dev.explain.history import (
     ExplainError,
     HistoryEvent,
     execution_arn_for,
+    execution_arn_in_stack,
     fetch,
     fetch_run,
     readable_cause,
     region_of,
     rfc3339,
-    state_machine_of_stack,
 )
 from spotline_dev.explain.render import render_text
 from spotline_dev.explain.story import Attempt, Failure, Problem, Story, explain
@@ -41,6 +41,7 @@ __all__ = [
     "Story",
     "TimelineEntry",
     "execution_arn_for",
+    "execution_arn_in_stack",
     "explain",
     "fetch",
     "fetch_run",
@@ -50,7 +51,6 @@ __all__ = [
     "region_of",
     "render_text",
     "rfc3339",
-    "state_machine_of_stack",
     "timeline",
     "timeline_entries",
 ]

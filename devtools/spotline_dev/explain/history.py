@@ -3,7 +3,7 @@
 The small readers take each state's JSON document apart (input, output, the error a Catch kept);
 `walk_history` makes one pass over the events and collects the attempts, their status checks,
 the switches to on-demand and the caught errors; `links_of` gathers the console links. `fetch`,
-`execution_arn_for` and `state_machine_of_stack` are the thin boto3 part for a deployed stack.
+`execution_arn_for` and `execution_arn_in_stack` are the thin boto3 part for a deployed stack.
 """
 
 from __future__ import annotations
@@ -267,13 +267,26 @@ def execution_arn_for(name: str, state_machine_arn: str) -> str:
     return ":".join([*parts[:5], "execution", parts[6], name])
 
 
-def state_machine_of_stack(stack: str, region: str | None) -> str:
-    """The `TrainingLifecycleArn` output of a CloudFormation stack."""
+def execution_arn_in_stack(name: str, stack: str, region: str | None) -> str:
+    """The ARN of execution `name` of a CloudFormation stack: on its training state machine
+    (`TrainingLifecycleArn`), else on its scoring one (`ScoringRunArn`) where it exists there."""
     described = _client("cloudformation", region).describe_stacks(StackName=stack)["Stacks"]
-    for output in described[0].get("Outputs", []) if described else []:
-        if output.get("OutputKey") == "TrainingLifecycleArn":
-            return str(output["OutputValue"])
-    raise ExplainError(f"stack {stack} has no TrainingLifecycleArn output (is it a Spotline stack?)")
+    outputs = {
+        o.get("OutputKey"): str(o.get("OutputValue")) for o in (described[0].get("Outputs", []) if described else [])
+    }
+    if "TrainingLifecycleArn" not in outputs:
+        raise ExplainError(f"stack {stack} has no TrainingLifecycleArn output (is it a Spotline stack?)")
+    arns = [
+        execution_arn_for(name, outputs[key]) for key in ("TrainingLifecycleArn", "ScoringRunArn") if key in outputs
+    ]
+    sfn = _client("stepfunctions", region_of(arns[0]))
+    for arn in arns:
+        try:
+            sfn.describe_execution(executionArn=arn)
+            return arn
+        except sfn.exceptions.ExecutionDoesNotExist:
+            continue
+    return arns[0]  # in neither: reading it says so
 
 
 def fetch(execution_arn: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -53,7 +53,21 @@ def render_text(story: Story) -> str:
             entry = TimelineEntry(parse_time(item["at"]), str(item["state"]), str(item["text"]))
             out.append(f"  {format_entry(entry, start)}")
 
-    out += ["", "Training"]
+    if story.scoring is not None:
+        out += ["", "Scoring", *story.scoring.lines()]
+    else:
+        out += _training_lines(story)
+    if story.other:
+        out += ["", "Other results"]
+        out += [f"  {key}: {summarize(value)}" for key, value in story.other.items()]
+    out += ["", "Links"]
+    out += [f"  {LINK_LABELS.get(k, k):<14} {url}" for k, url in story.links.items()]
+    out += [f"  {k.capitalize() + ' report':<14} {url}" for k, url in story.reports.items()]
+    return "\n".join(out)
+
+
+def _training_lines(story: Story) -> list[str]:
+    out = ["", "Training"]
     if story.attempts:
         width = max(len(a.training_job_name or "-") for a in story.attempts)
         for a in story.attempts:
@@ -76,10 +90,4 @@ def render_text(story: Story) -> str:
             f"{format_duration(figures['training_seconds'])} of training billed as "
             f"{format_duration(figures.get('billable_seconds', 0))}; {against}"
         )
-    if story.other:
-        out += ["", "Other results"]
-        out += [f"  {key}: {summarize(value)}" for key, value in story.other.items()]
-    out += ["", "Links"]
-    out += [f"  {LINK_LABELS.get(k, k):<14} {url}" for k, url in story.links.items()]
-    out += [f"  {k.capitalize() + ' report':<14} {url}" for k, url in story.reports.items()]
-    return "\n".join(out)
+    return out

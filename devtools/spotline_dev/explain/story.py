@@ -24,6 +24,7 @@ from spotline_dev.explain.history import (
     rfc3339,
     walk_history,
 )
+from spotline_dev.explain.scoring import ScoringNight, scoring_headline, scoring_next_step, scoring_night
 from spotline_dev.explain.timeline import offset, status_line, timeline_entries
 
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
@@ -106,6 +107,8 @@ class Story:
     links: dict[str, str]
     reports: dict[str, str]
     other: dict[str, Any]
+    kind: str = "TrainingJob"  # or ScoringJob: a scoring run's night is in `scoring`
+    scoring: ScoringNight | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """camelCase keys, times RFC 3339, as the sandbox's `--json`."""
@@ -178,11 +181,14 @@ def _attempt(record: AttemptRecord, *, last: bool, running: bool) -> Attempt:
 
 def _problems(state: dict[str, Any]) -> list[Problem]:
     manifest, resources = as_dict(state.get("manifest")), as_dict(state.get("resources"))
+    plan = as_dict(as_dict(state.get("scoring")).get("plan"))
     found: list[Any] = []
     if manifest and manifest.get("valid") is False:
         found = manifest.get("errors") or []
     elif resources and resources.get("valid") is False:
         found = resources.get("problems") or []
+    elif plan and plan.get("valid") is False:
+        found = plan.get("problems") or []
     return [Problem(str(p.get("path", "")), str(p.get("message", ""))) for p in found if isinstance(p, dict)]
 
 
@@ -301,6 +307,17 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         if isinstance(v, str) and v
     }
     spot_interruptions = sum(a.interruptions for a in attempts)
+    instance = f"{job['instanceType']} x{job.get('instanceCount', 1)}" if job.get("instanceType") else None
+    night = scoring_night(state)
+    if night is not None:  # a scoring run: its night stands where training's attempts would
+        headline = scoring_headline(night, status, walk.last_state) or headline
+        failed = failure.state if failure else None
+        next_step = scoring_next_step(night, status, failed, failure.error if failure else None) or next_step
+        job, instance = {"name": night.job}, night.instance_type
+        deadline, finished_at, deadline_met = night.window_end, night.finished_at, night.window_met
+        deadline_note, fallback = night.window_note(), "no: Batch Transform runs on-demand only"
+        other = {k: v for k, v in other.items() if k != "scoring"}
+        figures = {}
     return Story(
         execution_arn=arn,
         name=name,
@@ -316,7 +333,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         job=job.get("name"),
         owner=job.get("owner"),
         strategy=strategy,
-        instance=(f"{job['instanceType']} x{job.get('instanceCount', 1)}" if job.get("instanceType") else None),
+        instance=instance,
         headline=headline,
         outcome={"name": str(outcome.get("name")), "cause": str(outcome.get("cause"))} if outcome else None,
         failure=failure,
@@ -346,6 +363,8 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         links=links_of(walk, arn),
         reports=reports,
         other=other,
+        kind="ScoringJob" if night is not None else "TrainingJob",
+        scoring=night,
     )
 
 

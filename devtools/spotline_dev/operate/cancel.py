@@ -6,6 +6,9 @@ same clean-up the stack runs at an execution's end (`spotline.aws.service_jobs`)
 whichever of the two gets to a job first stops it, and the end-of-execution rule, seeing the
 stop's error (CANCELLED_ERROR), alerts nobody. A job that a SubmitTrainingJob already under way
 submits after both have looked is the 15-minute sweep's (ReconcileTrainingJobs).
+
+A scoring run's transform jobs are found by the key every one of its jobs has in its name
+(`spotline.aws.scoring_runs.stop_transform_jobs`, the same clean-up as the stack's).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from spotline.aws.scoring_runs import stop_transform_jobs, transform_jobs_of
 from spotline.aws.service_jobs import describe, stop_everywhere, summaries
 from spotline.core.service_jobs import CANCELLED_ERROR, LIVE_STATUSES, ServiceJob, run_job_name_pattern
 from spotline_dev.operate.deployment import Deployment
@@ -29,16 +33,22 @@ class Cancellation:
     stopped_jobs: list[ServiceJob] = field(default_factory=list)
     stopping_jobs: list[ServiceJob] = field(default_factory=list)  # already told to stop (by the stack's clean-up)
     checked_jobs: int = 0
+    stopped_transform_jobs: list[str] = field(default_factory=list)  # a scoring run's
+    stopping_transform_jobs: list[str] = field(default_factory=list)
+    kind: str = "TrainingJob"  # or ScoringJob
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "execution": self.execution,
+            "kind": self.kind,
             "executionArn": self.execution_arn,
             "was": self.was,
             "stoppedExecution": self.stopped_execution,
             "stoppedJobs": [job.to_dict() for job in self.stopped_jobs],
             "stoppingJobs": [job.to_dict() for job in self.stopping_jobs],
             "checkedJobs": self.checked_jobs,
+            "stoppedTransformJobs": self.stopped_transform_jobs,
+            "stoppingTransformJobs": self.stopping_transform_jobs,
         }
 
 
@@ -53,6 +63,17 @@ def cancel(deployment: Deployment, name: str, *, now: datetime, who: str) -> Can
             cause=f"Cancelled by {who} with `spotline cancel`.",
         )
         stopped = True
+    if run.scoring is not None:
+        ours = stop_transform_jobs(run.name)
+        return Cancellation(
+            execution=run.name,
+            execution_arn=run.execution_arn,
+            was=run.status,
+            stopped_execution=stopped,
+            stopped_transform_jobs=ours,
+            stopping_transform_jobs=[n for n in transform_jobs_of(run.name, "Stopping") if n not in ours],
+            kind="ScoringJob",
+        )
     found = stop_everywhere(
         run.name,
         deployment.job_queue_arn,

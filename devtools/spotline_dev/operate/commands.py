@@ -51,15 +51,20 @@ def cmd_submit(args: argparse.Namespace, deployment: Deployment) -> int:
             print(f"{where}: {error.path}: {error.message}", file=sys.stderr)
         print("spotline submit: nothing uploaded", file=sys.stderr)
         return EXIT_INVALID
-    if args.output == "json" and not args.wait:
+    if args.output == "json" and (not args.wait or submission.execution_name is None):
         print(as_json(submission.to_dict()))
     elif args.output != "json":
         checked = "" if submission.team_policy_checked else " (the team's registry entry was not readable: not checked)"
         version = f" (version {submission.version_id})" if submission.version_id else ""
         print(f"Valid{checked}; uploaded s3://{submission.bucket}/{submission.key}{version}")
-        print(f"Execution  {submission.execution_name}")
-        print(f"Console    {submission.console}")
-    if not args.wait:
+        if submission.execution_name is None:
+            print(
+                f"Registered scoring job: each Dataset Ready event of {', '.join(submission.datasets)} starts a night"
+            )
+        else:
+            print(f"Execution  {submission.execution_name}")
+            print(f"Console    {submission.console}")
+    if not args.wait or submission.execution_name is None:
         return EXIT_OK
 
     def progress(run: Run) -> None:
@@ -97,7 +102,7 @@ def cmd_runs(args: argparse.Namespace, deployment: Deployment) -> int:
             run.team or "-",
             run.job or "-",
             run.state,
-            str(run.attempts),
+            str(run.attempts) if run.scoring is None else "-",
             run.capacity or "-",
             run.deadline or "-",
             duration(run.elapsed_seconds),
@@ -122,6 +127,13 @@ def cmd_status(args: argparse.Namespace, deployment: Deployment) -> int:
 def render_status(run: Run, asked: str, now: datetime) -> str:
     continued = f" (the run of {asked} continues here)" if run.name != asked else ""
     out = [f"{run.name}  {run.status}: {run.state}{continued}"]
+    if run.scoring is not None:
+        job = "/".join(p for p in (run.team, run.job) if p) or "unknown"
+        out.append(f"  Job        {job} (scoring), elapsed {duration(run.elapsed_seconds)}")
+        out += _night_lines(run, now)
+        if run.error:
+            out.append(f"  Error      {run.error}: {run.cause or ''}".rstrip(": "))
+        return "\n".join(out)
     job = "/".join(p for p in (run.team, run.job) if p) or "unknown"
     out.append(f"  Job        {job}, attempt {run.attempts or '-'} on {run.capacity or '-'}")
     if run.deadline:
@@ -143,6 +155,13 @@ def render_status(run: Run, asked: str, now: datetime) -> str:
         out.append(f"  Error      {run.error}: {run.cause or ''}".rstrip(": "))
     out += [f"  {LINK_LABELS.get(key, key):<10} {url}" for key, url in run.links.items()]
     return "\n".join(out)
+
+
+def _night_lines(run: Run, now: datetime) -> list[str]:
+    """The scoring night's figures, with the window as it stands now."""
+    assert run.scoring is not None
+    lines = run.scoring.lines()
+    return [f"  Window      {run.scoring.window_note(now)}", *lines[1:]]
 
 
 def cmd_logs(args: argparse.Namespace, deployment: Deployment) -> int:
@@ -173,7 +192,7 @@ def cmd_logs(args: argparse.Namespace, deployment: Deployment) -> int:
 
 def cmd_cancel(args: argparse.Namespace, deployment: Deployment) -> int:
     if not args.yes and sys.stdin.isatty():
-        answer = input(f"Cancel {args.name} and stop its training jobs? [y/N] ")
+        answer = input(f"Cancel {args.name} and stop its jobs? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing cancelled.")
             return EXIT_OK
@@ -190,7 +209,14 @@ def cmd_cancel(args: argparse.Namespace, deployment: Deployment) -> int:
         print(f"Terminated training job {job.job_name} ({job.job_id}, was {job.status}{training})")
     for job in done.stopping_jobs:
         print(f"Training job {job.job_name} ({job.job_id}) is being stopped already (by the stack's clean-up)")
-    if not done.stopped_jobs and not done.stopping_jobs:
+    for name in done.stopped_transform_jobs:
+        print(f"Stopped transform job {name}")
+    for name in done.stopping_transform_jobs:
+        print(f"Transform job {name} is being stopped already (by the stack's clean-up)")
+    if done.kind == "ScoringJob":
+        if not done.stopped_transform_jobs and not done.stopping_transform_jobs:
+            print("No transform job was scoring")
+    elif not done.stopped_jobs and not done.stopping_jobs:
         print(f"No training job was queued or running ({done.checked_jobs} of the run's jobs checked)")
     return EXIT_OK
 

@@ -1,5 +1,5 @@
 """A deployed Spotline stack as the commands see it: its CloudFormation outputs (the ingest
-bucket, the state machine, the job queue, the team registry and its writer), found with the
+bucket, the state machines, the job queue, the team registry and its writer), found with the
 caller's own AWS session.
 
 The layer's AWS adapters (`spotline.aws`) take their clients from boto3's default session, so
@@ -30,6 +30,7 @@ OUTPUTS = {
     "registry_bucket": "TeamRegistryBucketName",
     "apply_function": "ApplyTeamChangeFunctionName",
 }
+OPTIONAL_OUTPUTS = {"scoring_machine_arn": "ScoringRunArn"}  # a stack deployed before scoring runs has none
 
 
 class OperateError(Exception):
@@ -65,9 +66,15 @@ class Deployment:
     apply_function: str
     training_capacity: str = ""  # the TrainingCapacity parameter: what quotas are checked against
     peer_regions: tuple[str, ...] = ()  # the PeerRegions parameter: where a run's attempts may also run
+    scoring_machine_arn: str = ""  # the ScoringRun state machine ("" for a stack without one)
 
-    def execution_arn(self, name: str) -> str:
-        return execution_arn(self.state_machine_arn, name)
+    @property
+    def state_machines(self) -> tuple[str, ...]:
+        """The stack's state machines whose executions are runs: training first, then scoring."""
+        return tuple(arn for arn in (self.state_machine_arn, self.scoring_machine_arn) if arn)
+
+    def execution_arn(self, name: str, machine: str | None = None) -> str:
+        return execution_arn(machine or self.state_machine_arn, name)
 
     def client(self, service: str) -> Any:
         """The layer's client for the service (one per process, botocore's standard retries)."""
@@ -114,6 +121,7 @@ def connect(stack: str, *, profile: str | None = None, region: str | None = None
         peer_regions=tuple(r for r in str(parameters.get("PeerRegions") or "").split(",") if r),
         training_capacity=str(parameters.get("TrainingCapacity") or ""),
         **{attribute: str(outputs[key]) for attribute, key in OUTPUTS.items()},
+        **{attribute: str(outputs[key]) for attribute, key in OPTIONAL_OUTPUTS.items() if key in outputs},
     )
 
 

@@ -2,11 +2,14 @@
 (every state keeps the whole run under its keys: `$.manifest.job`, `$.training`, `$.status`,
 `$.outcome`), so one GetExecutionHistory call in reverse order per run is enough, however long
 the history. A long run continues in fresh executions (`$.continuedAs`); a run is shown by its
-latest execution, and a name of an earlier one leads there.
+latest execution, and a name of an earlier one leads there. A scoring run (the stack's ScoringRun
+state machine) keeps its night under `$.scoring` and `$.outcome`: its row says so (`kind`,
+`scoring`), its instances stand for capacity and its window's end for the deadline.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -19,6 +22,7 @@ from spotline.core.naming import slug
 from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
 from spotline.core.service_jobs import execution_name_of
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
+from spotline_dev.explain.scoring import ScoringNight, scoring_night
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
 
 INTAKE_PATIENCE_SECONDS = 300.0  # how long a follower waits for Intake to start an uploaded manifest's run
@@ -61,9 +65,12 @@ class Run:
     first_execution: str = ""  # the run's first execution (its jobs are named and tagged after it)
     continued_as: str | None = None
     links: dict[str, str] = field(default_factory=dict)
+    kind: str = "TrainingJob"  # or ScoringJob
+    scoring: ScoringNight | None = None  # a scoring run's night
 
     def to_dict(self) -> dict[str, Any]:
-        return {_camel(k): v for k, v in asdict(self).items()}
+        plain = {_camel(k): v for k, v in asdict(self).items()}
+        return plain | {"scoring": self.scoring.to_dict() if self.scoring else None}
 
 
 def _camel(name: str) -> str:
@@ -98,7 +105,7 @@ def latest_document(sfn: Any, execution_arn: str) -> tuple[dict[str, Any], dict[
                 if document is None:
                     continue
                 newest = document if newest is None else newest
-                if "manifest" in document or kind == "ExecutionStarted":
+                if "manifest" in document or "scoring" in document or kind == "ExecutionStarted":
                     return {**document, **newest}, end
         if not page.get("nextToken"):
             return newest or {}, end
@@ -129,6 +136,9 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     progress = as_dict(check.get("progress")).get("fraction")
     error = end.get("error") or described.get("error")
     links = {**as_dict(check.get("links")), **as_dict(as_dict(outcome).get("links"))}
+    night = scoring_night(document)
+    if night is not None:
+        return _scoring_run(described, document, night, started=started, ended=ended, elapsed=elapsed, end=end)
     following = as_dict(document.get("continuedAs"))
     continued = following.get("executionName") or (
         execution_name_of(str(following["executionArn"])) if following.get("executionArn") else None
@@ -162,6 +172,53 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     )
 
 
+def _scoring_run(
+    described: dict[str, Any],
+    document: dict[str, Any],
+    night: ScoringNight,
+    *,
+    started: datetime | None,
+    ended: datetime | None,
+    elapsed: int,
+    end: dict[str, Any],
+) -> Run:
+    """A scoring run's row: its instances for capacity, its window's end for the deadline, its
+    shards' progress; no cost (Batch Transform's price is not in the catalog Spotline bills from)."""
+    status = str(described["status"])
+    error = end.get("error") or described.get("error")
+    if status == "SUCCEEDED":
+        state = "scored, window " + ("met" if night.window_met else "MISSED")
+    elif status == "RUNNING":
+        state = night.state_in_words()
+    else:
+        state = _state_in_words(status, document, error)
+    plan = as_dict(as_dict(document.get("scoring")).get("plan"))
+    return Run(
+        name=str(described["name"]),
+        execution_arn=str(described["executionArn"]),
+        status=status,
+        state=state,
+        team=_team_of_input(document),
+        job=night.job,
+        attempts=0,
+        capacity=f"{night.peak_instances} instance(s)" if night.peak_instances else None,
+        deadline=night.window_end,
+        started_at=to_rfc3339(started) if started else None,
+        ended_at=to_rfc3339(ended) if ended else None,
+        elapsed_seconds=max(0, elapsed),
+        cost_usd=None,
+        interruptions=0,
+        progress=night.shards_scored / night.shards if night.shards else None,
+        slack_seconds=None,
+        explanation=night.at_risk or (plan.get("summary") if plan.get("valid") is False else None),
+        error=str(error) if error else None,
+        cause=str(end.get("cause") or described.get("cause") or "") or None,
+        first_execution=str(described["name"]),
+        kind="ScoringJob",
+        scoring=night,
+    )
+
+
 def _state_in_words(status: str, document: dict[str, Any], error: Any) -> str:
     if status != "RUNNING":
         if status == "SUCCEEDED" and document.get("continuedAs"):
@@ -188,21 +245,27 @@ def describe_run(deployment: Deployment, name: str, now: datetime) -> Run:
     sfn = deployment.client("stepfunctions")
     seen: set[str] = set()
     while True:
-        arn = deployment.execution_arn(name)
-        try:
-            described = sfn.describe_execution(executionArn=arn)
-        except sfn.exceptions.ExecutionDoesNotExist:
-            raise OperateError(
-                f"no execution {name} in stack {deployment.stack} ({deployment.region})", not_found=True
-            ) from None
-        except sfn.exceptions.InvalidArn:
-            raise OperateError(f"{name!r} is not an execution name (submit and runs print them)", usage=True) from None
+        described = find_execution(deployment, name)
+        arn = str(described["executionArn"])
         document, end = latest_document(sfn, arn)
         run = run_of(described, document, end, now)
         if not run.continued_as or run.continued_as in seen:
             return run
         seen.add(name)
         name = run.continued_as
+
+
+def find_execution(deployment: Deployment, name: str) -> dict[str, Any]:
+    """DescribeExecution of `name` on the stack's training state machine, else its scoring one."""
+    sfn = deployment.client("stepfunctions")
+    for machine in deployment.state_machines:
+        try:
+            return dict(sfn.describe_execution(executionArn=deployment.execution_arn(name, machine)))
+        except sfn.exceptions.ExecutionDoesNotExist:
+            continue
+        except sfn.exceptions.InvalidArn:
+            raise OperateError(f"{name!r} is not an execution name (submit and runs print them)", usage=True) from None
+    raise OperateError(f"no execution {name} in stack {deployment.stack} ({deployment.region})", not_found=True)
 
 
 def list_runs(
@@ -219,7 +282,8 @@ def list_runs(
     sfn = deployment.client("stepfunctions")
     prefix = f"{slug(team, 24) or 'team'}-" if team else None
     runs: list[Run] = []
-    for listed in _executions(sfn, deployment.state_machine_arn, status, since):
+    listings = [_executions(sfn, machine, status, since) for machine in deployment.state_machines]
+    for listed in heapq.merge(*listings, key=_newest_first):
         if prefix and not listed["name"].startswith(prefix):
             continue  # execution names begin with the team's slug (core.naming.execution_name)
         document, end = latest_document(sfn, listed["executionArn"])
@@ -230,6 +294,15 @@ def list_runs(
         if len(runs) >= limit:
             break
     return runs
+
+
+def _newest_first(item: dict[str, Any]) -> tuple[int, float]:
+    """ListExecutions' order (running first, newest start first; then newest stop first), to merge
+    the state machines' lists."""
+    stopped, started = parse_time(item.get("stopDate")), parse_time(item.get("startDate"))
+    if stopped is not None:
+        return 1, -stopped.timestamp()
+    return 0, -started.timestamp() if started else 0.0
 
 
 def _executions(sfn: Any, machine: str, status: str | None, since: datetime | None) -> Iterator[dict[str, Any]]:
@@ -255,12 +328,14 @@ def _executions(sfn: Any, machine: str, status: str | None, since: datetime | No
 
 def wait_for_start(deployment: Deployment, name: str, *, interval: float) -> None:
     """Wait until execution `name` exists: a manifest just uploaded starts it a moment later."""
-    sfn, waited = deployment.client("stepfunctions"), 0.0
+    waited = 0.0
     while True:
         try:
-            sfn.describe_execution(executionArn=deployment.execution_arn(name))
+            find_execution(deployment, name)
             return
-        except sfn.exceptions.ExecutionDoesNotExist:
+        except OperateError as missing:
+            if not missing.not_found:
+                raise
             if waited >= INTAKE_PATIENCE_SECONDS:
                 raise OperateError(
                     f"execution {name} has not started after {waited:.0f}s: check the stack's events "

@@ -3,7 +3,9 @@ where the caller may read it), upload it to `manifests/<team>/`, name the execut
 follow the run to its end.
 
 The execution's name is known before it exists: Intake names it after the bucket, key and
-S3 version (`core.naming.execution_name`), so the upload's VersionId is all it takes.
+S3 version (`core.naming.execution_name`), so the upload's VersionId is all it takes. A scoring
+manifest (`kind: ScoringJob`) starts its run on the stack's scoring state machine under the same
+name; one with `dependsOn` is only registered: each night's Dataset Ready event starts a run.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from spotline.core import links
 from spotline.core.errors import ManifestError
 from spotline.core.model import JobSpec
 from spotline.core.naming import MANIFEST_PREFIX, MANIFEST_SUFFIXES, ManifestLocation, execution_name
+from spotline.core.scoring import ScoringSpec
+from spotline.core.scoring_policy import allowance_errors
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.manifest_checks import manifest_problems
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
@@ -34,10 +38,12 @@ class Submission:
     bucket: str
     key: str
     version_id: str | None
-    execution_name: str
-    execution_arn: str
-    console: str
+    execution_name: str | None  # None: a scoring job registered for its datasets (no run yet)
+    execution_arn: str | None
+    console: str | None
     team_policy_checked: bool
+    kind: str = "TrainingJob"
+    datasets: tuple[str, ...] = ()  # a registered scoring job's: each one's Dataset Ready event starts a night
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +54,8 @@ class Submission:
             "executionArn": self.execution_arn,
             "console": self.console,
             "teamPolicyChecked": self.team_policy_checked,
+            "kind": self.kind,
+            "datasets": list(self.datasets),
         }
 
 
@@ -59,7 +67,7 @@ class ManifestRejected(Exception):
         self.errors = errors
 
 
-def manifest_key(spec: JobSpec, file_name: str | None, data: bytes) -> str:
+def manifest_key(spec: JobSpec | ScoringSpec, file_name: str | None, data: bytes) -> str:
     """`manifests/<team>/<file name>`; from standard input, `<metadata.name>.yaml` (or .json)."""
     if file_name is None:
         suffix = ".json" if data.lstrip().startswith(b"{") else ".yaml"
@@ -89,24 +97,32 @@ def submit(deployment: Deployment, data: bytes, *, file_name: str | None, now: d
     """Validate, then upload; raises ManifestRejected (nothing uploaded) or OperateError."""
     spec, errors = manifest_problems(data, now=now)
     policy = team_policy_of(deployment, spec.team) if spec is not None and not errors else None
-    if spec is not None and policy is not None:
+    if isinstance(spec, ScoringSpec) and policy is not None:
+        errors = allowance_errors(spec, policy.allowance(spec.team))
+    elif isinstance(spec, JobSpec) and policy is not None:
         errors = policy.check(spec)
     if errors or spec is None:
         raise ManifestRejected(errors)
+    scoring = isinstance(spec, ScoringSpec)
+    if scoring and not deployment.scoring_machine_arn:
+        raise OperateError(f"stack {deployment.stack} runs no scoring jobs (no ScoringRunArn output): update it first")
     key = manifest_key(spec, file_name, data)
     content_type = "application/json" if key.lower().endswith(".json") else "application/yaml"
     put = deployment.client("s3").put_object(Bucket=deployment.bucket, Key=key, Body=data, ContentType=content_type)
     version = put.get("VersionId")
-    name = execution_name(ManifestLocation(deployment.bucket, key, version, spec.team))
-    arn = deployment.execution_arn(name)
+    datasets = tuple(spec.depends_on) if isinstance(spec, ScoringSpec) else ()
+    name = None if datasets else execution_name(ManifestLocation(deployment.bucket, key, version, spec.team))
+    arn = deployment.execution_arn(name, deployment.scoring_machine_arn if scoring else None) if name else None
     return Submission(
         bucket=deployment.bucket,
         key=key,
         version_id=version,
         execution_name=name,
         execution_arn=arn,
-        console=links.execution(deployment.region, arn),
+        console=links.execution(deployment.region, arn) if arn else None,
         team_policy_checked=policy is not None,
+        kind="ScoringJob" if scoring else "TrainingJob",
+        datasets=datasets,
     )
 
 

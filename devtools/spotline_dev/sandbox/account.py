@@ -120,7 +120,7 @@ def plan_pattern(spec: JobSpec) -> str:
 def prepare_account(clients: Any, spec: JobSpec, missing: Collection[str] = ()) -> None:
     """`clients(service)` returns a boto3 client of the local stack."""
     if "spec.roleArn" not in missing:
-        _ensure_role(clients("iam"), spec.role_arn, spec.team)
+        ensure_role(clients("iam"), spec.role_arn, spec.team)
     if "spec.image" not in missing:
         ensure_image(clients("ecr"), spec.image)
     s3 = clients("s3")
@@ -148,7 +148,7 @@ def _ensure_bucket(s3: Any, bucket: str) -> None:
         s3.create_bucket(Bucket=bucket)
 
 
-def _ensure_role(iam: Any, role_arn: str, team: str) -> None:
+def ensure_role(iam: Any, role_arn: str, team: str) -> None:
     """The team's SageMaker execution role, tagged with its team as the platform team would."""
     resource = role_arn.split(":role/", 1)[1]
     path, _, name = resource.rpartition("/")

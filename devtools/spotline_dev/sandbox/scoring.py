@@ -18,10 +18,10 @@ from typing import Any
 from spotline.aws.clients import split_s3_uri
 from spotline.core.catalog import family_of
 from spotline.core.scoring import ScoringSpec
-from spotline_dev.explain import timeline
+from spotline_dev.explain import explain, timeline
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.sandbox.account import played_account
+from spotline_dev.sandbox.account import ensure_image, ensure_role, played_account
 from spotline_dev.sandbox.runs import QUIET, follow_run, max_state_bytes, settle
 from spotline_dev.sandbox.scenario import Scenario, TransformSpec
 from spotline_dev.standin.transform_jobs import TransformWeather
@@ -33,13 +33,15 @@ IMAGE = "{account}.dkr.ecr.{region}.amazonaws.com/{team}-model:sandbox"
 
 def scoring_allowance(spec: ScoringSpec, account: str, region: str, role_path: str) -> dict[str, Any]:
     """The team's registry entry as the platform team would give it for this job."""
-    buckets = {f"s3://{split_s3_uri(uri)[0]}/" for uri in (spec.input_s3_uri, spec.output_s3_uri)}
+    model = spec.model
+    uris = (spec.input_s3_uri, spec.output_s3_uri, *([model.artifact] if model.artifact else []))
+    buckets = {f"s3://{split_s3_uri(uri)[0]}/" for uri in uris}
     return {
         "instanceFamilies": [family_of(spec.instance_type)],
         "maxInstances": spec.max_instances,
-        "roles": [ROLE.format(account=account, path=role_path, team=spec.team)],
+        "roles": [model.role_arn or ROLE.format(account=account, path=role_path, team=spec.team)],
         "s3Prefixes": sorted(buckets),
-        "images": [IMAGE.format(account=account, region=region, team=spec.team)],
+        "images": [model.image or IMAGE.format(account=account, region=region, team=spec.team)],
     }
 
 
@@ -126,8 +128,8 @@ def scoring_result_lines(run: dict[str, Any]) -> list[str]:
 
 def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any], missing: list[str]) -> None:
     """The buckets, the night's input (its records spread over `objects` objects) and the model."""
-    s3 = stack.client("s3")
-    for uri in (spec.input_s3_uri, spec.output_s3_uri):
+    s3, model = stack.client("s3"), spec.model
+    for uri in (spec.input_s3_uri, spec.output_s3_uri, *([model.artifact] if model.artifact else [])):
         bucket = split_s3_uri(uri)[0]
         if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
             s3.create_bucket(Bucket=bucket)
@@ -139,6 +141,13 @@ def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any],
             count = records // objects + (1 if index < records % objects else 0)
             s3.put_object(Bucket=bucket, Key=key, Body=b"0123456789\n" * max(1, min(count, 1000) // 10))
             stack.standin.transform_records[(bucket, key)] = count
+    if model.role_arn and "spec.model.roleArn" not in missing:  # a model to register from its parts
+        ensure_role(stack.client("iam"), model.role_arn, spec.team)
+    if model.image and "spec.model.image" not in missing:
+        ensure_image(stack.client("ecr"), model.image)
+    if model.artifact and "spec.model.artifact" not in missing:
+        bucket, key = split_s3_uri(model.artifact)
+        s3.put_object(Bucket=bucket, Key=key, Body=b"the sandbox's model.tar.gz")
     if spec.model.name and "spec.model.name" not in missing:
         stack.client("sagemaker").create_model(
             ModelName=spec.model.name,
@@ -197,6 +206,7 @@ def _summary(
         "historyEvents": len(history),
         "maxStateBytes": max_state_bytes(history),
         "timeline": timeline(history, scenario.start),
+        "story": explain(history, execution),
         "start": scenario.start,
         "jobIds": [],
         "trainingStatus": None,

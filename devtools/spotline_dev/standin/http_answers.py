@@ -24,6 +24,10 @@ class ApiError(Exception):
         super().__init__(message)
         self.code, self.message, self.status = code, message, status
 
+    def raise_it(self) -> dict[str, Any]:
+        """The operation of an answer that is this error (`answer(..., error.raise_it)`)."""
+        raise self
+
 
 class RawBody(BytesIO):
     """What botocore reads a response body from (moto's MockRawResponse does the same)."""

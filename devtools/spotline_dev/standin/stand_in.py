@@ -61,7 +61,14 @@ _QUOTA_SHARE_OPERATIONS = {
 _BATCH_TAGS_PATH = "/v1/tags/"
 _PLAN_OPERATIONS = {"DescribeTrainingPlan", "ListTrainingPlans"}
 _TRANSFORM_OPERATIONS = {"CreateTransformJob", "DescribeTransformJob", "StopTransformJob", "ListTransformJobs"}
-_SAGEMAKER_OPERATIONS = {"DescribeTrainingJob", "StopTrainingJob", "AddTags", *_PLAN_OPERATIONS, *_TRANSFORM_OPERATIONS}
+_SAGEMAKER_OPERATIONS = {
+    "DescribeTrainingJob",
+    "StopTrainingJob",
+    "AddTags",
+    "CreateModel",
+    *_PLAN_OPERATIONS,
+    *_TRANSFORM_OPERATIONS,
+}
 
 
 class BatchSageMakerStandIn:
@@ -316,6 +323,12 @@ class BatchSageMakerStandIn:
             self._advance()  # a training job created by now is ours
             if operation in _PLAN_OPERATIONS | _TRANSFORM_OPERATIONS:  # the account's plans and transform jobs
                 return self._answer(request, "json", operation, body)
+            if operation == "CreateModel":  # refused here as SageMaker would (transform_jobs), else moto's
+                refusal = self.transforms.model_refusal(body)
+                if refusal is None:
+                    return None
+                self._serial += 1
+                return answer(request, "json", self._serial, refusal.raise_it)
             name = body.get("TrainingJobName") or str(body.get("ResourceArn", "")).rpartition("training-job/")[2]
             if str(name).lower() not in self._trainings.jobs:
                 return None  # not one of ours: moto answers

@@ -122,6 +122,30 @@ class TransformJobs:
 
     # --- operations ----------------------------------------------------------------------------
 
+    def model_refusal(self, body: dict[str, Any]) -> ApiError | None:
+        """CreateModel's refusals moto does not make (moto replaces a model of the same name and
+        never reads the artifact); None: moto creates the model."""
+        name = str(body.get("ModelName"))
+        # AWS: sagemaker CreateModelInput.ModelName: "The name of the new model."
+        # Stand-in: a second model of one name is refused; AWS documents no error for it, users
+        # report ValidationException 'Cannot create already existing model "<arn>".'
+        if name in self._models():
+            return ApiError(
+                "ValidationException", f'Cannot create already existing model "{self._arn("model", name)}".'
+            )
+        # AWS: sagemaker ContainerDefinition.ModelDataUrl: "The S3 path where the model artifacts, which
+        # result from model training, are stored. This path must point to a single gzip compressed tar
+        # archive (.tar.gz suffix)."
+        # Stand-in: a path with no object is refused as users report it: ValidationException 'Could not
+        # find model data at s3://...'.
+        for container in [body.get("PrimaryContainer") or {}, *(body.get("Containers") or [])]:
+            url = str(container.get("ModelDataUrl") or "")
+            if url.startswith("s3://"):
+                bucket, _, key = url.removeprefix("s3://").partition("/")
+                if self._read(bucket, key) is None:
+                    return ApiError("ValidationException", f"Could not find model data at {url}.")
+        return None
+
     def create(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         name = str(body["TransformJobName"])
         # AWS: sagemaker CreateTransformJobRequest.TransformJobName: "The name must be unique within an Amazon

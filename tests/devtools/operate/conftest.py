@@ -36,3 +36,9 @@ def deployed(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[Loc
 def deployed_long(long_training: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
     """The example's stack with an eight-hour training, as a deployed stack."""
     yield _as_deployed(long_training, monkeypatch)
+
+
+@pytest.fixture
+def deployed_scoring(scoring_stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
+    """The example scoring night's stack (tests/conftest.py), as a deployed stack."""
+    yield _as_deployed(scoring_stack, monkeypatch)

@@ -10,7 +10,7 @@ from typing import Any
 
 from spotline.core.scoring_plan import STARTUP_SECONDS
 from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.sandbox.replay import load_scenario, public_summary, run_scenario
+from spotline_dev.sandbox.replay import load_scenario, public_summary, render_stories, run_scenario
 
 SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
 WINDOW_END = "2026-12-05T03:00:00Z"
@@ -32,7 +32,11 @@ def test_the_issues_night_is_sized_to_the_formula_and_scored_inside_its_window()
 
 
 def test_a_night_that_slows_by_half_adds_shards_before_the_window_closes() -> None:
-    run = _night("scoring-night-slows-by-half.yaml")
+    summary = run_scenario(load_scenario(SCENARIOS / "scoring-night-slows-by-half.yaml"))
+    (run,) = public_summary(summary)["executions"]
+    story = render_stories(summary)  # --explain: the scoring story, the figures the run stored
+    assert "\nScoring\n  Window      2026-12-05T03:00:00Z: met (finished " in story
+    assert "  Measured    750 records/s per instance" in story and "\nTraining\n" not in story
     assert run["windowMet"] is True and run["finishedAt"] <= WINDOW_END
     assert run["peakInstances"] > run["instances"]
     assert run["recordsPerSecond"] == 750.0  # the latest shards' pace

@@ -30,11 +30,12 @@ def _prepared(make_rig: RigFactory, objects: int = 4, lines: int = 3000, **weath
         s3.put_object(Bucket=BUCKET, Key=f"pairs/part-{index}.csv", Body=b"1,2\n" * lines)
     manifest = [{"prefix": f"s3://{BUCKET}/pairs/"}, *[f"part-{i}.csv" for i in range(objects)]]
     s3.put_object(Bucket=BUCKET, Key="manifests/shard-0.json", Body=json.dumps(manifest).encode())
-    rig.sagemaker.create_model(
-        ModelName=MODEL,
-        ExecutionRoleArn="arn:aws:iam::123456789012:role/spotline/scoring",
-        PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1"},
-    )
+    if MODEL not in {m["ModelName"] for m in rig.sagemaker.list_models()["Models"]}:  # rigs share moto's account
+        rig.sagemaker.create_model(
+            ModelName=MODEL,
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/spotline/scoring",
+            PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1"},
+        )
     return rig
 
 
@@ -155,3 +156,23 @@ def test_a_missing_manifest_file_fails_the_job_with_its_reason(make_rig: RigFact
         described["FailureReason"]
         == f"ClientError: the manifest file s3://{BUCKET}/manifests/none.json could not be read"
     )
+
+
+def test_create_model_refuses_a_name_taken_and_an_artifact_that_is_not_there(make_rig: RigFactory) -> None:
+    rig = _prepared(make_rig)
+    role, image = "arn:aws:iam::123456789012:role/spotline/scoring", "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"
+    with pytest.raises(ClientError) as taken:  # moto alone would replace the model
+        rig.sagemaker.create_model(ModelName=MODEL, ExecutionRoleArn=role, PrimaryContainer={"Image": image})
+    assert taken.value.response["Error"]["Code"] == "ValidationException"
+    assert "Cannot create already existing model" in str(taken.value)
+    artifact = f"s3://{OUT}/models/ranker/model.tar.gz"
+    with pytest.raises(ClientError) as missing:
+        rig.sagemaker.create_model(
+            ModelName="ranker-2", ExecutionRoleArn=role, PrimaryContainer={"Image": image, "ModelDataUrl": artifact}
+        )
+    assert f"Could not find model data at {artifact}" in str(missing.value)
+    boto3.client("s3", region_name=REGION).put_object(Bucket=OUT, Key="models/ranker/model.tar.gz", Body=b"tar")
+    created = rig.sagemaker.create_model(
+        ModelName="ranker-2", ExecutionRoleArn=role, PrimaryContainer={"Image": image, "ModelDataUrl": artifact}
+    )
+    assert created["ModelArn"].endswith(":model/ranker-2")  # moto creates what the stand-in lets through

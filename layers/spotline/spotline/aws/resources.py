@@ -58,8 +58,8 @@ def check_resources(
     problems = list(policy.check(spec))
     if not any(problem.path == PLAN_PATH for problem in problems):
         problems += plan_problems(spec)
-    problems += _check_role(spec.role_arn, settings.training_role_pattern, spec.team)
-    problems += _check_image(spec.image)
+    problems += check_role(spec.role_arn, settings.training_role_pattern, spec.team)
+    problems += check_image(spec.image)
     for index, channel in enumerate(spec.inputs):
         if channel.on_file_system:
             problems += _check_file_system_reachable(index, settings)
@@ -95,8 +95,8 @@ def _check_file_system_reachable(index: int, settings: ResourceSettings) -> list
     ]
 
 
-def _check_role(role_arn: str, pattern: str, team: str) -> list[ManifestError]:
-    path = "spec.roleArn"
+def check_role(role_arn: str, pattern: str, team: str, path: str = "spec.roleArn") -> list[ManifestError]:
+    """The role is one this stack may pass, exists, trusts SageMaker and is tagged with the team."""
     if not fnmatch.fnmatchcase(role_arn, pattern):
         return [ManifestError(path, f"{role_arn} is not a role this stack may pass to SageMaker ({pattern})")]
     name = role_arn.rsplit("/", 1)[-1]
@@ -132,8 +132,8 @@ def _trusts_sagemaker(document: dict[str, Any]) -> bool:
     return False
 
 
-def _check_image(image: str) -> list[ManifestError]:
-    path = "spec.image"
+def check_image(image: str, path: str = "spec.image") -> list[ManifestError]:
+    """The image is an ECR image that exists (a Deep Learning Container's is taken as is)."""
     reference = parse_image(image)
     if reference is None:
         return [ManifestError(path, "is not an ECR image reference")]
@@ -265,7 +265,7 @@ def _access_problem(path: str, exc: Exception, not_found: str) -> ManifestError:
 def check_in_region(spec: JobSpec, region: str, queue: str) -> list[ManifestError]:
     """The checks of a job as placed in another region (`spotline.core.replicas.spec_in`): its
     inputs, code, buckets and image there, and that region's Spotline queue and the team's share."""
-    problems = _check_image(spec.image)
+    problems = check_image(spec.image)
     for index, channel in enumerate(spec.inputs):
         if not channel.on_file_system:  # a mounted file system keeps the job home (replicas.place)
             problems += _check_prefix_has_objects(f"spec.inputs[{index}].s3Uri", channel.s3_uri, region)

@@ -92,13 +92,19 @@ def registrations(dataset: str) -> list[dict[str, Any]]:
         query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def start_run(source: dict[str, Any], *, ready_at: str, dataset: dict[str, Any] | None) -> dict[str, Any]:
-    """Start the scoring run of the night whose data was ready at `ready_at` (once)."""
+def start_run(
+    source: dict[str, Any], *, ready_at: str, dataset: dict[str, Any] | None, name: str | None = None
+) -> dict[str, Any]:
+    """Start the scoring run of the night whose data was ready at `ready_at` (once). A run a
+    dataset event starts is named after the night; one an upload starts, `name`, after the
+    manifest version as a training run is (`core.naming.execution_name`), so that `spotline
+    submit` knows it before it exists."""
     machine = os.environ[SCORING_STATE_MACHINE]
-    identity = f"{source['team']}/{source['key']}/{source.get('versionId')}@{ready_at}"
-    stem = re.sub(r"[^A-Za-z0-9_-]", "-", str(source["key"]).rsplit("/", 1)[-1].rsplit(".", 1)[0])
-    night = re.sub(r"[^0-9T]", "", ready_at[:16])
-    name = f"{source['team']}-{stem}"[:50] + f"-{night}-" + hashlib.sha256(identity.encode()).hexdigest()[:8]
+    if name is None:
+        identity = f"{source['team']}/{source['key']}/{source.get('versionId')}@{ready_at}"
+        stem = re.sub(r"[^A-Za-z0-9_-]", "-", str(source["key"]).rsplit("/", 1)[-1].rsplit(".", 1)[0])
+        night = re.sub(r"[^0-9T]", "", ready_at[:16])
+        name = f"{source['team']}-{stem}"[:50] + f"-{night}-" + hashlib.sha256(identity.encode()).hexdigest()[:8]
     payload = {
         **{k: source.get(k) for k in ("bucket", "key", "versionId", "etag", "team", "receivedAt")},
         "readyAt": ready_at,
@@ -121,6 +127,8 @@ def start_ready_runs(dataset: str, ready: Any, now: str) -> list[dict[str, Any]]
     the event gave one, is the night's input."""
     started = []
     for registration in registrations(dataset):
+        if not _still_registered(registration):
+            continue
         datasets = [str(d) for d in registration.get("datasets") or [dataset]]
         states = ready(datasets)
         if len(states) < len(datasets):
@@ -135,3 +143,26 @@ def start_ready_runs(dataset: str, ready: Any, now: str) -> list[dict[str, Any]]
             )
         )
     return started
+
+
+def _still_registered(registration: dict[str, Any]) -> bool:
+    """Whether the registered manifest version is still the current one at its key. A manifest
+    deleted since (its key now a delete marker) unregisters the job: a team stops its nights by
+    deleting the manifest, as it started them by uploading it. A version replaced by one that does
+    not register under the same job starts nothing either (the new version registered itself if it
+    should)."""
+    bucket, key = str(registration["bucket"]), str(registration["key"])
+    try:
+        current = client("s3").head_object(Bucket=bucket, Key=key).get("VersionId")
+    except Exception as exc:
+        if not is_missing(exc):
+            raise
+        table = resource("dynamodb").Table(os.environ[DATASETS_TABLE])
+        for dataset in registration.get("datasets") or []:
+            table.delete_item(Key={"pk": f"DATASET#{dataset}", "sk": registration["sk"]})
+        logger.info("Scoring job unregistered: its manifest was deleted", extra={"key": key})
+        return False
+    if registration.get("versionId") not in (None, current):
+        logger.info("Scoring registration superseded", extra={"key": key, "current": current})
+        return False
+    return True

@@ -79,6 +79,7 @@ class ScoringRun:
     measured: float | None = None  # records per second per instance, from the finished shards
     notifications: tuple[dict[str, str], ...] = field(default_factory=tuple)
     jobs_key: str = ""  # in every transform job's name: the execution's (transform_jobs_key)
+    projected_end: str | None = None  # when the last look projected the last shard to end
 
     @property
     def done(self) -> bool:
@@ -101,6 +102,7 @@ class ScoringRun:
             "measuredRecordsPerSecond": round(self.measured, 1) if self.measured else None,
             "notifications": list(self.notifications),
             "jobsKey": self.jobs_key,
+            "projectedEnd": self.projected_end,
             "done": self.done,
         }
 
@@ -122,6 +124,7 @@ class ScoringRun:
             raw.get("measuredRecordsPerSecond"),
             tuple(raw.get("notifications") or ()),
             str(raw.get("jobsKey") or ""),
+            raw.get("projectedEnd"),
         )
 
 
@@ -359,6 +362,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
         at_risk=at_risk,
         measured=decided.measured_records_per_second or run.measured,
         notifications=tuple(notifications),
+        projected_end=to_rfc3339(decided.projected_end.replace(microsecond=0)) if decided.projected_end else None,
     )
 
 
@@ -422,18 +426,24 @@ def _described(shard: ShardState) -> ShardState:
 def stop_transform_jobs(execution_name: str) -> list[str]:
     """Stop every transform job of the execution still in progress (idempotent): after an error
     in the run, or at the execution's end (stopped in the console, timed out)."""
-    key, stopped = transform_jobs_key(execution_name), []
-    sagemaker = client("sagemaker")
-    request: dict[str, Any] = {"NameContains": key, "StatusEquals": "InProgress", "MaxResults": 100}
+    sagemaker, stopped = client("sagemaker"), []
+    for name in transform_jobs_of(execution_name, "InProgress"):
+        try:
+            sagemaker.stop_transform_job(TransformJobName=name)
+        except Exception as exc:
+            if error_code(exc) not in ("ValidationException", "ResourceNotFound"):  # ended meanwhile
+                raise
+        stopped.append(name)
+    return stopped
+
+
+def transform_jobs_of(execution_name: str, status: str) -> list[str]:
+    """The execution's transform jobs in `status` (ListTransformJobs NameContains its key)."""
+    found, sagemaker = [], client("sagemaker")
+    request: dict[str, Any] = {"NameContains": transform_jobs_key(execution_name), "StatusEquals": status}
     while True:
-        page = sagemaker.list_transform_jobs(**request)
-        for job in page.get("TransformJobSummaries") or []:
-            try:
-                sagemaker.stop_transform_job(TransformJobName=job["TransformJobName"])
-            except Exception as exc:
-                if error_code(exc) not in ("ValidationException", "ResourceNotFound"):  # ended meanwhile
-                    raise
-            stopped.append(str(job["TransformJobName"]))
+        page = sagemaker.list_transform_jobs(**request | {"MaxResults": 100})
+        found += [str(job["TransformJobName"]) for job in page.get("TransformJobSummaries") or []]
         if not page.get("NextToken"):
-            return stopped
+            return found
         request["NextToken"] = page["NextToken"]

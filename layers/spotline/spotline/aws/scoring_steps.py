@@ -12,18 +12,19 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from spotline.aws.clients import client, error_code, resource
+from spotline.aws.clients import resource
 from spotline.aws.manifest_store import read_manifest
 from spotline.aws.observability import add_team_dimension, metrics
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.reports import write_report
+from spotline.aws.scoring_models import model_facts, model_parts_problems
 from spotline.aws.scoring_runs import ScoringRun, ThroughputStore
 from spotline.aws.team_registry import admission_policy
 from spotline.core.errors import ManifestError
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import to_rfc3339
 from spotline.core.scoring import ScoringSpec
-from spotline.core.scoring_policy import ModelFacts, scoring_team_errors
+from spotline.core.scoring_policy import scoring_team_errors
 from spotline.core.team_policy import TeamPolicyInvalid
 
 THROUGHPUT_TABLE = "SCORING_THROUGHPUT_TABLE"
@@ -50,31 +51,16 @@ def scoring_spec_for_step(source: dict[str, Any]) -> ScoringSpec:
     return spec
 
 
-def model_facts(name: str) -> ModelFacts | None:
-    """DescribeModel's role and image of `name`; None when there is no such model."""
-    try:
-        described = client("sagemaker").describe_model(ModelName=name)
-    except Exception as exc:
-        if error_code(exc) in ("ValidationException", "ResourceNotFound"):
-            return None
-        raise
-    container = described.get("PrimaryContainer") or (described.get("Containers") or [{}])[0]
-    return ModelFacts(name, str(described["ExecutionRoleArn"]), container.get("Image"))
-
-
 def admission_problems(spec: ScoringSpec) -> list[ManifestError]:
-    """What the team's registry entry and the model refuse of the job (read fresh, as training's)."""
-    if spec.model.name is None:
-        return [
-            ManifestError(
-                "spec.model",
-                "registering a model from image and artifact is not supported yet: name an existing model",
-            )
-        ]
+    """What the team's registry entry and the model refuse of the job (read fresh, as training's):
+    a named model's role and image; a model to register, its parts as they are in the account."""
     try:
         allowance = admission_policy(spec.team).allowance(spec.team)
     except TeamPolicyInvalid as exc:
         return list(exc.errors)
+    if spec.model.name is None:
+        problems = scoring_team_errors(spec, allowance, None)
+        return problems or model_parts_problems(spec)
     return scoring_team_errors(spec, allowance, model_facts(spec.model.name))
 
 

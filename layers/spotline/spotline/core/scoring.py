@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from spotline.core.catalog import transform_instance_type_names
 from spotline.core.errors import ManifestError
+from spotline.core.naming import short_hash, slug
 
 DEFAULT_HEADROOM_PERCENT = 30
 DEFAULT_SPLIT_TYPE = "Line"
@@ -33,6 +34,14 @@ class ScoringModel:
     image: str | None = None
     artifact: str | None = None
     role_arn: str | None = None
+
+
+def registered_model_name(team: str, model: ScoringModel) -> str:
+    """The SageMaker model Spotline registers for an image + artifact + role (at most 50 of the 63
+    characters ModelName allows): one per content, so a night with the same model reuses it, a
+    new artifact is a new model (and a new throughput to measure), and the team's name says whose."""
+    digest = short_hash(str(model.image), str(model.artifact), str(model.role_arn), length=16)
+    return f"spotline-{slug(team, 24) or 'team'}-{digest}"
 
 
 @dataclass(frozen=True, slots=True)

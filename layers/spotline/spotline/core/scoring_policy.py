@@ -21,11 +21,21 @@ class ModelFacts:
     name: str
     role_arn: str
     image: str | None
+    artifact: str | None = None  # the container's ModelDataUrl
 
 
 def scoring_team_errors(
     spec: ScoringSpec, allowance: TeamAllowance | None, model: ModelFacts | None
 ) -> list[ManifestError]:
+    """The allowance's refusals, then the model's (DescribeModel's facts; None: no such model)."""
+    if allowance is None:
+        return allowance_errors(spec, allowance)
+    return allowance_errors(spec, allowance) + model_errors(spec, allowance, model)
+
+
+def allowance_errors(spec: ScoringSpec, allowance: TeamAllowance | None) -> list[ManifestError]:
+    """What the team's entry refuses of the job itself (family, instances, prefixes): checkable
+    without the account, as `spotline validate --team-policy` and `submit` do."""
     team = spec.team
     if allowance is None:
         return [ManifestError("metadata.team", f"{team} is not in this stack's team registry")]
@@ -48,7 +58,16 @@ def scoring_team_errors(
             errors.append(
                 ManifestError(path, f"{uri} is outside team {team}'s prefixes ({some_of(allowance.s3_prefixes)})")
             )
-    name = spec.model.name
+    return errors
+
+
+def model_errors(spec: ScoringSpec, allowance: TeamAllowance, model: ModelFacts | None) -> list[ManifestError]:
+    """Whether the model is the team's: its role one the team may pass, its image one it may use
+    (a model to register from image + artifact: those, and its artifact under the team's prefixes)."""
+    team, name = spec.team, spec.model.name
+    if name is None:
+        return _parts_errors(spec, allowance)
+    errors = []
     if model is None:
         errors.append(ManifestError("spec.model.name", f"no SageMaker model named {name} in this region"))
         return errors
@@ -64,6 +83,31 @@ def scoring_team_errors(
             ManifestError(
                 "spec.model.name",
                 f"{name} serves {model.image}, not an image team {team} may use ({some_of(allowance.images)})",
+            )
+        )
+    return errors
+
+
+def _parts_errors(spec: ScoringSpec, allowance: TeamAllowance) -> list[ManifestError]:
+    team, model, errors = spec.team, spec.model, []
+    role, image, artifact = str(model.role_arn), str(model.image), str(model.artifact)
+    if not any(fnmatch.fnmatchcase(role, pattern) for pattern in allowance.roles):
+        errors.append(
+            ManifestError(
+                "spec.model.roleArn", f"{role} is not a role team {team} may pass ({some_of(allowance.roles)})"
+            )
+        )
+    if not any(fnmatch.fnmatchcase(image, pattern) for pattern in allowance.images):
+        errors.append(
+            ManifestError(
+                "spec.model.image", f"{image} is not an image team {team} may use ({some_of(allowance.images)})"
+            )
+        )
+    if not any(within_prefix(artifact, prefix) for prefix in allowance.s3_prefixes):
+        errors.append(
+            ManifestError(
+                "spec.model.artifact",
+                f"{artifact} is outside team {team}'s prefixes ({some_of(allowance.s3_prefixes)})",
             )
         )
     return errors

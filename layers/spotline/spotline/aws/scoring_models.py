@@ -1,0 +1,78 @@
+"""The SageMaker model a scoring job scores with: an existing one, described, or one Spotline
+registers from the manifest's image, artifact and role (CreateModel), checked first as
+ValidateResources checks a training job's (the role exists, trusts SageMaker and is the team's;
+the image is in ECR; the artifact is there).
+
+A registered model is named after its content (`core.scoring.registered_model_name`) and kept:
+a model costs nothing, the next night with the same artifact reuses it, and a run that is still
+scoring with it is never left without it. A name already taken by a model of other content is
+refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+
+from spotline.aws.clients import client, error_code, split_s3_uri
+from spotline.aws.resources import check_image, check_role
+from spotline.core.errors import ManifestError
+from spotline.core.scoring import ScoringSpec, registered_model_name
+from spotline.core.scoring_policy import ModelFacts
+
+ROLE_PATTERN = "TRAINING_ROLE_ARN_PATTERN"
+TEAM_TAG = "spotline:team"
+
+
+def model_facts(name: str) -> ModelFacts | None:
+    """DescribeModel's role, image and artifact of `name`; None when there is no such model."""
+    try:
+        described = client("sagemaker").describe_model(ModelName=name)
+    except Exception as exc:
+        if error_code(exc) in ("ValidationException", "ResourceNotFound"):
+            return None
+        raise
+    container = described.get("PrimaryContainer") or (described.get("Containers") or [{}])[0]
+    return ModelFacts(name, str(described["ExecutionRoleArn"]), container.get("Image"), container.get("ModelDataUrl"))
+
+
+def model_parts_problems(spec: ScoringSpec) -> list[ManifestError]:
+    """The image, artifact and role of a model to register, as they are in the account."""
+    model = spec.model
+    problems = check_role(str(model.role_arn), os.environ[ROLE_PATTERN], spec.team, path="spec.model.roleArn")
+    problems += check_image(str(model.image), path="spec.model.image")
+    bucket, key = split_s3_uri(str(model.artifact))
+    try:
+        client("s3").head_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        code = error_code(exc)
+        if code not in ("404", "NoSuchKey", "NotFound", "NoSuchBucket", "403", "AccessDenied"):
+            raise
+        missing = (
+            "no object there (a training job's model.tar.gz?)" if code in ("404", "NoSuchKey", "NotFound") else code
+        )
+        problems.append(ManifestError("spec.model.artifact", f"{model.artifact}: {missing}"))
+    return problems
+
+
+def register_model(spec: ScoringSpec) -> str | ManifestError:
+    """The registered model's name (created now, or found with the same content), or why not."""
+    model, name = spec.model, registered_model_name(spec.team, spec.model)
+    wanted = ModelFacts(name, str(model.role_arn), str(model.image), str(model.artifact))
+    try:
+        client("sagemaker").create_model(
+            ModelName=name,
+            PrimaryContainer={"Image": wanted.image, "ModelDataUrl": wanted.artifact},
+            ExecutionRoleArn=wanted.role_arn,
+            Tags=[{"Key": TEAM_TAG, "Value": spec.team}, {"Key": "spotline:job", "Value": spec.name}],
+        )
+        return name
+    except Exception as exc:
+        if error_code(exc) != "ValidationException" or "already exist" not in str(exc):
+            raise
+    found = model_facts(name)
+    if found != wanted:
+        return ManifestError(
+            "spec.model",
+            f"a SageMaker model named {name} exists with another image, artifact or role: delete it, or name a model",
+        )
+    return name

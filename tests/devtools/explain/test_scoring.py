@@ -1,0 +1,82 @@
+"""A scoring night as explain, runs and status read it from the run's state document: every
+figure is the one the run's steps stored, and the window is said as it stands."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from spotline_dev.explain.scoring import scoring_headline, scoring_next_step, scoring_night
+
+
+def _state(**run: Any) -> dict[str, Any]:
+    shards = [
+        {
+            "index": 0,
+            "size": 10,
+            "job": "j-s000",
+            "startedAt": "2026-12-05T00:08:00+00:00",
+            "endedAt": "2026-12-05T00:20:00+00:00",
+        },
+        {"index": 1, "size": 10, "job": "j-s001", "startedAt": "2026-12-05T00:28:00+00:00"},
+        {"index": 2, "size": 10},
+    ]
+    return {
+        "team": "media-recs",
+        "scoring": {
+            "plan": {"valid": True, "job": "nightly-scores", "instanceType": "ml.c5.2xlarge", "summary": "..."},
+            "run": {
+                "runId": "20261205T0000-abcdef",
+                "start": "2026-12-05T00:00:00Z",
+                "due": "2026-12-05T03:00:00Z",
+                "records": 3_000_000,
+                "sizing": {
+                    "instances": 2,
+                    "recordsPerSecond": 1500,
+                    "throughputSource": "declared",
+                    "headroomPercent": 30,
+                    "objects": 30,
+                },
+                "shards": shards,
+                "target": 3,
+                "probing": False,
+                "measuredRecordsPerSecond": 1400.0,
+                "output": "s3://scores/nightly/20261205T0000-abcdef/",
+                "notifications": [],
+            }
+            | run,
+        },
+    }
+
+
+def test_a_running_night_says_its_shards_and_its_projection_against_the_window() -> None:
+    night = scoring_night(_state(projectedEnd="2026-12-05T02:40:00Z"))
+    assert night is not None
+    assert (night.shards, night.shards_scored, night.shards_scoring) == (3, 1, 1)
+    assert night.state_in_words() == "scoring: 1 of 3 shards scored, 1 scoring"
+    assert (
+        night.window_note() == "2026-12-05T03:00:00Z: projected to finish 2026-12-05T02:40:00Z (20m before it closes)"
+    )
+    assert scoring_headline(night, "RUNNING", "WaitBeforeTheNextLook") == (
+        "RUNNING, now in WaitBeforeTheNextLook: scoring: 1 of 3 shards scored, 1 scoring"
+    )
+    late = scoring_night(_state(projectedEnd="2026-12-05T03:10:00Z", atRisk="even 12 instances finish at 03:10"))
+    assert late is not None and late.window_note().endswith("(10m late)")
+    assert "WindowAtRisk" in str(scoring_next_step(late, "RUNNING", None, None))
+
+
+def test_an_ended_night_says_met_or_missed_with_its_margin() -> None:
+    state = _state()
+    state["outcome"] = {"windowMet": False, "finishedAt": "2026-12-05T03:05:00Z", "marginSeconds": -300}
+    night = scoring_night(state)
+    assert night is not None
+    assert night.window_note() == "2026-12-05T03:00:00Z: MISSED (finished 2026-12-05T03:05:00Z, 5m late)"
+    assert str(scoring_next_step(night, "SUCCEEDED", None, None)).startswith("The window was missed")
+    assert night.window_note(datetime(2026, 12, 5, 4, tzinfo=UTC)).startswith("2026-12-05T03:00:00Z: MISSED")
+
+
+def test_a_night_not_yet_planned_and_an_execution_that_is_not_scoring() -> None:
+    night = scoring_night({"scoring": {"plan": {"valid": False, "problems": []}, "run": None}})
+    assert night is not None and night.state_in_words() == "planning" and not night.valid
+    assert night.window_note() == "not planned"
+    assert scoring_night({"manifest": {}, "training": {}}) is None
