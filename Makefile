@@ -145,6 +145,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/team_registry.py
 	$(BIN)/python benchmarks/fleet_week.py
 	$(BIN)/python benchmarks/fleet_week.py benchmarks/fleet-month.yaml
+	$(BIN)/python benchmarks/scoring_nights.py
 	@$(call simulate_traces,$(TRACES),TRACES,)
 	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--no-plot)
 	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--regions --no-plot --out out/simulate-regions)
