@@ -12,7 +12,6 @@ state document).
 from __future__ import annotations
 
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -52,12 +51,10 @@ def line(name: str) -> str:
 
 
 def main(names: list[str]) -> int:
-    began = time.perf_counter()
     print("Scoring nights on the local stack (examples/scenarios): sized vs the formula, finish vs window")
     print(COLUMNS)
     for name in names or SCORING_SCENARIOS:
         print(line(name), flush=True)
-    print(f"({time.perf_counter() - began:.0f} s)")
     return 0
 
 

@@ -36,6 +36,7 @@ SLOW = (
     "python benchmarks/handler_import_time.py",
     "python benchmarks/fleet_week.py",
     "python benchmarks/team_registry.py",
+    "python benchmarks/scoring_nights.py",
 )
 MEASURED = re.compile(
     r'("wallSeconds": |"quotaShareSeconds": |"python": "|replayed in \(wallSeconds\)[ \t]+)[\d.]+([ \t]+[\d.]+)?'
