@@ -114,6 +114,10 @@ def latest_document(sfn: Any, execution_arn: str) -> tuple[dict[str, Any], dict[
 
 def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, Any], now: datetime) -> Run:
     """The run from DescribeExecution (or a ListExecutions item), its newest state document and end."""
+    started, ended, elapsed = _timing(described, document, now)
+    night = scoring_night(document)
+    if night is not None:
+        return _scoring_run(described, document, night, started=started, ended=ended, elapsed=elapsed, end=end)
     status = str(described["status"])
     job = job_summary_of(document.get("manifest"))
     attempts = attempt_records(document)
@@ -130,15 +134,9 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     )
     recorded = as_dict(outcome.get("figures"))
     training = as_dict(document.get("training"))
-    started = parse_time(document.get("receivedAt")) or parse_time(described.get("startDate"))
-    ended = parse_time(described.get("stopDate"))
-    elapsed = int(((ended or now) - started).total_seconds()) if started else 0
     progress = as_dict(check.get("progress")).get("fraction")
     error = end.get("error") or described.get("error")
     links = {**as_dict(check.get("links")), **as_dict(as_dict(outcome).get("links"))}
-    night = scoring_night(document)
-    if night is not None:
-        return _scoring_run(described, document, night, started=started, ended=ended, elapsed=elapsed, end=end)
     following = as_dict(document.get("continuedAs"))
     continued = following.get("executionName") or (
         execution_name_of(str(following["executionArn"])) if following.get("executionArn") else None
@@ -170,6 +168,15 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         continued_as=str(continued) if continued else None,
         links={k: str(v) for k, v in links.items()},
     )
+
+
+def _timing(
+    described: dict[str, Any], document: dict[str, Any], now: datetime
+) -> tuple[datetime | None, datetime | None, int]:
+    """When the run began (its manifest's arrival, over continuations), ended, and how long it took."""
+    started = parse_time(document.get("receivedAt")) or parse_time(described.get("startDate"))
+    ended = parse_time(described.get("stopDate"))
+    return started, ended, int(((ended or now) - started).total_seconds()) if started else 0
 
 
 def _scoring_run(
