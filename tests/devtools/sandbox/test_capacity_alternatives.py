@@ -1,8 +1,8 @@
 """Issue 29: capacity where it is. A job with instance-type alternatives meets its deadline when
 its on-demand type is short (InstancePreferences), moves to an alternative's spot before spending
 on-demand, and, when no capacity exists anywhere, tells on-call (DeadlineAtRisk) while the
-deadline is ahead, ends CapacityUnavailable and leaves nothing running. Each figure is reconciled
-with the stand-in's own ledger."""
+deadline is ahead, ends CapacityUnavailable and leaves nothing running. Each figure of these
+scenarios is reconciled with the stand-in's own ledger by test_example_scenarios.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from spotline_dev.local.template import PROJECT_ROOT
 from spotline_dev.sandbox.replay import run_scenario
 from spotline_dev.sandbox.runs import weather_of
 from spotline_dev.sandbox.scenario import ScenarioError, load_scenario
-from tests.ledger_checks import assert_reconciled
 
 SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
 
@@ -79,15 +78,6 @@ def test_a_deadline_at_risk_falls_back_onto_a_training_plan_not_paid_on_demand(
     # The plan's hours show apart; they cost nothing more (paid up front), and no saving is claimed.
     assert run["trainingPlanSeconds"] == run["billableSeconds"] > 0
     assert (run["costUsd"], run["savingsPercent"]) == (0.0, None)
-
-
-@pytest.mark.parametrize(
-    "name", ["on-demand-short", "spot-on-an-alternative", "no-capacity-anywhere", "falls-back-onto-a-plan"]
-)
-def test_costs_of_mixed_types_match_the_ledger(name: str) -> None:
-    summary = run_scenario(load_scenario(SCENARIOS / f"{name}.yaml"))
-    for run in summary["executions"]:
-        assert_reconciled(run)
 
 
 def test_scenario_instance_types_override_only_what_they_name() -> None:

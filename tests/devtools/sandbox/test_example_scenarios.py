@@ -1,0 +1,27 @@
+"""Every example scenario (examples/scenarios), replayed once and checked twice: every figure the
+sandbox reports of each run is the stand-in's ledger (ledger_checks), and each execution ends
+within a minute (virtual) of its training job, leaving nothing running (timeliness_checks). The
+random scenarios of the same checks are in test_billing_ledger.py and test_sandbox_timeliness.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ledger_checks import assert_reconciled
+from timeliness_checks import assert_timely
+
+from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.sandbox.scenario import DEFAULT_SCENARIO
+
+EXAMPLES = sorted(DEFAULT_SCENARIO.parent.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_scenario_reports_what_the_stand_in_billed_and_ends_with_its_training(path: Path) -> None:
+    summary = run_scenario(load_scenario(path))
+
+    assert summary["executions"]
+    for run in summary["executions"]:
+        assert_reconciled(run)
+    assert_timely(summary)
