@@ -47,10 +47,11 @@ def model_parts_problems(spec: ScoringSpec) -> list[ManifestError]:
         code = error_code(exc)
         if code not in ("404", "NoSuchKey", "NotFound", "NoSuchBucket", "403", "AccessDenied"):
             raise
-        missing = (
-            "no object there (a training job's model.tar.gz?)" if code in ("404", "NoSuchKey", "NotFound") else code
+        denied = "S3 denied reading it (this stack reads the team buckets of TrainingDataBucketPattern only)"
+        why = {"NoSuchBucket": f"bucket {bucket} does not exist", "403": denied, "AccessDenied": denied}.get(
+            code, "no object there (a training job's model.tar.gz?)"
         )
-        problems.append(ManifestError("spec.model.artifact", f"{model.artifact}: {missing}"))
+        problems.append(ManifestError("spec.model.artifact", f"{model.artifact}: {why}"))
     return problems
 
 
