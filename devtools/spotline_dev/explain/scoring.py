@@ -93,9 +93,10 @@ class ScoringNight:
             return f"{self.window_end}: closed before the night finished"
         return f"{self.window_end}: not reached yet"
 
-    def lines(self) -> list[str]:
-        """The `Scoring` section of `explain` (and the figures `status` prints)."""
-        out = [f"  Window      {self.window_note()}"]
+    def lines(self, now: datetime | None = None) -> list[str]:
+        """The `Scoring` section of `explain`, and the figures `status` prints (the window as it
+        stands `now`)."""
+        out = [f"  Window      {self.window_note(now)}"]
         if self.records is not None:
             out.append(f"  Records     {self.records:,} in {self.shards} shards of {self.objects} object(s)")
         if self.instances is not None and self.sized_records_per_second is not None:

@@ -127,14 +127,13 @@ def cmd_status(args: argparse.Namespace, deployment: Deployment) -> int:
 def render_status(run: Run, asked: str, now: datetime) -> str:
     continued = f" (the run of {asked} continues here)" if run.name != asked else ""
     out = [f"{run.name}  {run.status}: {run.state}{continued}"]
+    job = "/".join(p for p in (run.team, run.job) if p) or "unknown"
     if run.scoring is not None:
-        job = "/".join(p for p in (run.team, run.job) if p) or "unknown"
         out.append(f"  Job        {job} (scoring), elapsed {duration(run.elapsed_seconds)}")
-        out += _night_lines(run, now)
+        out += run.scoring.lines(now)
         if run.error:
             out.append(f"  Error      {run.error}: {run.cause or ''}".rstrip(": "))
         return "\n".join(out)
-    job = "/".join(p for p in (run.team, run.job) if p) or "unknown"
     out.append(f"  Job        {job}, attempt {run.attempts or '-'} on {run.capacity or '-'}")
     if run.deadline:
         ended = datetime.fromisoformat(run.ended_at) if run.ended_at else None
@@ -155,13 +154,6 @@ def render_status(run: Run, asked: str, now: datetime) -> str:
         out.append(f"  Error      {run.error}: {run.cause or ''}".rstrip(": "))
     out += [f"  {LINK_LABELS.get(key, key):<10} {url}" for key, url in run.links.items()]
     return "\n".join(out)
-
-
-def _night_lines(run: Run, now: datetime) -> list[str]:
-    """The scoring night's figures, with the window as it stands now."""
-    assert run.scoring is not None
-    lines = run.scoring.lines()
-    return [f"  Window      {run.scoring.window_note(now)}", *lines[1:]]
 
 
 def cmd_logs(args: argparse.Namespace, deployment: Deployment) -> int:
