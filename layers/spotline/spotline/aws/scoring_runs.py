@@ -22,7 +22,7 @@ from typing import Any
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.core.model import to_rfc3339
 from spotline.core.scoring import ScoringSpec
-from spotline.core.scoring_plan import InputObject, Shard, ShardRun, pace, size, split
+from spotline.core.scoring_plan import InputObject, Pace, Shard, ShardRun, pace, size, split
 
 MAX_INPUT_OBJECTS = 100_000
 """The most objects a night's input may have (ListObjectsV2 pages of 1,000)."""
@@ -304,17 +304,20 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
         for s in shards
     ]
     due, records = datetime.fromisoformat(run.due), run.records
-    declared = float(run.sizing["recordsPerSecond"])
-    decided = pace(
-        runs,
-        records=records,
-        records_per_second=declared,
-        target=run.target,
-        max_instances=spec.max_instances,
-        now=now,
-        due=due,
-        look_seconds=CHECK_SECONDS,
-    )
+
+    def paced(records_per_second: float, target: int) -> Pace:
+        return pace(
+            runs,
+            records=records,
+            records_per_second=records_per_second,
+            target=target,
+            max_instances=spec.max_instances,
+            now=now,
+            due=due,
+            look_seconds=CHECK_SECONDS,
+        )
+
+    decided = paced(float(run.sizing["recordsPerSecond"]), run.target)
     target, probing = decided.target, run.probing
     sizing = run.sizing
     if probing and decided.measured_records_per_second:
@@ -330,16 +333,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
             objects=int(run.sizing["objects"]),
         )
         sizing, probing = resized.to_dict(), False
-        decided = pace(
-            runs,
-            records=records,
-            records_per_second=decided.measured_records_per_second,
-            target=resized.instances,
-            max_instances=spec.max_instances,
-            now=now,
-            due=due,
-            look_seconds=CHECK_SECONDS,
-        )
+        decided = paced(decided.measured_records_per_second, resized.instances)
         target = decided.target
     elif probing:
         decided = replace(decided, start=0 if any(r.started_at for r in runs) else 1)
