@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock
 from urllib.request import Request
 
-from spotline.aws import clients as spotline_clients
+import spotline.aws.clients as spotline_clients
 from spotline_dev.local.lambda_context import LocalLambdaContext
+from spotline_dev.local.permissions.checker import running
 from spotline_dev.local.template import Resolver, function_environment, resources_of_type
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def create_custom_resources(
         )
         spotline_clients.reset_clients()  # its own Lambda process: fresh clients, and not the others' after
         try:
-            with mock.patch(OPENER, _catching(answers)):
+            with mock.patch(OPENER, _catching(answers)), running(function):
                 handlers[name](event, context)
         finally:
             spotline_clients.reset_clients()

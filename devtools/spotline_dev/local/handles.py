@@ -13,10 +13,13 @@ from typing import Any
 from urllib.parse import urlparse
 
 import boto3
+from moto.iam.models import iam_backends
+from moto.sagemaker import models as moto_sagemaker_models
 from moto.sqs.models import sqs_backends
 
 from spotline_dev.local.executions import ExecutionRecord, Executions, history_of
 from spotline_dev.local.faults import Fault, Faults
+from spotline_dev.local.permissions.checker import PermissionCheck
 from spotline_dev.local.virtual_time import VirtualClock
 from spotline_dev.standin import BatchSageMakerStandIn, TrainingBehaviour
 from spotline_dev.standin.file_systems import FileSystemsStandIn
@@ -67,6 +70,8 @@ class LocalStack:
     peer_networks: dict[str, dict[str, Any]] = field(default_factory=dict)  # peer region -> its stack's network
     account: str = ACCOUNT  # the account and region the stack plays (the sandbox: the manifests')
     region: str = REGION
+    attributes: dict[tuple[str, str | None], str] = field(default_factory=dict)  # (logical id, attribute) -> value
+    permissions: PermissionCheck | None = None  # every call of a function, checked against its role
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def kill_after_call(self, operation: str, times: int = 1, *, skip: int = 0) -> None:
@@ -107,6 +112,43 @@ class LocalStack:
         """The execution's virtual start and end, and the status change event put when it ended."""
         assert self.executions is not None
         return self.executions.records[execution_arn]
+
+    def resource_tags(self, arn: str) -> dict[str, str] | None:
+        """The tags of a resource a function's call names (IAM's aws:ResourceTag/<key>): the
+        stand-in's jobs in any region, and moto's roles and SageMaker models; None when unknown."""
+        parts = arn.split(":")
+        if len(parts) < 6:
+            return None
+        service, region, account = parts[2], parts[3], parts[4]
+        if service in ("batch", "sagemaker"):
+            standin = self.standin if region == self.region else self.peers.get(region)
+            tags = standin.resource_tags(arn) if standin is not None else None
+            if tags is not None or not arn.rpartition(":")[2].startswith("model/"):
+                return tags
+            try:
+                listed, _token = moto_sagemaker_models.sagemaker_backends[account][region].list_tags(arn)
+            except Exception:  # no such model: moto raises its own not-found error
+                return None
+            return {t["Key"]: t["Value"] for t in listed}
+        if service == "iam":
+            role = self._role(arn.rpartition("/")[2], account)
+            if role is None:
+                return None
+            kept: Any = role.tags.values() if isinstance(role.tags, dict) else role.tags
+            return {t["Key"]: t["Value"] for t in kept}
+        return None
+
+    def _role(self, name: str, account: str | None = None) -> Any:
+        return next((r for r in iam_backends[account or self.account]["global"].roles.values() if r.name == name), None)
+
+    def role_arn(self, name: str) -> str | None:
+        """The ARN (with its path) of the account's role `name`, as IAM authorizes calls on it."""
+        role = self._role(name)
+        return str(role.arn) if role is not None else None
+
+    def logical_id(self, function_name: str) -> str:
+        """The template's logical id of a function of the stack, by its name."""
+        return next(logical for logical, name in self.functions.items() if name == function_name)
 
     def client(self, service: str) -> Any:
         """A boto3 client of the local stack (one per service: creating one takes milliseconds)."""

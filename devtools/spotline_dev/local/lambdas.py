@@ -14,6 +14,7 @@ from moto.awslambda.exceptions import LambdaClientError
 
 from spotline_dev.local.handles import Handler, Invocation, LocalStack, RuntimeKilled
 from spotline_dev.local.lambda_context import LocalLambdaContext
+from spotline_dev.local.permissions.checker import running
 from spotline_dev.local.virtual_time import POLL_SECONDS, is_parked, park
 
 
@@ -60,7 +61,8 @@ class InProcessLambdas:
                 fault = self.stack.faults.due(function.function_name) if self.stack.faults else None
                 if fault is not None:
                     raise fault
-                result = handler(payload, context)
+                with running(self.stack.logical_id(function.function_name)):
+                    result = handler(payload, context)
             except Exception as exc:
                 record.error = "Runtime.ExitError" if isinstance(exc, RuntimeKilled) else type(exc).__name__
                 error = {

@@ -54,7 +54,7 @@ def create_resources(
     handler by function name."""
     template, physical = stack.template, stack.physical
     iam, s3, sqs, sns = (stack.client(s) for s in ("iam", "s3", "sqs", "sns"))
-    arns: dict[tuple[str, str | None], str] = {}
+    arns = stack.attributes
 
     def lookup(logical: str, attribute: str | None) -> str:
         if (logical, attribute) in arns:

@@ -44,6 +44,7 @@ from spotline_dev.local.moto_shortcuts import (
 )
 from spotline_dev.local.network import build_network, network_parameters
 from spotline_dev.local.peers import mirror_queues, start_peers
+from spotline_dev.local.permissions.checker import PermissionCheck, install_permission_check
 from spotline_dev.local.registry import seed_registry
 from spotline_dev.local.resources import create_resources
 from spotline_dev.local.template import (
@@ -108,6 +109,20 @@ class S3CheckpointStore:
     def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
         bucket, key = self._location(s3_uri)
         self._backend(bucket).put_object(bucket, key, json.dumps(progress).encode())
+
+
+def _attribute(stack: LocalStack, logical: str, attribute: str | None) -> str:
+    """A resource's Ref (attribute None) or attribute as the local stack created it (KeyError if not)."""
+    if (logical, attribute) in stack.attributes:
+        return stack.attributes[(logical, attribute)]
+    if attribute in (None, "Name") and logical in stack.physical:
+        return stack.physical[logical]
+    raise KeyError(f"{logical}.{attribute}")
+
+
+def _watched_resource(permissions: PermissionCheck, made: Any) -> Any:
+    permissions.watch(made.meta.client)
+    return made
 
 
 def _put_event(stack: LocalStack, entry: dict[str, Any]) -> None:
@@ -177,12 +192,6 @@ def start_local_stack(
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
         session = boto3._get_default_session()
-        # The layer's clients come from this session whatever becomes of boto3.DEFAULT_SESSION: a
-        # thread of an earlier stack calling boto3.client() while moto had cleared it once made a
-        # session of its own there, and the custom resource's calls missed the stand-in.
-        exits.enter_context(
-            mock.patch.object(spotline_aws, "boto3", SimpleNamespace(client=session.client, resource=session.resource))
-        )
         checkpoints = S3CheckpointStore(region, account)
         standin = BatchSageMakerStandIn(
             clock.now, weather or SpotWeather(), behaviour, checkpoints, account=account, region=region
@@ -204,6 +213,17 @@ def start_local_stack(
             region=region,
         )
         stack.file_systems, stack.network = file_systems, built
+        # The layer's clients come from this session whatever becomes of boto3.DEFAULT_SESSION: a
+        # thread of an earlier stack calling boto3.client() while moto had cleared it once made a
+        # session of its own there, and the custom resource's calls missed the stand-in. Every call
+        # they make while a function runs is checked against its role.
+        permissions = stack.permissions = install_permission_check(stack, partial(_attribute, stack))
+        exits.callback(permissions.assert_allowed)  # early in, so it judges once every handler has ended
+        checked = SimpleNamespace(
+            client=lambda *a, **k: permissions.watch(session.client(*a, **k)),
+            resource=lambda *a, **k: _watched_resource(permissions, session.resource(*a, **k)),
+        )
+        exits.enter_context(mock.patch.object(spotline_aws, "boto3", checked))
         start_peers(stack, peers or {}, behaviour, lambda there: S3CheckpointStore(there, account), session)
         if network:  # the same stack in each peer region, with a VPC of its own there
             stack.peer_networks = {there: build_network(session, there) for there in stack.peers}

@@ -258,6 +258,20 @@ class BatchSageMakerStandIn:
 
     # --- EventBridge events (see state_events) ----------------------------------------------
 
+    def resource_tags(self, arn: str) -> dict[str, str] | None:
+        """The tags of one of this region's service jobs, training jobs or transform jobs (what IAM
+        reads as aws:ResourceTag/<key>), None when it is not one of ours."""
+        with self._lock:
+            for job in self._service_jobs.jobs.values():
+                if job.arn == arn:
+                    return dict(job.request.get("tags") or {})
+            kind, _, name = arn.rpartition(":")[2].partition("/")
+            if kind == "training-job" and (training := self._trainings.jobs.get(name.lower())) is not None:
+                return {t["Key"]: t["Value"] for t in training.request.get("Tags") or []}
+            if kind == "transform-job" and (transform := self.transforms.jobs.get(name)) is not None:
+                return {t["Key"]: t["Value"] for t in transform.request.get("Tags") or []}
+        return None
+
     def next_change_after(self, now: datetime) -> datetime | None:
         """The earliest moment strictly after `now` at which any service job's Batch status, or any
         training job's TrainingJobStatus or SecondaryStatus, changes if nothing else happens
