@@ -1,7 +1,7 @@
 """`spotline teams`: the stack's team registry read and changed as the stack itself does it
 (`spotline.aws.team_registry`, ApplyTeamChange). A change is checked here first, against the
 JSON Schema and the registry and queue as they are now, so a refusal costs no proposal; the
-stack checks it again, one change at a time, before it takes effect."""
+stack checks it again, against the registry as it is when it writes, before it takes effect."""
 
 from __future__ import annotations
 

@@ -89,6 +89,13 @@ def read_registry(bucket_name: str | None = None) -> Registry:
     return Registry.from_document(_read_json(bucket_name or bucket(), INDEX_KEY))
 
 
+def read_registry_for_change(bucket_name: str) -> tuple[Registry, str | None]:
+    """The whole registry and the ETag of the `index.json` it was read from (None before the
+    first change): ApplyTeamChange writes the next index only if it is still that one."""
+    body, etag = read_json_and_etag(bucket_name, INDEX_KEY)
+    return Registry.from_document(body), etag
+
+
 def history(team: str, bucket_name: str | None = None) -> list[TeamRecord]:
     """Every version of the team's record, newest first (at most MAX_HISTORY)."""
     s3, name = client("s3"), bucket_name or bucket()
@@ -114,13 +121,18 @@ def propose(change: Change, changed_by: str, bucket_name: str | None = None) -> 
 
 
 def _read_json(bucket_name: str, key: str) -> Any:
+    return read_json_and_etag(bucket_name, key)[0]
+
+
+def read_json_and_etag(bucket_name: str, key: str) -> tuple[Any, str | None]:
+    """The object's JSON and ETag; (None, None) when it does not exist."""
     try:
-        body = client("s3").get_object(Bucket=bucket_name, Key=key)["Body"].read()
+        answer = client("s3").get_object(Bucket=bucket_name, Key=key)
     except Exception as exc:
         if error_code(exc) in MISSING:
-            return None
+            return None, None
         raise
-    return json.loads(body)
+    return json.loads(answer["Body"].read()), answer.get("ETag")
 
 
 def caller_id() -> str:
