@@ -3,8 +3,9 @@ put a team's proposal in the registry bucket (tagged with who made it), then inv
 function with {"proposals": [{"team", "versionId"}]}; it validates the registry after the change
 against the JSON Schema and the stack, writes the new versions and the index, and brings the job
 queue's quota shares in step (`spotline.aws.team_changes`). A refused change writes nothing and
-answers each field's reason; the previous versions stay in force. Reserved concurrency 1: changes
-are applied one at a time, so two cannot both pass the quota totals against the same registry."""
+answers each field's reason; the previous versions stay in force. Changes may run at once: the
+index is written only if it is still the one a change was validated against, else the change is
+validated again, so two cannot both pass the quota totals against the same registry."""
 
 from __future__ import annotations
 

@@ -3,12 +3,14 @@ what the template's policies use is modelled: exact or wildcard actions, Resourc
 patterns with ${aws:PrincipalTag/spotline:team} (unresolved when the tag is missing: then the
 statement does not apply, as in IAM), and the Null, Bool, StringNotLike, StringNotEquals and
 ArnNotEquals operators (the negated ones true when the key is missing), with ${aws:userid} in
-condition values. Anything else fails the test that meets it."""
+condition values. A PutObject that carries tags is evaluated as s3:PutObject and as
+s3:PutObjectTagging, with its tags as s3:RequestObjectTag/<key>, as S3 authorizes it. Anything
+else fails the test that meets it."""
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 TEAM_VARIABLE = "${aws:PrincipalTag/spotline:team}"
@@ -81,11 +83,30 @@ def _condition_holds(condition: dict[str, Any], request: S3Request, arns: dict[s
     return True
 
 
+def actions_needed(request: S3Request) -> list[str]:
+    """The actions S3 authorizes for the request. S3 API reference, PutObject, Permissions:
+    "s3:PutObjectTagging - To successfully set the tag-set with your PutObject request, you must
+    have the s3:PutObjectTagging"."""
+    if request.action == "s3:PutObject" and request.tags:
+        return ["s3:PutObject", "s3:PutObjectTagging"]
+    return [request.action]
+
+
 def denied(
     policy: dict[str, Any], bucket_logical: str, bucket_arn: str, request: S3Request, arns: dict[str, str]
 ) -> bool:
-    """Whether the bucket policy (`policy`: the AWS::S3::BucketPolicy's Properties) denies it."""
+    """Whether the bucket policy (`policy`: the AWS::S3::BucketPolicy's Properties) denies any
+    action the request needs."""
     assert policy["Bucket"] == {"Ref": bucket_logical}
+    return any(
+        _denied_as(policy, bucket_logical, bucket_arn, replace(request, action=action), arns)
+        for action in actions_needed(request)
+    )
+
+
+def _denied_as(
+    policy: dict[str, Any], bucket_logical: str, bucket_arn: str, request: S3Request, arns: dict[str, str]
+) -> bool:
     arn = bucket_arn if request.key is None else f"{bucket_arn}/{request.key}"
     for statement in policy["PolicyDocument"]["Statement"]:
         assert statement["Effect"] == "Deny" and statement["Principal"] == "*", statement["Sid"]

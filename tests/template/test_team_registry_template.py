@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from template.bucket_policies import S3Request, denied
+from template.bucket_policies import S3Request, actions_needed, denied
 
 from spotline.aws.team_registry import CHANGED_BY_TAG
 from spotline_dev.local.template import function_environment, load_template, resources_of_type
@@ -58,7 +58,9 @@ def test_only_apply_team_change_writes_the_registry_and_one_change_at_a_time() -
                 if "s3:PutObject" in actions and "TeamRegistryBucket" in json.dumps(statement["Resource"]):
                     writers.append(name)
     assert writers == ["ApplyTeamChangeFunction"]
-    assert RESOURCES["ApplyTeamChangeFunction"]["Properties"]["ReservedConcurrentExecutions"] == 1
+    # Not by reserved concurrency, which an account whose unreserved pool is at its minimum cannot
+    # give (the deployment would fail): by S3 conditional writes (tests/layer/aws/test_team_changes.py).
+    assert "ReservedConcurrentExecutions" not in RESOURCES["ApplyTeamChangeFunction"]["Properties"]
 
 
 @pytest.mark.parametrize(
@@ -80,7 +82,28 @@ def test_only_apply_team_change_writes_the_registry_and_one_change_at_a_time() -
             True,
         ),
         (S3Request("s3:PutObject", "proposed/vision.json", "vision", userid=LEAD), True),  # no author tag
-        (S3Request("s3:PutObjectTagging", "proposed/vision.json", "vision", userid=LEAD), True),  # rewrite the author
+        # A tagged PutObject is also s3:PutObjectTagging (the first case): tags can name only the caller.
+        (S3Request("s3:PutObjectTagging", "proposed/vision.json", "vision", userid=LEAD), True),  # erase the author
+        (S3Request("s3:PutObjectTagging", "proposed/vision.json", "vision", userid=LEAD, tags=AUTHOR), False),
+        (
+            S3Request(
+                "s3:PutObjectTagging", "proposed/vision.json", "vision", userid=LEAD, tags={CHANGED_BY_TAG: "AROAB:bob"}
+            ),
+            True,
+        ),
+        (
+            S3Request(
+                "s3:PutObjectVersionTagging",
+                "proposed/vision.json",
+                "vision",
+                userid=LEAD,
+                tags={CHANGED_BY_TAG: "AROAB:bob"},
+            ),
+            True,
+        ),
+        (S3Request("s3:DeleteObjectTagging", "proposed/vision.json", "vision", userid=LEAD), True),
+        (S3Request("s3:DeleteObjectVersionTagging", "proposed/vision.json", None, userid=PLATFORM), True),
+        (S3Request("s3:PutObjectTagging", "proposed/search-ranking.json", "vision", userid=LEAD, tags=AUTHOR), True),
         (S3Request("s3:PutObject", "teams/vision.json", "vision", userid=LEAD), True),
         (S3Request("s3:PutObject", "index.json", "vision", userid=LEAD), True),
         (S3Request("s3:DeleteObject", "teams/vision.json", "vision", userid=LEAD), True),
@@ -117,7 +140,7 @@ def test_the_documented_team_lead_policy_is_what_the_bucket_policy_lets_a_lead_d
     text = TEAM_POLICY_DOC.read_text()
     (block,) = re.findall(r"```json\n(\{\n  \"Version\".*?)\n```", text, flags=re.S)
     document = json.loads(block)
-    asked = 0
+    asked, granted = 0, set()
     for statement in document["Statement"]:
         assert statement["Effect"] == "Allow"
         resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
@@ -127,6 +150,11 @@ def test_the_documented_team_lead_policy_is_what_the_bucket_policy_lets_a_lead_d
             key = resource.split("/", 1)[1].replace("${aws:PrincipalTag/spotline:team}", "vision")
             for action in statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]:
                 asked += 1
-                tags = {CHANGED_BY_TAG: LEAD} if action == "s3:PutObject" else {}
+                granted.add((action, key))
+                tags = AUTHOR if action in ("s3:PutObject", "s3:PutObjectTagging") else {}
                 assert not _denied(S3Request(action, key, "vision", userid=LEAD, tags=tags)), (action, key)
     assert asked >= 3
+    # What spotline teams apply sends (a PutObject with the author tag) needs every action S3 checks.
+    proposal = S3Request("s3:PutObject", "proposed/vision.json", "vision", userid=LEAD, tags=AUTHOR)
+    for action in actions_needed(proposal):
+        assert (action, proposal.key) in granted, action

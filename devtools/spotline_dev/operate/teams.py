@@ -1,7 +1,7 @@
 """`spotline teams`: the stack's team registry read and changed as the stack itself does it
 (`spotline.aws.team_registry`, ApplyTeamChange). A change is checked here first, against the
 JSON Schema and the registry and queue as they are now, so a refusal costs no proposal; the
-stack checks it again, one change at a time, before it takes effect."""
+stack checks it again, against the registry as it is when it writes, before it takes effect."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spotline.aws.quota_share_reads import existing_shares
-from spotline.aws.team_registry import history, read_registry, record_of, submit_changes
+from spotline.aws.team_registry import AuthorNotTaggable, history, read_registry, record_of, submit_changes
 from spotline.core.errors import ManifestError
 from spotline.core.quota_shares import QuotaSharesInvalid, parse_capacity
 from spotline.core.team_policy import TeamPolicyInvalid
@@ -77,7 +77,12 @@ def check(deployment: Deployment, changes: list[Change]) -> Checked:
 def apply(deployment: Deployment, changes: list[Change]) -> dict[str, Any]:
     """Check, then have the stack apply the change (ApplyTeamChange's answer); raises ChangeRefused."""
     check(deployment, changes)
-    answer = submit_changes(changes, function_name=deployment.apply_function, bucket_name=deployment.registry_bucket)
+    try:
+        answer = submit_changes(
+            changes, function_name=deployment.apply_function, bucket_name=deployment.registry_bucket
+        )
+    except AuthorNotTaggable as exc:
+        raise OperateError(f"nothing proposed: {exc}", usage=True) from None
     if answer.get("outcome") == "refused":
         raise ChangeRefused([ManifestError(e["path"], e["message"]) for e in answer.get("errors", [])])
     return answer

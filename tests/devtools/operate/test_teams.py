@@ -13,7 +13,7 @@ import pytest
 from conftest import EXAMPLE_MANIFEST, example_spec, run_upload
 from devtools.operate.printed import printed_json, printed_lines
 from spotline_dev.cli import main
-from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK
+from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.stack import STACK
 from spotline_dev.sandbox.account import team_allowance
@@ -141,3 +141,26 @@ def test_a_file_that_is_not_a_policy_is_refused_before_anything_is_proposed(
     assert "teams.Bad Name: must be 2-24 characters of lowercase letters" in capsys.readouterr().err
     listed = deployed.client("s3").list_objects_v2(Bucket=deployed.physical["TeamRegistryBucket"], Prefix="proposed/")
     assert [o["Key"] for o in listed.get("Contents", [])] == [f"proposed/{TEAM}.json"]  # the seed's only
+
+
+def test_a_caller_whose_session_name_holds_a_comma_is_refused_before_anything_is_proposed(
+    deployed: LocalStack, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """STS lets a role session name hold `,` ([\\w+=,.@-]*), an S3 tag value may not: the CLI says
+    so and what to do, instead of S3's InvalidTag after the upload started."""
+    from spotline.aws import team_registry
+
+    sts = deployed.client("sts")
+    role = f"arn:aws:iam::{sts.get_caller_identity()['Account']}:role/vision-lead"
+    userid = sts.assume_role(RoleArn=role, RoleSessionName="alice,admin")["AssumedRoleUser"]["AssumedRoleId"]
+    assert userid.endswith(":alice,admin")  # what GetCallerIdentity answers such a session as its UserId
+    monkeypatch.setattr(team_registry, "caller_id", lambda: userid)
+    bucket = deployed.physical["TeamRegistryBucket"]
+    before = deployed.client("s3").list_object_versions(Bucket=bucket, Prefix="proposed/")["Versions"]
+    assert main(["teams", "apply", _policy_file(tmp_path, maxInstances=4), *ON_STACK]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"nothing proposed: your AWS identity {userid} holds ','" in err
+    assert "session name" in err and "no commas" in err
+    after = deployed.client("s3").list_object_versions(Bucket=bucket, Prefix="proposed/")["Versions"]
+    assert [v["VersionId"] for v in after] == [v["VersionId"] for v in before]
+    assert _json(capsys, "teams", "show", TEAM)["version"] == 1

@@ -114,7 +114,9 @@ def test_spot_runs_on_one_type_and_on_demand_lists_them_all() -> None:
         {"InstanceType": "ml.g6e.4xlarge", "InstanceCount": 2},
     ]
     assert "InstanceType" not in payload["ResourceConfig"] and "InstanceCount" not in payload["ResourceConfig"]
-    assert payload["EnableManagedSpotTraining"] is False
+    # "InstancePreferences is mutually exclusive with ... EnableManagedSpotTraining" (ResourceConfig):
+    # not even false is sent beside it.
+    assert "EnableManagedSpotTraining" not in payload
     assert payload["StoppingCondition"]["MaxPendingTimeInSeconds"] == 1800  # the API's minimum
     assert pending_limit(10**9) == 28 * 86400
 

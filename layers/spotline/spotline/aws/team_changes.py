@@ -1,7 +1,13 @@
 """Applying proposed changes to the team registry (ApplyTeamChange, the registry's only writer):
 read each proposal and who made it, validate the registry after the change against the schema and
-the stack, write the teams' new records and the index, then bring the job queue's quota shares
-in step. A refused change writes nothing: the previous versions stay in force."""
+the stack, write the index and the teams' new records, then bring the job queue's quota shares
+in step. A refused change writes nothing: the previous versions stay in force.
+
+Changes may run at once (the function has no reserved concurrency: an account's unreserved pool
+cannot always give one). The index is written only if it is still the one the change was
+validated against (S3 conditional write, IfMatch its ETag, IfNoneMatch "*" for the first); when
+another change came first, the whole read-validate-write is done again against the new index,
+so two changes never both pass the quota totals. Records only move forward in version."""
 
 from __future__ import annotations
 
@@ -14,21 +20,28 @@ from typing import Any
 from urllib.parse import unquote
 
 from spotline.aws import clock, quota_shares
-from spotline.aws.clients import client
+from spotline.aws.clients import client, error_code
 from spotline.aws.quota_share_reads import existing_shares
 from spotline.aws.team_registry import (
     CHANGED_BY_TAG,
     INDEX_KEY,
     proposal_key,
-    read_registry,
+    read_json_and_etag,
+    read_registry_for_change,
     record_key,
 )
 from spotline.core.errors import ManifestError
 from spotline.core.quota_shares import Capacity
 from spotline.core.team_policy import TeamPolicyInvalid
-from spotline.core.team_registry import CHANGE_ROOT, Change, apply_changes
+from spotline.core.team_registry import CHANGE_ROOT, Change, TeamRecord, apply_changes
 
 TEAM_NAME = re.compile(r"^[a-z][a-z0-9-]{0,22}[a-z0-9]$")  # manifest-v1's metadata.team
+ATTEMPTS = 5  # reads-validates-writes of one change before it gives up to concurrent ones
+CONFLICTS = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "412", "409"})
+"""S3 PutObject, IfMatch: "If the ETag values do not match, the operation returns a 412
+Precondition Failed error. If a conflicting operation occurs during the upload S3 returns a 409
+ConditionalRequestConflict response. On a 409 failure you should fetch the object's ETag and retry
+the upload" (botocore's s3 model; IfNoneMatch likewise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,34 +68,27 @@ def apply_proposals(
         changes, who = _read(proposals, bucket)
     except ProposalRefused as exc:
         return _refused(exc.errors)
-    registry = read_registry(bucket)
     shares = existing_shares(job_queue)
-    applied = apply_changes(
-        registry,
-        changes,
-        capacity=capacity,
-        existing_shares=shares,
-        changed_by=who,
-        changed_at=clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"),
-        proposals={p.team: p.version_id for p in proposals},
-    )
-    if applied.errors:
-        return _refused(list(applied.errors))
-    s3 = client("s3")
+    changed_at = clock.now().isoformat(timespec="seconds").replace("+00:00", "Z")
+    for _attempt in range(ATTEMPTS):
+        registry, etag = read_registry_for_change(bucket)
+        applied = apply_changes(
+            registry,
+            changes,
+            capacity=capacity,
+            existing_shares=shares,
+            changed_by=who,
+            changed_at=changed_at,
+            proposals={p.team: p.version_id for p in proposals},
+        )
+        if applied.errors:
+            return _refused(list(applied.errors))
+        if not applied.records or _put_if(bucket, INDEX_KEY, applied.registry.document(), etag):
+            break
+    else:
+        return _refused([ManifestError("teams", f"{ATTEMPTS} other changes were applied meanwhile: apply it again")])
     for record in applied.records:
-        s3.put_object(
-            Bucket=bucket,
-            Key=record_key(record.team),
-            Body=json.dumps(record.document(), sort_keys=True).encode(),
-            ContentType="application/json",
-        )
-    if applied.records:
-        s3.put_object(
-            Bucket=bucket,
-            Key=INDEX_KEY,
-            Body=json.dumps(applied.registry.document(), sort_keys=True).encode(),
-            ContentType="application/json",
-        )
+        _put_record(bucket, record)
     started = time.monotonic()
     policy = applied.policy or applied.registry.policy()
     planned = quota_shares.reconcile(job_queue, policy, capacity, shares)
@@ -96,6 +102,37 @@ def apply_proposals(
         "quotaShareWarnings": list(planned.warnings),
         "sharesWithoutTeams": sorted(share.name for share in shares if share.name not in wanted),
     }
+
+
+def _put_if(bucket: str, key: str, document: dict[str, Any], etag: str | None) -> bool:
+    """Write `document` only if the object is still the one of `etag` (None: still missing);
+    False when S3 answers that it is not."""
+    condition = {"IfMatch": etag} if etag is not None else {"IfNoneMatch": "*"}
+    try:
+        client("s3").put_object(
+            Bucket=bucket,
+            Key=key,
+            Body=json.dumps(document, sort_keys=True).encode(),
+            ContentType="application/json",
+            **condition,
+        )
+    except Exception as exc:
+        if error_code(exc) in CONFLICTS:
+            return False
+        raise
+    return True
+
+
+def _put_record(bucket: str, record: TeamRecord) -> None:
+    """Write the team's record unless a later change's is there already (changes applied at once
+    may write their records in any order)."""
+    for _attempt in range(ATTEMPTS):
+        current, etag = read_json_and_etag(bucket, record_key(record.team))
+        if current is not None and int(current.get("version", 0)) >= record.version:
+            return
+        if _put_if(bucket, record_key(record.team), record.document(), etag):
+            return
+    raise RuntimeError(f"{record_key(record.team)} kept changing: version {record.version} not written")
 
 
 def _read(proposals: Sequence[Proposal], bucket: str) -> tuple[list[Change], str]:

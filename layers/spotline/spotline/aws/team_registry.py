@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -88,6 +89,13 @@ def read_registry(bucket_name: str | None = None) -> Registry:
     return Registry.from_document(_read_json(bucket_name or bucket(), INDEX_KEY))
 
 
+def read_registry_for_change(bucket_name: str) -> tuple[Registry, str | None]:
+    """The whole registry and the ETag of the `index.json` it was read from (None before the
+    first change): ApplyTeamChange writes the next index only if it is still that one."""
+    body, etag = read_json_and_etag(bucket_name, INDEX_KEY)
+    return Registry.from_document(body), etag
+
+
 def history(team: str, bucket_name: str | None = None) -> list[TeamRecord]:
     """Every version of the team's record, newest first (at most MAX_HISTORY)."""
     s3, name = client("s3"), bucket_name or bucket()
@@ -113,13 +121,18 @@ def propose(change: Change, changed_by: str, bucket_name: str | None = None) -> 
 
 
 def _read_json(bucket_name: str, key: str) -> Any:
+    return read_json_and_etag(bucket_name, key)[0]
+
+
+def read_json_and_etag(bucket_name: str, key: str) -> tuple[Any, str | None]:
+    """The object's JSON and ETag; (None, None) when it does not exist."""
     try:
-        body = client("s3").get_object(Bucket=bucket_name, Key=key)["Body"].read()
+        answer = client("s3").get_object(Bucket=bucket_name, Key=key)
     except Exception as exc:
         if error_code(exc) in MISSING:
-            return None
+            return None, None
         raise
-    return json.loads(body)
+    return json.loads(answer["Body"].read()), answer.get("ETag")
 
 
 def caller_id() -> str:
@@ -128,11 +141,37 @@ def caller_id() -> str:
     return str(client("sts").get_caller_identity()["UserId"])
 
 
+TAG_VALUE_SYMBOLS = frozenset("_.:/=+-@")
+"""Besides letters, numbers and spaces, what an S3 object tag value may hold (S3 API reference,
+S3Tag: Value "Pattern: ^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$", "Maximum length of 256")."""
+
+
+class AuthorNotTaggable(ValueError):
+    """The caller's aws:userid cannot be an S3 tag value, so no proposal can name its author."""
+
+
+def author_id() -> str:
+    """The caller's aws:userid for a proposal's spotline:changed-by tag; raises AuthorNotTaggable
+    before anything is uploaded when S3 would refuse it as a tag value. A role session name may
+    hold `,` (STS RoleSessionName: `[\\w+=,.@-]*`), which a tag value may not."""
+    who = caller_id()
+    bad = sorted({c for c in who if not (c in TAG_VALUE_SYMBOLS or unicodedata.category(c)[0] in "LNZ")})
+    if bad or len(who) > 256:
+        reason = f"holds {', '.join(repr(c) for c in bad)}" if bad else "is longer than 256 characters"
+        raise AuthorNotTaggable(
+            f"your AWS identity {who} {reason}, which an S3 object tag value cannot, so the "
+            f"proposal cannot name you in its {CHANGED_BY_TAG} tag; assume your role again with a "
+            "session name of letters, digits and _ . : / = + - @ only (no commas)"
+        )
+    return who
+
+
 def submit_changes(changes: list[Change], *, function_name: str, bucket_name: str) -> dict[str, Any]:
     """Propose `changes` (one proposal per team) and have ApplyTeamChange apply them together;
     its answer (`spotline.aws.team_changes.apply_proposals`). Raises RuntimeError when the
-    function fails (not when it refuses: a refusal is an answer)."""
-    who = caller_id()
+    function fails (not when it refuses: a refusal is an answer), AuthorNotTaggable before
+    proposing anything when the caller's id cannot be a tag value."""
+    who = author_id()
     proposals = [{"team": c.team, "versionId": propose(c, who, bucket_name)} for c in changes]
     response = client("lambda").invoke(FunctionName=function_name, Payload=json.dumps({"proposals": proposals}))
     answer = json.loads(response["Payload"].read() or b"null")

@@ -200,6 +200,11 @@ def create_training_job_request(
         "Environment": environment,
         "Tags": [{"Key": k, "Value": v} for k, v in _tags(spec, attempt).items()],
     }
+    if "InstancePreferences" in resources:
+        # "InstancePreferences is mutually exclusive with ... EnableManagedSpotTraining" (botocore's
+        # sagemaker model, ResourceConfig): whether an explicit false counts as given is not
+        # documented, so the key is left out (absent: not spot).
+        del request["EnableManagedSpotTraining"]
     if spec.checkpoint_s3_uri:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoint_s3_uri, "LocalPath": CHECKPOINT_LOCAL_PATH}
     _apply_settings(request, spec, settings)

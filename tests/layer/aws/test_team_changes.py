@@ -1,0 +1,64 @@
+"""ApplyTeamChange without reserved concurrency: two changes applied at once whose quotas together
+exceed the service environment's capacity. The second to write `index.json` finds it changed
+(S3's conditional write answers 412), validates again against the first's registry and is refused:
+exactly one applies, and the refused one writes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from conftest import example_spec
+from spotline.aws import team_changes
+from spotline.aws.team_registry import caller_id, propose, read_registry, record_key
+from spotline.core.team_registry import Change
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.sandbox.account import team_allowance
+
+QUOTA = {"ml.g5.2xlarge": 5}  # each alone fits the stack's TrainingCapacity (ml.g5.2xlarge=8); both do not
+
+
+def _apply(stack: LocalStack, change: Change) -> dict[str, Any]:
+    """`spotline teams apply`: propose, then invoke ApplyTeamChange (its handler, its environment)."""
+    version = propose(change, caller_id(), stack.physical["TeamRegistryBucket"])
+    answer: dict[str, Any] = stack.invoke(
+        "ApplyTeamChangeFunction", {"proposals": [{"team": change.team, "versionId": version}]}
+    )
+    return answer
+
+
+def test_two_changes_at_once_whose_quotas_together_exceed_the_capacity_apply_exactly_one(
+    stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = {**team_allowance(example_spec()), "quotas": QUOTA}
+    first, second = Change("search-ranking", entry), Change("vision", entry)
+    answers: dict[str, dict[str, Any]] = {}
+    validate: Callable[..., Any] = team_changes.apply_changes
+
+    def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        """The first change validated; before it writes, the second is applied whole."""
+        result = validate(*args, **kwargs)
+        if "vision" not in answers:
+            monkeypatch.setattr(team_changes, "apply_changes", validate)
+            answers["vision"] = _apply(stack, second)
+        return result
+
+    monkeypatch.setattr(team_changes, "apply_changes", meanwhile)
+    answers["search-ranking"] = _apply(stack, first)
+
+    assert answers["vision"]["outcome"] == "applied"
+    refused = answers["search-ranking"]
+    assert refused["outcome"] == "refused"
+    assert any(
+        e["path"] == "teams.search-ranking.quotas.ml.g5.2xlarge" and "would add up to 10" in e["message"]
+        for e in refused["errors"]
+    ), refused
+    bucket = stack.physical["TeamRegistryBucket"]
+    registry = read_registry(bucket)
+    assert registry.entries["vision"]["quotas"] == QUOTA
+    assert "quotas" not in registry.entries["search-ranking"] and registry.version_of("search-ranking") == 1
+    record = json.loads(stack.client("s3").get_object(Bucket=bucket, Key=record_key("search-ranking"))["Body"].read())
+    assert record["version"] == 1  # the refused change wrote no record either
