@@ -27,6 +27,8 @@ from spotline_dev.sandbox.account import prepare_account, team_allowance  # noqa
 from spotline_dev.standin import TrainingBehaviour  # noqa: E402
 from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
 
+pytest_plugins = ["permission_coverage"]  # every function's calls checked against its role, suite-wide
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_MANIFEST = ROOT / "examples" / "manifests" / "ranker-v2.yaml"
 EXAMPLE_KEY = "manifests/search-ranking/ranker-v2.yaml"

@@ -144,6 +144,8 @@ class Resolver:
         return {k: v for k, v in resolved.items() if v is not NO_VALUE}
 
     def _sub_var(self, name: str, extra: dict[str, Any]) -> str:
+        if name.startswith("!"):  # Fn::Sub: "${!Literal}" is written as "${Literal}"
+            return "${" + name[1:] + "}"
         if name in extra:
             return str(extra[name])
         if "." in name and not name.startswith("AWS::"):

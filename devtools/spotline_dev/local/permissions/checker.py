@@ -34,6 +34,8 @@ class _Stack(Protocol):
 
 
 _RUNNING: ContextVar[str | None] = ContextVar("permission_check_function", default=None)
+CHECKED: set[str] = set()
+"""The functions whose calls were checked in this process (the test suite holds it to every function)."""
 
 
 @contextmanager
@@ -100,6 +102,7 @@ class PermissionCheck:
             context["permission_check_bucket"] = str(params["Bucket"])  # for on_s3_answer
         with self._lock:
             self.calls.setdefault(function, set()).add((call.service, call.operation, call.region))
+            CHECKED.add(function)
         denied = self.check(function, call)
         if denied is not None:
             raise _access_denied(call, denied, self.permissions.principals[function].arn)

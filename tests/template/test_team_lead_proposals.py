@@ -1,0 +1,131 @@
+"""A team lead's proposal, as `spotline teams apply` really sends it, judged the way AWS would: the
+call's IAM actions from AWS's action data (a tagged PutObject is s3:PutObject and
+s3:PutObjectTagging), the identity policy docs/teams/team-policy.md gives a lead, and the
+registry bucket's policy from the expanded template, evaluated by the general policy evaluator
+(not the bucket-policy helper written beside the template)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from spotline.aws import clients, team_registry
+from spotline.core.team_registry import Change
+from spotline_dev.local.permissions import roles
+from spotline_dev.local.permissions.calls import Call, needs_of
+from spotline_dev.local.permissions.policy import Decision, Request, Statement, evaluate, statements_of
+from spotline_dev.local.template import load_template
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+REGISTRY = "spotline-registry"
+LEAD_ROLE = f"arn:aws:iam::{ACCOUNT}:role/vision-lead"
+LEAD_USERID = "AROALEADVISION:alice"
+TEAM_POLICY_DOC = Path(__file__).resolve().parents[2] / "docs" / "teams" / "team-policy.md"
+
+
+def documented_lead_policy() -> dict[str, Any]:
+    (block,) = re.findall(r"```json\n(\{\n  \"Version\".*?)\n```", TEAM_POLICY_DOC.read_text(), flags=re.S)
+    return json.loads(block.replace("<registry bucket>", REGISTRY))  # type: ignore[no-any-return]
+
+
+def registry_bucket_policy(expanded: dict[str, Any] | None = None) -> list[Statement]:
+    def lookup(logical: str, attribute: str | None) -> str:
+        if logical == "TeamRegistryBucket":
+            return f"arn:aws:s3:::{REGISTRY}" if attribute == "Arn" else REGISTRY
+        raise KeyError(logical)
+
+    pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": "spotline", "AWS::Partition": "aws"}
+    with pytest.MonkeyPatch.context() as patch:
+        if expanded is not None:
+            patch.setattr(roles, "expanded_template", lambda: copy.deepcopy(expanded))
+        permissions = roles.stack_permissions(load_template(), lookup, pseudo)
+    return permissions.resource_policies.buckets[REGISTRY]
+
+
+@pytest.fixture
+def sent_proposals() -> Iterator[list[Call]]:
+    """The PutObject calls team_registry.propose really makes (captured from botocore)."""
+    calls: list[Call] = []
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        session.client("s3").create_bucket(Bucket=REGISTRY)
+
+        def capture(params: dict[str, Any], model: Any, **_: Any) -> None:
+            calls.append(Call("s3", model.name, dict(params), REGION, ACCOUNT))
+
+        session.events.register("before-parameter-build.s3.PutObject", capture)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(clients, "boto3", session)
+            clients.reset_clients()
+            yield calls
+        clients.reset_clients()
+
+
+def propose_as_lead(sent: list[Call], team: str) -> Call:
+    team_registry.propose(Change(team, {"roles": []}), LEAD_USERID, bucket_name=REGISTRY)
+    return sent[-1]
+
+
+def decisions(call: Call, identity: dict[str, Any], bucket: list[Statement]) -> list[tuple[str, Decision]]:
+    context = {"aws:PrincipalTag/spotline:team": "vision", "aws:userid": LEAD_USERID, "aws:SecureTransport": "true"}
+    found = []
+    for need in needs_of(call):
+        request = Request(LEAD_ROLE, need.action, need.resource, {**context, **dict(need.context)})
+        found.append((need.action, evaluate(request, statements_of(identity, "lead policy"), bucket)))
+    return found
+
+
+def test_a_lead_may_propose_for_its_own_team_and_not_for_another(sent_proposals: list[Call]) -> None:
+    own = propose_as_lead(sent_proposals, "vision")
+    assert {action for action, _ in decisions(own, documented_lead_policy(), registry_bucket_policy())} == {
+        "s3:PutObject",
+        "s3:PutObjectTagging",
+    }
+    assert all(d.allowed for _, d in decisions(own, documented_lead_policy(), registry_bucket_policy()))
+    other = propose_as_lead(sent_proposals, "search-ranking")
+    refused = [d for _, d in decisions(other, documented_lead_policy(), registry_bucket_policy()) if not d.allowed]
+    assert refused and all("TeamLeadsProposeOnlyForTheirTeam" in d.reason or "no identity" in d.reason for d in refused)
+
+
+def test_a_proposal_naming_someone_else_as_its_author_is_denied(sent_proposals: list[Call]) -> None:
+    team_registry.propose(Change("vision", {"roles": []}), "AROAOTHER:bob", bucket_name=REGISTRY)
+    results = decisions(sent_proposals[-1], documented_lead_policy(), registry_bucket_policy())
+    assert any("ProposalsNameTheirAuthor" in d.reason for _, d in results if not d.allowed)
+
+
+def test_without_put_object_tagging_in_the_lead_policy_the_proposal_is_denied(sent_proposals: list[Call]) -> None:
+    """A planted fault: the documented policy less s3:PutObjectTagging."""
+    policy = documented_lead_policy()
+    for statement in policy["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        statement["Action"] = [a for a in actions if a != "s3:PutObjectTagging"]
+    own = propose_as_lead(sent_proposals, "vision")
+    refused = {action: d.reason for action, d in decisions(own, policy, registry_bucket_policy()) if not d.allowed}
+    assert refused == {"s3:PutObjectTagging": "no identity-based policy allows the s3:PutObjectTagging action"}
+
+
+def test_the_bucket_policy_that_denied_every_tagged_put_is_caught(sent_proposals: list[Call]) -> None:
+    """A planted fault: the registry policy as it was, denying s3:PutObjectTagging on proposed/* to all."""
+    expanded = roles.expanded_template()
+    document = expanded["Resources"]["TeamRegistryBucketPolicy"]["Properties"]["PolicyDocument"]
+    document["Statement"].append(
+        {
+            "Sid": "ProposalTagsAreNotRewritten",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": ["s3:PutObjectTagging", "s3:PutObjectVersionTagging"],
+            "Resource": {"Fn::Sub": "${TeamRegistryBucket.Arn}/proposed/*"},
+        }
+    )
+    own = propose_as_lead(sent_proposals, "vision")
+    bucket = registry_bucket_policy(expanded)
+    refused = [d for _, d in decisions(own, documented_lead_policy(), bucket) if not d.allowed]
+    assert [d.statement.body.get("Sid") for d in refused if d.statement] == ["ProposalTagsAreNotRewritten"]
