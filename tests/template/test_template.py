@@ -289,9 +289,9 @@ def test_only_a_checkpoint_copy_and_a_scoring_runs_shard_manifests_write_team_da
         assert copy["Resource"] == {"Fn::Sub": "arn:${AWS::Partition}:s3:::${TrainingDataBucketPattern}/*"}
 
 
-def test_only_intake_and_loadmanifest_may_list_the_ingest_bucket_and_nothing_narrows_it() -> None:
+def test_only_the_manifest_readers_may_list_the_ingest_bucket_and_nothing_narrows_it() -> None:
     """S3 answers HeadObject/GetObject of a missing manifest with 404 only to a caller that has
-    s3:ListBucket on the bucket (403 otherwise): the two functions that read manifests have it,
+    s3:ListBucket on the bucket (403 otherwise): the three functions that read manifests have it,
     on the bucket itself, without an s3:prefix condition (their requests carry no prefix)."""
     functions = resources_of_type(TEMPLATE, "AWS::Serverless::Function")
     listing = {
@@ -303,7 +303,8 @@ def test_only_intake_and_loadmanifest_may_list_the_ingest_bucket_and_nothing_nar
         for name, statements in listing.items()
         if any(INGEST_BUCKET_ARN in _resources(s) or "IngestBucket" in str(s["Resource"]) for s in statements)
     }
-    assert set(on_ingest) == {"IntakeFunction", "LoadManifestFunction"}
+    # DatasetGate: whether a registered scoring manifest was deleted (HeadObject answers 404, not 403).
+    assert set(on_ingest) == {"IntakeFunction", "LoadManifestFunction", "DatasetGateFunction"}
     for name, statements in on_ingest.items():
         (statement,) = statements
         assert (_actions(statement), statement["Resource"]) == (["s3:ListBucket"], INGEST_BUCKET_ARN), name
@@ -316,7 +317,7 @@ def test_only_intake_and_loadmanifest_may_list_the_ingest_bucket_and_nothing_nar
         and any(a in ("s3:ListBucket", "s3:ListBucketVersions") for a in _actions(s))
         and "IngestBucket" in str(s["Resource"])
     ]
-    assert len(others) == 2
+    assert len(others) == len(on_ingest)
     assert not _denied(S3Request("s3:ListBucket", None, None))  # the bucket policy leaves it to the untagged roles
 
 
