@@ -19,7 +19,9 @@ FUNCTION = SimpleNamespace(function_name="spotline-local-Check", function_arn="a
 
 
 def _lambdas(handler: Any) -> InProcessLambdas:
-    stack = SimpleNamespace(clock=VirtualClock(NOW), throttles={}, faults=None, invocations=[])
+    stack = SimpleNamespace(
+        clock=VirtualClock(NOW), throttles={}, faults=None, invocations=[], logical_id=lambda _name: "CheckFunction"
+    )
     lambdas = InProcessLambdas(stack)  # type: ignore[arg-type]
     lambdas.handlers[FUNCTION.function_name] = handler
     return lambdas

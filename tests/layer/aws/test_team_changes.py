@@ -16,6 +16,7 @@ from spotline.aws import team_changes
 from spotline.aws.team_registry import caller_id, propose, read_registry, record_key
 from spotline.core.team_registry import Change
 from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.permissions.checker import running
 from spotline_dev.sandbox.account import team_allowance
 
 QUOTA = {"ml.g5.2xlarge": 5}  # each alone fits the stack's TrainingCapacity (ml.g5.2xlarge=8); both do not
@@ -23,7 +24,8 @@ QUOTA = {"ml.g5.2xlarge": 5}  # each alone fits the stack's TrainingCapacity (ml
 
 def _apply(stack: LocalStack, change: Change) -> dict[str, Any]:
     """`spotline teams apply`: propose, then invoke ApplyTeamChange (its handler, its environment)."""
-    version = propose(change, caller_id(), stack.physical["TeamRegistryBucket"])
+    with running(None):  # the operator's call, even when made from inside a handler (meanwhile)
+        version = propose(change, caller_id(), stack.physical["TeamRegistryBucket"])
     answer: dict[str, Any] = stack.invoke(
         "ApplyTeamChangeFunction", {"proposals": [{"team": change.team, "versionId": version}]}
     )
