@@ -11,7 +11,7 @@ from spotline.aws.clients import client, in_region
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.region_moves import copy_seconds, look_elsewhere
-from spotline.aws.regions import spec_at
+from spotline.aws.regions import allowed_regions, spec_at
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
 from spotline.aws.training_plans import candidate_plans
@@ -301,7 +301,10 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
     plan = None
     if step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:
         plan = fallback_plan(
-            spec, candidate_plans(spec, settings.team_policy(spec.team)), now, min_seconds=on_demand_needs(clock)
+            spec,
+            candidate_plans(spec, settings.team_policy(spec.team), allowed_regions(state)),
+            now,
+            min_seconds=on_demand_needs(clock),
         )
         if plan is not None:
             step = plan_step(step, plan)

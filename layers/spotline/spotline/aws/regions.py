@@ -28,6 +28,7 @@ from spotline.core.regions import (
     Sighting,
     choose_region,
     latest_sightings,
+    region_of_arn,
     region_records,
 )
 from spotline.core.replicas import place, spec_in
@@ -178,6 +179,10 @@ def place_attempt(state: dict[str, Any], spec: JobSpec, capacity: str, now: date
     training = state.get("training") or {}
     status = state.get("status") or {}
     chosen = status.get("nextRegion") if status.get("nextCapacity") else None
+    plan = status.get("nextTrainingPlan") if status.get("nextCapacity") == "training-plan" else None
+    if plan:
+        # A plan's capacity is in its own region (`spotline.core.training_plans`): the attempt goes there.
+        return Placement(region_of_arn(str(plan["arn"])), None)
     if chosen in allowed:
         return Placement(str(chosen), None)
     if training or capacity != "spot" or len(allowed) < 2:

@@ -6,7 +6,13 @@ jobs"): "The training plan must be in the Scheduled or Active status to be used 
 job"; "When there are 30 minutes remaining in your Reserved Capacity, SageMaker training plans
 begin the process of terminating any running instances within that Reserved Capacity". A job
 uses a plan with ResourceConfig.TrainingPlanArn and the plan's instance type ("The plan's
-instance type must match InstanceType", InstancePreference.TrainingPlanArns)."""
+instance type must match InstanceType", InstancePreference.TrainingPlanArns).
+
+Plans are regional: a plan's ARN names its region, and its capacity is in one Availability Zone
+of it (API reference, ReservedCapacitySummary: "AvailabilityZone: The availability zone for the
+reserved capacity"); DescribeTrainingPlan and ListTrainingPlans answer for their endpoint's
+region. A run falls back onto a plan only in one of the regions it may use, and the attempt on it
+runs there."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from typing import Any
 from spotline.core.errors import ManifestError
 from spotline.core.lifecycle import NextStep
 from spotline.core.model import InstanceOption, JobSpec, to_rfc3339
+from spotline.core.regions import region_of_arn
 
 USABLE = frozenset({"Scheduled", "Active"})
 TERMINATION_NOTICE = timedelta(minutes=30)
@@ -50,6 +57,11 @@ class PlanView:
             start=plan.get("StartTime"),
             end=plan.get("EndTime"),
         )
+
+    @property
+    def region(self) -> str:
+        """The region the plan reserves capacity in (its ARN's)."""
+        return region_of_arn(self.arn)
 
     @property
     def usable_until(self) -> datetime | None:
@@ -109,6 +121,7 @@ def plan_record(plan: PlanView) -> dict[str, Any]:
     return {
         "arn": plan.arn,
         "name": plan.name,
+        "region": plan.region,
         "instanceType": plan.instance_type,
         "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
     }
