@@ -18,7 +18,7 @@ from spotline.aws.regions import place_attempt
 from spotline.aws.training_plans import candidate_plans, plan_problems
 from spotline.core.model import JobSpec
 from spotline.core.team_policy import TeamPolicy
-from spotline.core.training_plans import PLAN_PATH
+from spotline.core.training_plans import PLAN_PATH, fallback_plan
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import load_template
@@ -113,3 +113,33 @@ def test_plans_may_be_described_at_home_and_in_each_peer_region(function: str) -
         assert arn == "arn:${AWS::Partition}:sagemaker:${Peer}:${AWS::AccountId}:training-plan/*"
         assert names == {"Peer": {"Fn::Select": [index, {"Fn::Split": [",", {"Ref": "PeerRegions"}]}]}}
     assert len(peers) == 3
+
+
+# --- a plan's TargetResources ------------------------------------------------------------------
+
+
+@pytest.fixture
+def hyperpod() -> Iterator[LocalStack]:
+    """An Active plan at home that serves HyperPod clusters only."""
+    plan = replace(_plan("pod-plan"), target_resources=("hyperpod-cluster",))
+    with start_local_stack(
+        NOW, team_policy=team_policy_for(_spec()), weather=SpotWeather(training_plans=[plan])
+    ) as local:
+        yield local
+
+
+def test_a_named_plan_for_hyperpod_clusters_is_refused_naming_the_field(hyperpod: LocalStack) -> None:
+    (problem,) = plan_problems(_spec(ARN.format(region=HOME, name="pod-plan"), regions=(HOME,)), HOME)
+    assert problem.path == PLAN_PATH
+    assert problem.message == (
+        "training plan pod-plan is for hyperpod-cluster (TargetResources), not training-job: "
+        "training jobs cannot run on it"
+    )
+
+
+def test_auto_never_falls_back_onto_a_plan_for_hyperpod_clusters(hyperpod: LocalStack) -> None:
+    spec = _spec("auto", regions=(HOME,))
+    (listed,) = candidate_plans(spec, _allowing_plans(spec), [HOME])
+    assert fallback_plan(spec, [listed], NOW, min_seconds=3600) is None
+    assert listed.target_resources == ("hyperpod-cluster",)
+    assert fallback_plan(spec, [replace(listed, target_resources=("training-job",))], NOW, min_seconds=3600)
