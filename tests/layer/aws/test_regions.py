@@ -185,3 +185,46 @@ def test_a_continuation_may_tag_training_jobs_at_home_and_in_each_peer_region() 
         assert condition == f"HasPeerRegion{index + 1}" and absent == {"Ref": "AWS::NoValue"}
         assert sub["Fn::Sub"][0] == "arn:${AWS::Partition}:sagemaker:${Peer}:${AWS::AccountId}:training-job/*"
         assert sub["Fn::Sub"][1] == {"Peer": {"Fn::Select": [index, {"Fn::Split": [",", {"Ref": "PeerRegions"}]}]}}
+
+
+# --- the checkpoint copy, bounded per invocation -----------------------------------------------
+
+
+def test_a_checkpoint_larger_than_one_invocations_share_is_copied_over_several(
+    peered: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, west = f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west-ckpt/"
+    s3 = peered.client("s3")
+    for n in range(5):
+        s3.put_object(Bucket=peered.bucket, Key=f"ckpt/shard-{n}.pt", Body=b"x" * (n + 1))
+    monkeypatch.setattr(regions, "COPY_BATCH_OBJECTS", 2)
+    shares = 0
+    while True:
+        try:
+            copied = regions.copy_checkpoint(home, west, "us-east-1", "us-east-1")
+            break
+        except regions.CheckpointCopyIncomplete as incomplete:
+            shares += 1
+            assert "copied 2 objects" in str(incomplete)
+    assert shares == 2  # 2 + 2 + 1 objects
+    assert (copied.objects, copied.bytes) == (5, 15)
+    listed = s3.list_objects_v2(Bucket=peered.bucket, Prefix="west-ckpt/")["Contents"]
+    assert sorted(item["Key"] for item in listed) == [f"west-ckpt/shard-{n}.pt" for n in range(5)]
+
+
+def test_a_copy_starts_no_object_after_the_first_past_its_time_budget(peered: LocalStack) -> None:
+    s3 = peered.client("s3")
+    for name in ("model.pt", "optimizer.pt"):
+        s3.put_object(Bucket=peered.bucket, Key=f"ckpt/{name}", Body=b"weights")
+    with pytest.raises(regions.CheckpointCopyIncomplete, match="copied 1 objects"):
+        regions.copy_checkpoint(
+            f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west/", "us-east-1", PEER, until=0.0
+        )
+
+
+def test_an_object_of_another_size_at_the_target_is_copied_again(peered: LocalStack) -> None:
+    s3 = peered.client("s3")
+    s3.put_object(Bucket=peered.bucket, Key="west-ckpt/model.pt", Body=b"an older checkpoint")
+    s3.put_object(Bucket=peered.bucket, Key="ckpt/model.pt", Body=b"weights")
+    regions.copy_checkpoint(f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west-ckpt/", "us-east-1", PEER)
+    assert s3.get_object(Bucket=peered.bucket, Key="west-ckpt/model.pt")["Body"].read() == b"weights"
