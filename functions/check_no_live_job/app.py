@@ -1,5 +1,6 @@
 """CheckNoLiveJob: before the first submission, is another run of the same job (team and
-metadata.name) still queued or running? Then this one must not start beside it (two jobs would
+metadata.name) still queued or running, here or on the namesake queue of a peer region (an earlier
+run's attempt may have been placed there)? Then this one must not start beside it (two jobs would
 write to one checkpoint prefix); ResourceValidationFailed says which execution to cancel or wait for."""
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from spotline.aws.clients import in_region
 from spotline.aws.observability import bind_execution, logger
 from spotline.aws.service_jobs import live_runs
 from spotline.aws.team_registry import policy_for
 from spotline.core.errors import summarize
 from spotline.core.execution_state import job_summary_of
+from spotline.core.regions import arn_in_region
 from spotline.core.service_jobs import execution_name_of, live_run_problem
 
 
@@ -23,13 +26,17 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     job = job_summary_of(event["input"]["manifest"])
     if job is None:
         raise ValueError("the execution state has no $.manifest.job: CheckNoLiveJob runs only after LoadManifest")
-    runs = live_runs(
-        os.environ["JOB_QUEUE"],
-        team=job.team,
-        name=job.name,
-        execution_name=execution_name_of(event["execution"]),
-        quota_share=policy_for(job.team).share_of(job.team),
-    )
+    queue, share = os.environ["JOB_QUEUE"], policy_for(job.team).share_of(job.team)
+    runs = []
+    for region in [None, *_peer_regions()]:  # each region's jobs read there
+        with in_region(region):
+            runs += live_runs(
+                arn_in_region(queue, region),
+                team=job.team,
+                name=job.name,
+                execution_name=execution_name_of(event["execution"]),
+                quota_share=share,
+            )
     problems = [live_run_problem(job.team, job.name, runs)] if runs else []
     if problems:
         logger.warning("Another run of this job is live", extra={"found": [r.to_dict() for r in runs]})
@@ -39,3 +46,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "summary": summarize(problems) if problems else f"no other run of {job.team}/{job.name} is queued or running",
         "found": [r.to_dict() for r in runs],
     }
+
+
+def _peer_regions() -> list[str]:
+    """The stack's PeerRegions: the namesake queues a run's attempts may be placed on."""
+    return [r for r in os.environ.get("PEER_REGIONS", "").split(",") if r]

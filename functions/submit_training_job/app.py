@@ -8,6 +8,7 @@ created (`spotline.aws.submission`) instead of submitting a second one.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +30,9 @@ from spotline.core.regions import arn_in_region
 from spotline.core.training_request import Attempt, TrainingSettings, training_job_name
 
 FIRST_POLL_SECONDS = 60
+COPY_RESERVE_SECONDS = 90
+"""Of the invocation's time (at most half of it), what a checkpoint copy leaves for the object in
+flight and the submission."""
 
 
 def _next_attempt(state: dict[str, Any], spec: JobSpec) -> Attempt:
@@ -71,9 +75,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     previous_region = (state.get("training") or {}).get("region") or home_region()
     if there.checkpoint_s3_uri and previous_region != where:
         # The latest checkpoint is where the last attempt ran, or at home for a run's first attempt
-        # (an earlier run of the job may have left one): the attempt here resumes from a copy.
+        # (an earlier run of the job may have left one): the attempt here resumes from a copy. A large
+        # one is copied over several invocations: CheckpointCopyIncomplete, which the task retries.
         source = spec_at(spec, previous_region).checkpoint_s3_uri or ""
-        copied = copy_checkpoint(source, there.checkpoint_s3_uri, previous_region, where)
+        remaining = context.get_remaining_time_in_millis() / 1000
+        until = time.monotonic() + remaining - min(COPY_RESERVE_SECONDS, remaining / 2)
+        copied = copy_checkpoint(source, there.checkpoint_s3_uri, previous_region, where, until=until)
         if copied.objects:
             metrics.add_metric(name="CheckpointCopies", unit=MetricUnit.Count, value=1)
         else:

@@ -41,11 +41,12 @@ def handler(event: Any, context: LambdaContext) -> dict[str, Any]:
 
 
 def _execution_of_service_job(change: TrainingChange) -> str | None:
-    """A Batch event carries no tags: the service job's own say whose execution it is."""
+    """A Batch event carries no tags: the service job's own say whose execution it is, read in the
+    region the job lives in (a peer's forwarded event names its own region)."""
     if change.source != "batch":
         return None
     try:
-        described = client("batch").describe_service_job(jobId=change.job)
+        described = client("batch", change.region).describe_service_job(jobId=change.job)
     except Exception as exc:
         if error_code(exc) == "ClientException":
             return None  # not a job of this account and region any more

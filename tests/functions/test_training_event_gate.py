@@ -5,14 +5,24 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
+import pytest
 from moto.events.models import EventPattern
 
-from conftest import EXAMPLE_MANIFEST, entered_states, run_upload, sample_event
+from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, sample_event, team_policy_for
 from spotline.aws.clients import reset_clients
+from spotline.aws.request_check import submit_service_job_request
+from spotline.core.regions import arn_in_region
+from spotline.core.training_request import Attempt
 from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import start_local_stack
+from spotline_dev.local.template import resources_of_type
+from spotline_dev.sandbox.account import prepare_account
+from spotline_dev.standin import SpotWeather
 
 SAGEMAKER = sample_event("sagemaker_training_job_state_change.json")
 SAGEMAKER_TAGS_LIST = sample_event("sagemaker_training_job_state_change_tags_list.json")
@@ -155,3 +165,50 @@ def _summary(event: dict[str, Any]) -> str:
     detail = event["detail"]
     status = f"{detail['TrainingJobStatus']} ({detail['SecondaryStatus']})"
     return f"SageMaker training job {detail['TrainingJobName']}: {status}"
+
+
+# --- a Batch event a peer region forwarded ------------------------------------------------------
+
+PEER = "us-west-2"
+PEER_EXECUTION = (
+    "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:search-ranking-ranker-v2-peer"
+)
+
+
+@pytest.fixture
+def peered() -> Iterator[LocalStack]:
+    spec = replace(example_spec(), regions=("us-east-1", PEER))
+    with start_local_stack(NOW, team_policy=team_policy_for(spec), peers={PEER: SpotWeather()}) as local:
+        prepare_account(local.client, spec)
+        yield local
+
+
+def _peer_job(stack: LocalStack) -> dict[str, Any]:
+    """A Spotline attempt placed in the peer region (its queue there), as SubmitTrainingJob submits it."""
+    (queue,) = resources_of_type(stack.template, "AWS::Batch::JobQueue")
+    request = submit_service_job_request(
+        replace(example_spec(), regions=("us-east-1", PEER)),
+        Attempt(PEER_EXECUTION, 1, "spot"),
+        arn_in_region(stack.physical[queue], PEER),
+    )
+    return stack.session.client("batch", region_name=PEER).submit_service_job(**request)  # type: ignore[no-any-return]
+
+
+def _forwarded(job: dict[str, Any], *, with_arn: bool) -> dict[str, Any]:
+    """The peer's event as its forwarding rule delivers it here: `region` stays the peer's."""
+    event = copy.deepcopy(BATCH)
+    event["region"] = PEER
+    event["resources"] = [job["jobArn"]]
+    event["detail"] |= {"jobId": job["jobId"], "jobArn": job["jobArn"], "status": "RUNNING"}
+    if not with_arn:
+        del event["detail"]["jobArn"]
+    return event
+
+
+@pytest.mark.parametrize("with_arn", [True, False], ids=["by-job-arn", "by-event-region"])
+def test_a_forwarded_batch_event_is_read_in_the_region_its_job_lives_in(peered: LocalStack, with_arn: bool) -> None:
+    job = _peer_job(peered)
+    answer = _gate(peered, _forwarded(job, with_arn=with_arn))
+    assert answer == {"woken": None, "change": f"Batch service job {job['jobId']}: RUNNING"}
+    (item,) = peered.client("dynamodb").scan(TableName=peered.physical["TrainingWatchesTable"])["Items"]
+    assert item["pk"]["S"] == PEER_EXECUTION.rsplit(":", 1)[-1]

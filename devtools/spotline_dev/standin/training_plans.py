@@ -41,6 +41,9 @@ class ReservedPlan:
     instances: int
     start: datetime
     end: datetime
+    target_resources: tuple[str, ...] = ("training-job",)
+    """DescribeTrainingPlan TargetResources (botocore's enum SageMakerResourceName): "Training plans
+    are specific to their target resource" (API reference, TrainingPlanSummary)."""
 
 
 class TrainingPlans:
@@ -73,6 +76,11 @@ class TrainingPlans:
         plan = self.by_arn(arn)
         if plan is None:
             return f"ResourceConfig.TrainingPlanArn: training plan {arn} does not exist"
+        if "training-job" not in plan.target_resources:
+            # AWS: sagemaker TrainingPlanSummary.TargetResources: "A training plan designed for SageMaker
+            # training jobs can only be used to schedule and run training jobs."
+            # Stand-in: the message's wording.
+            return f"ResourceConfig.TrainingPlanArn: training plan {plan.name} is not a plan for training jobs"
         status = self.status(plan, t)
         if status not in ("Scheduled", "Active"):
             return (
@@ -125,7 +133,7 @@ class TrainingPlans:
             "TotalInstanceCount": plan.instances,
             "AvailableInstanceCount": plan.instances - in_use if status == "Active" else 0,
             "InUseInstanceCount": in_use,
-            "TargetResources": ["training-job"],
+            "TargetResources": list(plan.target_resources),
             "ReservedCapacitySummaries": [
                 {
                     "ReservedCapacityArn": self.arn(plan).replace(":training-plan/", ":reserved-capacity/"),

@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+from spotline.aws import regions
 from spotline_dev.cli import main as cli_main
 from spotline_dev.local.template import PROJECT_ROOT
+from spotline_dev.sandbox import replay as replay_module
+from spotline_dev.sandbox.account import prepare_account
 from spotline_dev.sandbox.replay import run_scenario
 from spotline_dev.sandbox.scenario import ScenarioError, load_scenario
 from tests.ledger_checks import assert_reconciled
@@ -149,3 +152,30 @@ def test_a_fleet_places_later_runs_where_the_fleet_saw_spot(tmp_path: Path, caps
     assert first["regions"] == ["us-east-1", "us-west-2"]
     assert (second["status"], second["deadlineMet"], second["onDemandFallback"]) == ("SUCCEEDED", True, False)
     assert second["regions"] == ["us-west-2"]  # placed by what the fleet saw, no wait at home
+
+
+def test_a_checkpoint_copy_larger_than_one_invocation_goes_on_in_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two objects per invocation and five in the checkpoint (progress.json and four shards a model
+    saved): SubmitTrainingJob fails twice with CheckpointCopyIncomplete, its Retry runs it again at
+    once, and the copy goes on where it stopped until the whole checkpoint is in us-west-2."""
+    monkeypatch.setattr(regions, "COPY_BATCH_OBJECTS", 2)
+
+    def with_shards(clients: Any, spec: Any, missing: Any = ()) -> None:
+        prepare_account(clients, spec, missing)
+        bucket, _, prefix = spec.checkpoint_s3_uri.removeprefix("s3://").partition("/")
+        for n in range(4):
+            clients("s3").put_object(Bucket=bucket, Key=f"{prefix}shard-{n}.pt", Body=b"w" * 100)
+
+    monkeypatch.setattr(replay_module, "prepare_account", with_shards)
+    summary = run_scenario(load_scenario(SCENARIOS / "spot-in-another-region.yaml"))
+    (run,) = summary["executions"]
+    assert (run["status"], run["deadlineMet"], run["regions"]) == ("SUCCEEDED", True, ["us-east-1", "us-west-2"])
+    failed = [e["taskFailedEventDetails"] for e in run["history"] if e["type"] == "TaskFailed"]
+    assert [f["error"] for f in failed] == ["CheckpointCopyIncomplete"] * 2
+    assert "copied 2 objects of s3://search-ranking-checkpoints/ranker-anywhere/ (us-east-1)" in failed[0]["cause"]
+    submitted = [
+        json.loads(e["stateExitedEventDetails"]["output"])["training"]
+        for e in run["history"]
+        if e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] == "SubmitTrainingJob"
+    ]
+    assert [t["checkpointCopy"]["objects"] if t["checkpointCopy"] else None for t in submitted] == [None, 5]

@@ -5,6 +5,7 @@ capacity (jobStateTimeLimitActions)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -136,10 +137,12 @@ def test_a_job_on_a_plan_waits_for_its_start_and_loses_its_instances_30_minutes_
     [
         (plan_payload("ml.p5.48xlarge"), "does not match training plan p4d-week's instance type ml.p4d.24xlarge"),
         (plan_payload(plan="elsewhere"), "training-plan/elsewhere does not exist"),
+        (plan_payload(plan="p4d-pod"), "training plan p4d-pod is not a plan for training jobs"),
     ],
 )
 def test_a_job_the_plan_cannot_serve_is_refused(make_rig: RigFactory, payload: dict[str, Any], words: str) -> None:
-    rig = make_rig(SpotWeather(training_plans=[PLAN]))
+    pod = replace(PLAN, name="p4d-pod", target_resources=("hyperpod-cluster",))
+    rig = make_rig(SpotWeather(training_plans=[PLAN, pod]))
     job_id = rig.submit(payload, retryStrategy=PROJECT_RETRY)
     run_to_end(rig, job_id, step=60)
     job = rig.batch_job(job_id)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from devtools.standin.fixture_rig import PROJECT_RETRY, T0, Rig, RigFactory, at, ms, training_payload
+from devtools.standin.quota_rig import G5, QUEUE, quota_rig
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
 
 EVENTS_DIR = Path(__file__).resolve().parents[3] / "events"
@@ -59,8 +60,9 @@ def details(events: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     return [json.loads(e["Detail"]) for e in events if e["Source"] == source]
 
 
-def spotline_job(rig: Rig) -> str:
-    """A service job submitted the way Spotline submits one (tags on the Batch job and the payload)."""
+def spotline_job(rig: Rig, **share: str) -> str:
+    """A service job submitted the way Spotline submits one (tags on the Batch job and the payload);
+    `share`: quotaShareName on a quota-managed queue (Spotline's), else a fair-share shareIdentifier."""
     payload = training_payload()
     payload["Tags"] = [{"Key": k, "Value": v} for k, v in SPOTLINE_TAGS.items()]
     return rig.submit(
@@ -68,8 +70,8 @@ def spotline_job(rig: Rig) -> str:
         name="search-ranking-ranker-v2-2a265c01-a1-spot",
         retryStrategy=PROJECT_RETRY,
         schedulingPriority=50,
-        shareIdentifier="search-ranking",
         tags=SPOTLINE_TAGS,
+        **(share or {"shareIdentifier": "search-ranking"}),
     )
 
 
@@ -295,11 +297,18 @@ def _structure(value: Any) -> Any:
 def test_the_sample_events_have_the_shape_the_stand_in_emits(
     make_rig: RigFactory, sample: str, source: str, status: str
 ) -> None:
-    rig = make_rig()
-    spotline_job(rig)
+    # As Spotline submits on its quota-managed queue: the team's quotaShareName, no shareIdentifier.
+    rig = quota_rig(make_rig)
+    rig.standin.register_quota_share(QUEUE, "search-ranking", {G5: 2})
+    spotline_job(rig, quotaShareName="search-ranking")
     rig.clock.at(5000)
     (emitted,) = [e for e in rig.standin.state_change_events() if summary(e)[1:] == (source, status)]
     event = json.loads((EVENTS_DIR / sample).read_text())
+    detail = json.loads(emitted["Detail"])
+    if source == "aws.batch":
+        # DescribeServiceJob's members (botocore): the job's quota share, never both share fields.
+        assert detail["quotaShareName"] == event["detail"]["quotaShareName"] == "search-ranking"
+        assert "shareIdentifier" not in event["detail"] and "shareIdentifier" not in detail
 
     assert set(event) == {"version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"}
     assert (event["source"], event["detail-type"]) == (emitted["Source"], emitted["DetailType"])

@@ -178,6 +178,13 @@ def _fsx_plan(network: dict[str, str], path: str, **overrides: Any) -> Any:
         return mount_plan(_spec(channel), (network["a"], network["b"]), (network["job"],))
 
 
+def test_an_fsx_file_system_being_updated_is_mounted(network: dict[str, str]) -> None:
+    """FSx Lifecycle UPDATING: "The file system is undergoing a customer-initiated update"; clients'
+    file operations meanwhile "transparently retry and eventually succeed" (Lustre user guide)."""
+    plan = _fsx_plan(network, "/abcdwbmv/clicks/train", Lifecycle="UPDATING")
+    assert (plan.problems, plan.subnets) == ([], (network["a"],))
+
+
 def test_an_fsx_for_lustre_file_system_pins_the_job_to_its_zone_and_its_path_to_its_mount_name(
     network: dict[str, str],
 ) -> None:
@@ -189,7 +196,7 @@ def test_an_fsx_for_lustre_file_system_pins_the_job_to_its_zone_and_its_path_to_
         "/clicks/train: an FSx for Lustre path begins with the file system's mount name, /abcdwbmv",
     )
     (problem,) = _fsx_plan(network, "/abcdwbmv", Lifecycle="CREATING").problems
-    assert problem.message == f"{FSX} cannot be mounted: its lifecycle is CREATING, not AVAILABLE"
+    assert problem.message == f"{FSX} cannot be mounted: its lifecycle is CREATING, not AVAILABLE or UPDATING"
     (problem,) = _fsx_plan(network, "/abcdwbmv", FileSystemType="ONTAP", LustreConfiguration={}).problems
     assert (problem.path, problem.message) == (
         "spec.inputs[0].fileSystem.type",

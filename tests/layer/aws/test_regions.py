@@ -9,23 +9,24 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 from unittest import mock
 
 import pytest
 
 from conftest import NOW, example_spec, team_policy_for
-from spotline.aws import service_jobs
+from spotline.aws import billing, checking, continuation, progress, region_moves, regions, service_jobs
 from spotline.aws.clients import in_region
 from spotline.aws.region_checks import plan_regions
 from spotline.aws.regions import SIGHTINGS_TABLE, recent_sightings, record_sighting
 from spotline.aws.request_check import submit_service_job_request
 from spotline.core.model import JobSpec
 from spotline.core.regions import Sighting, arn_in_region
-from spotline.core.service_jobs import RUNNING_EXECUTION, KnownJobs
+from spotline.core.service_jobs import EXECUTION_TAG, RUNNING_EXECUTION, KnownJobs
 from spotline.core.training_request import Attempt
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import resources_of_type
+from spotline_dev.local.template import load_template, resources_of_type
 from spotline_dev.sandbox.account import prepare_account
 from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
 from spotline_dev.standin import SpotWeather
@@ -126,3 +127,104 @@ def test_a_peer_regions_reconciler_asks_the_jobs_home_region_about_its_run(
     assert asked == ["arn:aws:states:us-east-1:123456789012:stateMachine:spotline-local-training-lifecycle"]
     assert found.stopped == [] and found.foreign == []  # its run is running at home: left alone
     assert json.loads(json.dumps([j.home for j in found.checked])) == ["us-east-1"]
+
+
+# --- each read of a job or checkpoint in a peer region goes to that region ---------------------
+
+
+def test_a_continuation_retags_an_attempt_in_a_peer_region_there(peered: LocalStack) -> None:
+    queue = arn_in_region(_queue(peered), PEER)
+    request = submit_service_job_request(_spec(), Attempt(EXECUTION, 1, "spot"), queue)
+    peer_batch = peered.session.client("batch", region_name=PEER)
+    job = peer_batch.submit_service_job(**request)
+    tagged = continuation._retag({"training": {"jobArn": job["jobArn"]}, "status": {}}, "search-ranking-ranker-v2-c1")
+    assert tagged == [job["jobArn"]]
+    assert peer_batch.describe_service_job(jobId=job["jobId"])["tags"][EXECUTION_TAG] == "search-ranking-ranker-v2-c1"
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch, module: Any, name: str = "client") -> list[tuple[Any, ...]]:
+    """Record the arguments of `module.<name>` (still called)."""
+    calls: list[tuple[Any, ...]] = []
+    real = getattr(module, name)
+
+    def record(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(module, name, record)
+    return calls
+
+
+def test_a_peer_attempts_checkpoint_is_sized_and_its_progress_read_in_the_peer_region(
+    peered: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = replace(_spec(), checkpoint_s3_uri=f"s3://{peered.bucket}/west/checkpoints/")
+    state = {"resources": {"regions": {"allowed": ["us-east-1", PEER]}}, "training": {"region": PEER}}
+    listed = _recording(monkeypatch, regions, "prefix_contents")
+    monkeypatch.setattr(region_moves, "prefix_contents", regions.prefix_contents)
+    region_moves.copy_seconds(state, here, PEER)
+    assert listed == [(here.checkpoint_s3_uri, PEER)]
+    read = _recording(monkeypatch, progress, "client")
+    checking.progress_of(here, mock.Mock(training_seconds=0), [], PEER)
+    assert read == [("s3", PEER)]
+    read.clear()
+    monkeypatch.setattr(billing, "spec_of", lambda state: here)
+    monkeypatch.setattr(billing, "spec_at", lambda spec, region: spec)
+    billing.bill_for_state({**state, "manifest": {"valid": True}}, NOW)
+    assert read == [("s3", PEER)]
+
+
+def test_a_continuation_may_tag_training_jobs_at_home_and_in_each_peer_region() -> None:
+    policies = load_template()["Resources"]["ContinueInNewExecutionFunction"]["Properties"]["Policies"]
+    (statement,) = [s for p in policies for s in p["Statement"] if s["Action"] == "sagemaker:AddTags"]
+    home, *peers = statement["Resource"]
+    assert home == {"Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-job/*"}
+    assert len(peers) == 3
+    for index, peer in enumerate(peers):
+        condition, sub, absent = peer["Fn::If"]
+        assert condition == f"HasPeerRegion{index + 1}" and absent == {"Ref": "AWS::NoValue"}
+        assert sub["Fn::Sub"][0] == "arn:${AWS::Partition}:sagemaker:${Peer}:${AWS::AccountId}:training-job/*"
+        assert sub["Fn::Sub"][1] == {"Peer": {"Fn::Select": [index, {"Fn::Split": [",", {"Ref": "PeerRegions"}]}]}}
+
+
+# --- the checkpoint copy, bounded per invocation -----------------------------------------------
+
+
+def test_a_checkpoint_larger_than_one_invocations_share_is_copied_over_several(
+    peered: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, west = f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west-ckpt/"
+    s3 = peered.client("s3")
+    for n in range(5):
+        s3.put_object(Bucket=peered.bucket, Key=f"ckpt/shard-{n}.pt", Body=b"x" * (n + 1))
+    monkeypatch.setattr(regions, "COPY_BATCH_OBJECTS", 2)
+    shares = 0
+    while True:
+        try:
+            copied = regions.copy_checkpoint(home, west, "us-east-1", "us-east-1")
+            break
+        except regions.CheckpointCopyIncomplete as incomplete:
+            shares += 1
+            assert "copied 2 objects" in str(incomplete)
+    assert shares == 2  # 2 + 2 + 1 objects
+    assert (copied.objects, copied.bytes) == (5, 15)
+    listed = s3.list_objects_v2(Bucket=peered.bucket, Prefix="west-ckpt/")["Contents"]
+    assert sorted(item["Key"] for item in listed) == [f"west-ckpt/shard-{n}.pt" for n in range(5)]
+
+
+def test_a_copy_starts_no_object_after_the_first_past_its_time_budget(peered: LocalStack) -> None:
+    s3 = peered.client("s3")
+    for name in ("model.pt", "optimizer.pt"):
+        s3.put_object(Bucket=peered.bucket, Key=f"ckpt/{name}", Body=b"weights")
+    with pytest.raises(regions.CheckpointCopyIncomplete, match="copied 1 objects"):
+        regions.copy_checkpoint(
+            f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west/", "us-east-1", PEER, until=0.0
+        )
+
+
+def test_an_object_of_another_size_at_the_target_is_copied_again(peered: LocalStack) -> None:
+    s3 = peered.client("s3")
+    s3.put_object(Bucket=peered.bucket, Key="west-ckpt/model.pt", Body=b"an older checkpoint")
+    s3.put_object(Bucket=peered.bucket, Key="ckpt/model.pt", Body=b"weights")
+    regions.copy_checkpoint(f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west-ckpt/", "us-east-1", PEER)
+    assert s3.get_object(Bucket=peered.bucket, Key="west-ckpt/model.pt")["Body"].read() == b"weights"

@@ -68,3 +68,13 @@ def test_every_kept_field_is_bounded() -> None:
     change = training_change_of(event)
     assert change is not None
     assert len(change.job) == len(change.status) == MAX_FIELD
+
+
+def test_a_change_names_the_region_its_job_lives_in_the_arn_first_then_the_event() -> None:
+    peer_arn = "arn:aws:batch:us-west-2:123456789012:service-job/4c7599ae"
+    forwarded = {**BATCH, "region": "us-west-2"}
+    assert (change := training_change_of(forwarded)) is not None and change.region == "us-west-2"
+    with_arn = {**BATCH, "region": "us-east-1", "detail": {**BATCH["detail"], "jobArn": peer_arn}}
+    assert (change := training_change_of(with_arn)) is not None and change.region == "us-west-2"
+    trained = {**SAGEMAKER, "region": "eu-west-1"}
+    assert (change := training_change_of(trained)) is not None and change.region == "eu-west-1"

@@ -62,10 +62,12 @@ def run_bill_of(
     checkpoint_s3_uri: str | None,
     last_progress: Mapping[str, Any] | None,
     now: datetime,
+    checkpoint_region: str | None = None,
 ) -> RunBill:
-    """The run's bills and the work its checkpoints hold now (progress.json read again: a stop
-    saves one more checkpoint after the last status check; the last check's figure otherwise)."""
-    progress = read_progress(checkpoint_s3_uri) if checkpoint_s3_uri else None
+    """The run's bills and the work its checkpoints hold now (progress.json read again, in the
+    checkpoint's region: a stop saves one more checkpoint after the last status check; the last
+    check's figure otherwise)."""
+    progress = read_progress(checkpoint_s3_uri, checkpoint_region) if checkpoint_s3_uri else None
     if progress is None and last_progress and last_progress.get("step") is not None:
         progress = dict(last_progress)  # the spec is unreadable: the last check's reading
     # No progress.json: nothing was saved yet (0). One without trainingSeconds: work not measured.
@@ -92,4 +94,5 @@ def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
         checkpoint_s3_uri=checkpoint,
         last_progress=(state.get("status") or {}).get("progress"),
         now=now,
+        checkpoint_region=(state.get("training") or {}).get("region"),
     )

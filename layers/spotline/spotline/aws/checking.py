@@ -11,7 +11,7 @@ from spotline.aws.clients import client, in_region
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.region_moves import copy_seconds, look_elsewhere
-from spotline.aws.regions import spec_at
+from spotline.aws.regions import allowed_regions, spec_at
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
 from spotline.aws.training_plans import candidate_plans
@@ -74,8 +74,11 @@ def is_spot_missing(status: TrainingStatus, seconds_since_submit: float, overhea
     )
 
 
-def progress_of(spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]]) -> dict[str, Any]:
-    saved = read_progress(spec.checkpoint_s3_uri)
+def progress_of(
+    spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]], region: str | None = None
+) -> dict[str, Any]:
+    """`spec` as the attempt runs in `region` (its checkpoint there)."""
+    saved = read_progress(spec.checkpoint_s3_uri, region)
     if saved:
         fraction = min(1.0, saved["step"] / saved["totalSteps"])
         measured = measured_work_seconds(fraction, saved.get("trainingSeconds"))
@@ -237,7 +240,7 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
     queue = arn_in_region(settings.job_queue, where) if settings.job_queue else None
     wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
     overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
-    progress = progress_of(here, status, previous)
+    progress = progress_of(here, status, previous, where)
     copy, size = copy_seconds(state, here, where) if capacity == "spot" else (0.0, 0)
     since_submit = (now - submitted).total_seconds()
     clock = JobClock(
@@ -301,7 +304,10 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
     plan = None
     if step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:
         plan = fallback_plan(
-            spec, candidate_plans(spec, settings.team_policy(spec.team)), now, min_seconds=on_demand_needs(clock)
+            spec,
+            candidate_plans(spec, settings.team_policy(spec.team), allowed_regions(state)),
+            now,
+            min_seconds=on_demand_needs(clock),
         )
         if plan is not None:
             step = plan_step(step, plan)

@@ -24,6 +24,7 @@ from spotline.aws.clients import client, error_code
 from spotline.aws.observability import logger
 from spotline.aws.training_watch import watches_from_environment
 from spotline.core.execution_state import continuation_input, continuation_name
+from spotline.core.regions import region_of_arn
 from spotline.core.service_jobs import EXECUTION_TAG, execution_arn, execution_name_of, state_machine_of
 
 
@@ -54,12 +55,16 @@ def _retag(state: dict[str, Any], name: str) -> list[str]:
     training = state.get("training") or {}
     status = state.get("status") or {}
     tagged = []
+    # Each job is tagged in its own region (an attempt placed in a peer region lives there).
     if training.get("jobArn"):
-        client("batch").tag_resource(resourceArn=training["jobArn"], tags={EXECUTION_TAG: name})
-        tagged.append(str(training["jobArn"]))
+        arn = str(training["jobArn"])
+        client("batch", region_of_arn(arn) or None).tag_resource(resourceArn=arn, tags={EXECUTION_TAG: name})
+        tagged.append(arn)
     job_arn = _training_job_arn(str(training.get("jobArn") or ""), status.get("trainingJobName"))
     if job_arn:
-        client("sagemaker").add_tags(ResourceArn=job_arn, Tags=[{"Key": EXECUTION_TAG, "Value": name}])
+        client("sagemaker", region_of_arn(job_arn) or None).add_tags(
+            ResourceArn=job_arn, Tags=[{"Key": EXECUTION_TAG, "Value": name}]
+        )
         tagged.append(job_arn)
     return tagged
 

@@ -10,8 +10,12 @@ What AWS imposes, as the checks use it:
   OpenZFS or Windows.
 - An EFS file system is reached through a mount target in the client's Availability Zone (EFS
   user guide: "create one mount target in each Availability Zone").
-- A file system is usable once available: FSx Lifecycle AVAILABLE, EFS LifeCycleState available
-  (and the mount target's).
+- A file system is usable once available: FSx Lifecycle AVAILABLE or UPDATING, EFS LifeCycleState
+  available (and the mount target's). FSx API reference, FileSystem.Lifecycle: "UPDATING - The file
+  system is undergoing a customer-initiated update"; FSx for Lustre user guide, "Managing storage
+  capacity": while scaling "the file system status is set to UPDATING", and "File operations issued
+  by clients while the file system is unavailable will transparently retry and eventually succeed".
+  CREATING, FAILED, DELETING and MISCONFIGURED* are refused.
 - The job's security groups are the stack's (TrainingSecurityGroupIds); the file system's are
   those of its network interfaces (FSx DescribeFileSystems NetworkInterfaceIds, EC2
   DescribeNetworkInterfaces) or of its mount target (EFS DescribeMountTargetSecurityGroups). A
@@ -32,6 +36,9 @@ from spotline.core.network_reach import FILE_SYSTEM_PORTS, PORT_NAMES, Peer, ran
 
 NOT_FOUND = {"FileSystemNotFound"}
 KINDS = {"fsx-lustre": "FSx for Lustre", "efs": "EFS"}
+
+FSX_USABLE = frozenset({"AVAILABLE", "UPDATING"})
+"""FSx lifecycles a job may mount in (an update keeps the file system usable; see above)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +109,7 @@ def _fsx(file_system_id: str, region: str | None) -> FileSystemView:
     kind = str(found.get("FileSystemType") or "")
     return FileSystemView(
         file_system_id,
-        None if state == "AVAILABLE" else f"its lifecycle is {state}, not AVAILABLE",
+        None if state in FSX_USABLE else f"its lifecycle is {state}, not AVAILABLE or UPDATING",
         found.get("VpcId"),
         endpoints,
         mount_name=(found.get("LustreConfiguration") or {}).get("MountName"),

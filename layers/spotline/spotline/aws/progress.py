@@ -13,14 +13,15 @@ MISSING = {"NoSuchKey", "404", "NoSuchBucket", "AccessDenied"}
 MAX_TRAINING_SECONDS = 28 * 86400 * 100  # beyond any chain of 28-day jobs: not a real figure
 
 
-def read_progress(checkpoint_s3_uri: str | None) -> dict[str, Any] | None:
-    """{"step", "totalSteps", "updatedAt"[, "trainingSeconds"]} or None when there is none (yet)."""
+def read_progress(checkpoint_s3_uri: str | None, region: str | None = None) -> dict[str, Any] | None:
+    """{"step", "totalSteps", "updatedAt"[, "trainingSeconds"]} or None when there is none (yet);
+    `region`: the checkpoint bucket's (an attempt in a peer region checkpoints to its replica there)."""
     if not checkpoint_s3_uri:
         return None
     bucket, prefix = split_s3_uri(checkpoint_s3_uri)
     key = f"{prefix.rstrip('/')}/{PROGRESS_FILE}".lstrip("/")
     try:
-        body = client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        body = client("s3", region).get_object(Bucket=bucket, Key=key)["Body"].read()
         progress = json.loads(body)
     except Exception as exc:
         if isinstance(exc, ValueError) or error_code(exc) in MISSING:

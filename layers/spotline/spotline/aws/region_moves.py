@@ -22,7 +22,7 @@ def copy_seconds(state: dict[str, Any], spec_here: JobSpec, where: str) -> tuple
     others = [r for r in allowed_regions(state) if r != where]
     if not others or not spec_here.checkpoint_s3_uri:
         return 0.0, 0
-    _, size = prefix_contents(spec_here.checkpoint_s3_uri)
+    _, size = prefix_contents(spec_here.checkpoint_s3_uri, where)
     return max(copy_estimate(size, where, r)[0] for r in others), size
 
 

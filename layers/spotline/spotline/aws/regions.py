@@ -28,6 +28,7 @@ from spotline.core.regions import (
     Sighting,
     choose_region,
     latest_sightings,
+    region_of_arn,
     region_records,
 )
 from spotline.core.replicas import place, spec_in
@@ -39,6 +40,9 @@ SIGHTINGS_READ = 300
 SIGHTING_TTL = timedelta(days=2)
 PREFIX_KEYS_READ = 1000
 """Keys of a prefix counted and sized (one page): an input against its replica, a checkpoint."""
+COPY_BATCH_OBJECTS = 1000
+"""Objects one invocation copies at most (besides its time budget): a larger checkpoint is copied
+over several invocations of SubmitTrainingJob (CheckpointCopyIncomplete)."""
 
 
 def home_region() -> str:
@@ -142,22 +146,54 @@ class CheckpointCopy:
         }
 
 
-def copy_checkpoint(source_uri: str, target_uri: str, source_region: str, target_region: str) -> CheckpointCopy:
+class CheckpointCopyIncomplete(Exception):
+    """The invocation's share of a checkpoint copy is done, not the whole copy. SubmitTrainingJob's
+    Retry on this error runs the task again at once, and the copy goes on where it stopped: every
+    object already copied is skipped (`copy_checkpoint`)."""
+
+
+def copy_checkpoint(
+    source_uri: str, target_uri: str, source_region: str, target_region: str, *, until: float | None = None
+) -> CheckpointCopy:
     """Every object under `source_uri` to the same key under `target_uri` (server-side; the
-    managed copy goes multipart above its threshold). Copying again overwrites with the same bytes,
-    so a retried submission may copy twice, never wrongly."""
+    managed copy goes multipart above its threshold), listed and written each in its own region.
+
+    Bounded: at most COPY_BATCH_OBJECTS objects are copied, and none after the first is started
+    after `until` (time.monotonic()); then CheckpointCopyIncomplete, and the next call goes on (each
+    call copies one object at least, so the copy always ends). A target object of
+    the same size written since its source (LastModified) is the copy already made, so it is
+    skipped; any other is copied (again), so a retried or resumed copy never keeps a stale object."""
     began = time.monotonic()
     src_bucket, src_prefix = split_s3_uri(source_uri)
     dst_bucket, dst_prefix = split_s3_uri(target_uri)
+    made = _objects_under(dst_bucket, dst_prefix, target_region)
     s3 = client("s3", target_region)
-    objects = size = 0
-    for page in client("s3").get_paginator("list_objects_v2").paginate(Bucket=src_bucket, Prefix=src_prefix):
+    objects = size = copied = 0
+    pages = client("s3", source_region).get_paginator("list_objects_v2").paginate(Bucket=src_bucket, Prefix=src_prefix)
+    for page in pages:
         for item in page.get("Contents", []):
-            key = str(item["Key"])
-            s3.copy({"Bucket": src_bucket, "Key": key}, dst_bucket, dst_prefix + key[len(src_prefix) :])
+            key, item_size = str(item["Key"]), int(item.get("Size", 0))
+            there = made.get(key[len(src_prefix) :])
+            if there is None or there[0] != item_size or there[1] < item["LastModified"]:
+                if copied >= COPY_BATCH_OBJECTS or (copied and until is not None and time.monotonic() >= until):
+                    raise CheckpointCopyIncomplete(
+                        f"copied {copied} objects of {source_uri} ({source_region}) to {target_uri} "
+                        f"({target_region}) in this invocation, {objects} in place so far: the copy goes on"
+                    )
+                s3.copy({"Bucket": src_bucket, "Key": key}, dst_bucket, dst_prefix + key[len(src_prefix) :])
+                copied += 1
             objects += 1
-            size += int(item.get("Size", 0))
+            size += item_size
     return CheckpointCopy(source_uri, target_uri, source_region, target_region, objects, size, time.monotonic() - began)
+
+
+def _objects_under(bucket: str, prefix: str, region: str) -> dict[str, tuple[int, datetime]]:
+    """The objects under a prefix: key after the prefix -> (size, LastModified)."""
+    found: dict[str, tuple[int, datetime]] = {}
+    for page in client("s3", region).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            found[str(item["Key"])[len(prefix) :]] = (int(item.get("Size", 0)), item["LastModified"])
+    return found
 
 
 # --- where the next attempt runs ---------------------------------------------------------------
@@ -178,6 +214,10 @@ def place_attempt(state: dict[str, Any], spec: JobSpec, capacity: str, now: date
     training = state.get("training") or {}
     status = state.get("status") or {}
     chosen = status.get("nextRegion") if status.get("nextCapacity") else None
+    plan = status.get("nextTrainingPlan") if status.get("nextCapacity") == "training-plan" else None
+    if plan:
+        # A plan's capacity is in its own region (`spotline.core.training_plans`): the attempt goes there.
+        return Placement(region_of_arn(str(plan["arn"])), None)
     if chosen in allowed:
         return Placement(str(chosen), None)
     if training or capacity != "spot" or len(allowed) < 2:

@@ -15,6 +15,7 @@ from urllib.parse import unquote
 from spotline.aws import training_settings
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.aws.quota_share_reads import existing_shares
+from spotline.aws.regions import home_region
 from spotline.aws.training_plans import plan_problems
 from spotline.core.errors import ManifestError
 from spotline.core.images import parse_image
@@ -57,7 +58,7 @@ def check_resources(
         return [ManifestError(STACK_PATH, f"the team's registry entry is invalid ({policy}); page the platform team")]
     problems = list(policy.check(spec))
     if not any(problem.path == PLAN_PATH for problem in problems):
-        problems += plan_problems(spec)
+        problems += plan_problems(spec, home_region())
     problems += check_role(spec.role_arn, settings.training_role_pattern, spec.team)
     problems += check_image(spec.image)
     for index, channel in enumerate(spec.inputs):

@@ -1,21 +1,31 @@
 """Reading SageMaker training plans (DescribeTrainingPlan, ListTrainingPlans) for the capacity tier
-of `spotline.core.training_plans`."""
+of `spotline.core.training_plans`.
+
+Plans are regional: a named plan is read in the region its ARN names, `auto` lists the plans of
+each region the run may use, each with a client of that region (never the region of the attempt
+being checked)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from spotline.aws.clients import client, error_code
 from spotline.core.errors import ManifestError
 from spotline.core.model import JobSpec
+from spotline.core.regions import region_of_arn
 from spotline.core.team_policy import TeamPolicy
-from spotline.core.training_plans import PlanView, named_plan_problems
+from spotline.core.training_plans import PLAN_PATH, PlanView, named_plan_problems
 
 NOT_FOUND = {"ResourceNotFound", "ValidationException"}
 AUTO = "auto"
 
 
 def describe_plan(arn: str) -> PlanView | None:
+    """The plan `arn` names, read in the region the ARN names."""
     try:
-        answer = client("sagemaker").describe_training_plan(TrainingPlanName=arn.rsplit("/", 1)[-1])
+        answer = client("sagemaker", region_of_arn(arn) or None).describe_training_plan(
+            TrainingPlanName=arn.rsplit("/", 1)[-1]
+        )
     except Exception as exc:
         if error_code(exc) in NOT_FOUND:
             return None
@@ -23,34 +33,47 @@ def describe_plan(arn: str) -> PlanView | None:
     return PlanView.from_api(answer)
 
 
-def active_plans() -> list[PlanView]:
-    """Every Active training plan of the account and region (ListTrainingPlans, all pages)."""
+def active_plans(region: str) -> list[PlanView]:
+    """Every Active training plan of the account in `region` (ListTrainingPlans, all pages)."""
     request = {"Filters": [{"Name": "Status", "Value": "Active"}]}
     plans: list[PlanView] = []
     while True:
-        page = client("sagemaker").list_training_plans(**request)
+        page = client("sagemaker", region).list_training_plans(**request)
         plans += [PlanView.from_api(summary) for summary in page.get("TrainingPlanSummaries") or []]
         if not page.get("NextToken"):
             return plans
         request["NextToken"] = page["NextToken"]
 
 
-def candidate_plans(spec: JobSpec, policy: TeamPolicy | None) -> list[PlanView]:
-    """The plans the job may fall back onto: the one it names, or with `auto` every Active plan its
-    team policy allows (`trainingPlans`)."""
+def candidate_plans(spec: JobSpec, policy: TeamPolicy | None, regions: Sequence[str]) -> list[PlanView]:
+    """The plans the job may fall back onto, in the run's `regions` (`$.resources.regions.allowed`):
+    the one it names, or with `auto` every Active plan there its team policy allows (`trainingPlans`)."""
     if spec.training_plan is None:
         return []
     if spec.training_plan != AUTO:
+        if region_of_arn(spec.training_plan) not in regions:
+            return []  # its region was left out of the run's (ValidateResources said why)
         plan = describe_plan(spec.training_plan)
         return [plan] if plan else []
     if policy is None:
         return []
-    return [plan for plan in active_plans() if policy.may_use_plan(spec.team, plan.arn)]
+    return [plan for region in regions for plan in active_plans(region) if policy.may_use_plan(spec.team, plan.arn)]
 
 
-def plan_problems(spec: JobSpec) -> list[ManifestError]:
-    """ValidateResources: the plan the manifest names exists, is Scheduled or Active, and reserves
-    one of the job's instance types (`auto` is checked when the fallback needs a plan)."""
+def plan_problems(spec: JobSpec, home: str) -> list[ManifestError]:
+    """ValidateResources: the plan the manifest names is in a region the run may use (home, or one of
+    `spec.capacity.regions`), exists, is Scheduled or Active, and reserves one of the job's instance
+    types (`auto` is checked when the fallback needs a plan)."""
     if spec.training_plan is None or spec.training_plan == AUTO:
         return []
+    region = region_of_arn(spec.training_plan)
+    regions = spec.regions or (home,)
+    if region not in regions:
+        return [
+            ManifestError(
+                PLAN_PATH,
+                f"training plan {spec.training_plan.rsplit('/', 1)[-1]} is in {region}: a plan serves training jobs "
+                f"of its own region only, and the run may use {', '.join(regions)} (spec.capacity.regions)",
+            )
+        ]
     return named_plan_problems(spec, describe_plan(spec.training_plan))

@@ -9,6 +9,12 @@ Two AWS services tell of a training job's changes on the default event bus (samp
 - SageMaker, "SageMaker Training Job State Change": the detail resembles DescribeTrainingJob and
   carries the training job's `Tags`, Spotline's `spotline:execution` among them.
 
+An event forwarded from a peer region (the stack's rules send its Batch and SageMaker events to each
+peer's default bus) keeps the region it happened in: EventBridge's event structure reference says
+`region` "Identifies the AWS Region where the event originated". The job lives there, so the gate
+reads it there: the region of the job's ARN (`detail.jobArn`, `detail.TrainingJobArn`), else the
+event's `region`.
+
 Only the few fields the wake-up needs are kept, each bounded: the event is a signal to look
 again, never a source of truth (CheckTrainingStatus reads Batch and SageMaker itself).
 """
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spotline.core.execution_state import clip
+from spotline.core.regions import region_of_arn
 from spotline.core.service_jobs import EXECUTION_TAG
 
 BATCH_SOURCE = "aws.batch"
@@ -40,6 +47,8 @@ class TrainingChange:
     secondary_status: str | None
     at: str | None  # the event's `time`
     execution: str | None
+    region: str | None = None
+    """The region the job lives in (its ARN's, else the event's `region`)."""
 
     @property
     def summary(self) -> str:
@@ -68,14 +77,21 @@ def training_change_of(event: Any) -> TrainingChange | None:
     if event.get("source") == BATCH_SOURCE and kind == BATCH_DETAIL_TYPE:
         job, status = _text(detail.get("jobId")), _text(detail.get("status"))
         if job and status:
-            return TrainingChange("batch", job, status, None, at, None)
+            return TrainingChange("batch", job, status, None, at, None, _region(event, detail.get("jobArn")))
         return None
     if event.get("source") == SAGEMAKER_SOURCE and kind == SAGEMAKER_DETAIL_TYPE:
         job, status = _text(detail.get("TrainingJobName")), _text(detail.get("TrainingJobStatus"))
         if job and status:
             execution = _tags(detail.get("Tags")).get(EXECUTION_TAG)
-            return TrainingChange("sagemaker", job, status, _text(detail.get("SecondaryStatus")), at, execution)
+            secondary = _text(detail.get("SecondaryStatus"))
+            region = _region(event, detail.get("TrainingJobArn"))
+            return TrainingChange("sagemaker", job, status, secondary, at, execution, region)
     return None
+
+
+def _region(event: Mapping[str, Any], arn: Any) -> str | None:
+    """Where the job lives: its ARN's region, else the region the event originated in."""
+    return (isinstance(arn, str) and region_of_arn(arn)) or _text(event.get("region"))
 
 
 def _text(value: Any) -> str | None:

@@ -6,7 +6,13 @@ jobs"): "The training plan must be in the Scheduled or Active status to be used 
 job"; "When there are 30 minutes remaining in your Reserved Capacity, SageMaker training plans
 begin the process of terminating any running instances within that Reserved Capacity". A job
 uses a plan with ResourceConfig.TrainingPlanArn and the plan's instance type ("The plan's
-instance type must match InstanceType", InstancePreference.TrainingPlanArns)."""
+instance type must match InstanceType", InstancePreference.TrainingPlanArns).
+
+Plans are regional: a plan's ARN names its region, and its capacity is in one Availability Zone
+of it (API reference, ReservedCapacitySummary: "AvailabilityZone: The availability zone for the
+reserved capacity"); DescribeTrainingPlan and ListTrainingPlans answer for their endpoint's
+region. A run falls back onto a plan only in one of the regions it may use, and the attempt on it
+runs there."""
 
 from __future__ import annotations
 
@@ -17,8 +23,14 @@ from typing import Any
 from spotline.core.errors import ManifestError
 from spotline.core.lifecycle import NextStep
 from spotline.core.model import InstanceOption, JobSpec, to_rfc3339
+from spotline.core.regions import region_of_arn
 
 USABLE = frozenset({"Scheduled", "Active"})
+TRAINING_JOB = "training-job"
+"""The TargetResources value of a plan for training jobs (botocore's sagemaker model, enum
+SageMakerResourceName: training-job, hyperpod-cluster, endpoint, studio-apps): "Training plans are
+specific to their target resource. A training plan designed for SageMaker training jobs can only be
+used to schedule and run training jobs" (DescribeTrainingPlan, TrainingPlanSummary)."""
 TERMINATION_NOTICE = timedelta(minutes=30)
 """Instances are terminated from this long before the plan's end."""
 PLAN_PATH = "spec.capacity.trainingPlan"
@@ -36,6 +48,7 @@ class PlanView:
     available_instances: int
     start: datetime | None
     end: datetime | None
+    target_resources: tuple[str, ...] = (TRAINING_JOB,)
 
     @classmethod
     def from_api(cls, plan: dict[str, Any]) -> PlanView:
@@ -49,7 +62,18 @@ class PlanView:
             available_instances=int(plan.get("AvailableInstanceCount") or 0),
             start=plan.get("StartTime"),
             end=plan.get("EndTime"),
+            target_resources=tuple(str(t) for t in plan.get("TargetResources") or ()),
         )
+
+    @property
+    def for_training_jobs(self) -> bool:
+        """A plan training jobs may run on (its TargetResources include training-job)."""
+        return TRAINING_JOB in self.target_resources
+
+    @property
+    def region(self) -> str:
+        """The region the plan reserves capacity in (its ARN's)."""
+        return region_of_arn(self.arn)
 
     @property
     def usable_until(self) -> datetime | None:
@@ -65,6 +89,15 @@ def named_plan_problems(spec: JobSpec, plan: PlanView | None) -> list[ManifestEr
     """Why the plan the manifest names cannot serve the job ([] when it can)."""
     if plan is None:
         return [ManifestError(PLAN_PATH, f"training plan {spec.training_plan} does not exist")]
+    if not plan.for_training_jobs:
+        targets = ", ".join(plan.target_resources) or "none"
+        return [
+            ManifestError(
+                PLAN_PATH,
+                f"training plan {plan.name} is for {targets} (TargetResources), not training-job: training jobs "
+                "cannot run on it",
+            )
+        ]
     if plan.status not in USABLE:
         return [ManifestError(PLAN_PATH, f"training plan {plan.name} is {plan.status}: it must be Scheduled or Active")]
     if plan.option_for(spec) is None:
@@ -79,12 +112,13 @@ def named_plan_problems(spec: JobSpec, plan: PlanView | None) -> list[ManifestEr
 
 
 def fallback_plan(spec: JobSpec, plans: list[PlanView], now: datetime, *, min_seconds: float) -> PlanView | None:
-    """The plan to fall back onto now: Active, of one of the job's types, with free instances for it,
-    and at least `min_seconds` before its instances are terminated; the one that lasts longest."""
+    """The plan to fall back onto now: for training jobs, Active, of one of the job's types, with free
+    instances for it, and at least `min_seconds` before its instances are terminated; the one that lasts longest."""
     usable = [
         plan
         for plan in plans
         if plan.status == "Active"
+        and plan.for_training_jobs
         and (option := plan.option_for(spec)) is not None
         and plan.available_instances >= option.instance_count
         and plan.usable_until is not None
@@ -109,6 +143,7 @@ def plan_record(plan: PlanView) -> dict[str, Any]:
     return {
         "arn": plan.arn,
         "name": plan.name,
+        "region": plan.region,
         "instanceType": plan.instance_type,
         "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
     }

@@ -1,0 +1,145 @@
+"""Training plans across regions, on a local stack with a peer region (us-west-2): a plan is read
+in the region its ARN names, `auto` lists each of the run's regions, and an attempt on a plan goes
+to the plan's region, whatever region the attempt being checked runs in."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from conftest import NOW, example_spec, team_policy_for
+from spotline.aws.clients import in_region
+from spotline.aws.regions import place_attempt
+from spotline.aws.training_plans import candidate_plans, plan_problems
+from spotline.core.model import JobSpec
+from spotline.core.team_policy import TeamPolicy
+from spotline.core.training_plans import PLAN_PATH, fallback_plan
+from spotline_dev.local.handles import LocalStack
+from spotline_dev.local.stack import start_local_stack
+from spotline_dev.local.template import load_template
+from spotline_dev.standin import SpotWeather
+from spotline_dev.standin.training_plans import ReservedPlan
+
+HOME, PEER = "us-east-1", "us-west-2"
+PLAN_TYPE = "ml.p4d.24xlarge"  # a type training plans offer (ReservedCapacityInstanceType)
+ARN = "arn:aws:sagemaker:{region}:123456789012:training-plan/{name}"
+
+
+def _spec(plan: str | None = None, regions: tuple[str, ...] = (HOME, PEER)) -> JobSpec:
+    return replace(example_spec(), instance_type=PLAN_TYPE, regions=regions, training_plan=plan)
+
+
+def _plan(name: str) -> ReservedPlan:
+    return ReservedPlan(name, PLAN_TYPE, 2, NOW - timedelta(hours=1), NOW + timedelta(days=2))
+
+
+@pytest.fixture
+def peered() -> Iterator[LocalStack]:
+    """A plan at home and one in the peer region, each known to its own region only."""
+    with start_local_stack(
+        NOW,
+        team_policy=team_policy_for(_spec()),
+        weather=SpotWeather(training_plans=[_plan("home-plan")]),
+        peers={PEER: SpotWeather(training_plans=[_plan("west-plan")])},
+    ) as local:
+        yield local
+
+
+def test_a_named_plan_in_a_peer_region_is_read_there(peered: LocalStack) -> None:
+    assert plan_problems(_spec(ARN.format(region=PEER, name="west-plan")), HOME) == []
+
+
+def test_a_named_plan_outside_the_runs_regions_is_refused_naming_the_field(peered: LocalStack) -> None:
+    (problem,) = plan_problems(_spec(ARN.format(region=PEER, name="west-plan"), regions=(HOME,)), HOME)
+    assert problem.path == PLAN_PATH
+    assert problem.message.startswith("training plan west-plan is in us-west-2: a plan serves training jobs")
+
+
+def test_a_home_plan_is_read_at_home_while_an_attempt_in_a_peer_region_is_checked(peered: LocalStack) -> None:
+    spec = _spec(ARN.format(region=HOME, name="home-plan"))
+    with in_region(PEER):  # CheckTrainingStatus reads an attempt placed in the peer region
+        (plan,) = candidate_plans(spec, None, [HOME, PEER])
+    assert (plan.name, plan.region) == ("home-plan", HOME)
+
+
+def test_auto_lists_the_active_plans_of_each_of_the_runs_regions(peered: LocalStack) -> None:
+    spec = _spec("auto")
+    policy = _allowing_plans(spec)
+    with in_region(PEER):
+        found = candidate_plans(spec, policy, [HOME, PEER])
+        at_home = candidate_plans(spec, policy, [HOME])
+    assert sorted((p.name, p.region) for p in found) == [("home-plan", HOME), ("west-plan", PEER)]
+    assert [p.name for p in at_home] == ["home-plan"]
+
+
+def test_an_attempt_on_a_plan_goes_to_the_plans_region(peered: LocalStack) -> None:
+    spec = _spec("auto")
+    plan = {"arn": ARN.format(region=PEER, name="west-plan"), "name": "west-plan", "region": PEER}
+    state: dict[str, Any] = {
+        "resources": {"regions": {"allowed": [HOME, PEER]}},
+        "training": {"attempt": 1, "capacity": "spot", "region": HOME},
+        "status": {"nextCapacity": "training-plan", "nextRegion": None, "nextTrainingPlan": plan},
+    }
+    assert place_attempt(state, spec, "training-plan", NOW).region == PEER
+
+
+def _allowing_plans(spec: JobSpec) -> TeamPolicy:
+    document = json.loads(team_policy_for(spec))
+    document["teams"][spec.team]["trainingPlans"] = [ARN.format(region=r, name="*") for r in (HOME, PEER)]
+    return TeamPolicy.from_document(document)
+
+
+PLAN_READERS = ("ValidateResourcesFunction", "CheckTrainingStatusFunction")
+
+
+@pytest.mark.parametrize("function", PLAN_READERS)
+def test_plans_may_be_described_at_home_and_in_each_peer_region(function: str) -> None:
+    """DescribeTrainingPlan goes to the region of the plan's ARN: the home region or a peer's."""
+    policies = load_template()["Resources"][function]["Properties"]["Policies"]
+    (statement,) = [
+        s for p in policies for s in p["Statement"] if "sagemaker:DescribeTrainingPlan" in json.dumps(s["Action"])
+    ]
+    home, *peers = statement["Resource"]
+    assert home == {"Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-plan/*"}
+    for index, peer in enumerate(peers):
+        condition, sub, absent = peer["Fn::If"]
+        (arn, names) = sub["Fn::Sub"]
+        assert condition == f"HasPeerRegion{index + 1}" and absent == {"Ref": "AWS::NoValue"}
+        assert arn == "arn:${AWS::Partition}:sagemaker:${Peer}:${AWS::AccountId}:training-plan/*"
+        assert names == {"Peer": {"Fn::Select": [index, {"Fn::Split": [",", {"Ref": "PeerRegions"}]}]}}
+    assert len(peers) == 3
+
+
+# --- a plan's TargetResources ------------------------------------------------------------------
+
+
+@pytest.fixture
+def hyperpod() -> Iterator[LocalStack]:
+    """An Active plan at home that serves HyperPod clusters only."""
+    plan = replace(_plan("pod-plan"), target_resources=("hyperpod-cluster",))
+    with start_local_stack(
+        NOW, team_policy=team_policy_for(_spec()), weather=SpotWeather(training_plans=[plan])
+    ) as local:
+        yield local
+
+
+def test_a_named_plan_for_hyperpod_clusters_is_refused_naming_the_field(hyperpod: LocalStack) -> None:
+    (problem,) = plan_problems(_spec(ARN.format(region=HOME, name="pod-plan"), regions=(HOME,)), HOME)
+    assert problem.path == PLAN_PATH
+    assert problem.message == (
+        "training plan pod-plan is for hyperpod-cluster (TargetResources), not training-job: "
+        "training jobs cannot run on it"
+    )
+
+
+def test_auto_never_falls_back_onto_a_plan_for_hyperpod_clusters(hyperpod: LocalStack) -> None:
+    spec = _spec("auto", regions=(HOME,))
+    (listed,) = candidate_plans(spec, _allowing_plans(spec), [HOME])
+    assert fallback_plan(spec, [listed], NOW, min_seconds=3600) is None
+    assert listed.target_resources == ("hyperpod-cluster",)
+    assert fallback_plan(spec, [replace(listed, target_resources=("training-job",))], NOW, min_seconds=3600)
