@@ -252,3 +252,27 @@ def test_a_night_due_in_a_week_ends_within_the_history_limit_with_every_shards_o
     waits = [e for e in history if e["type"] == "WaitStateEntered"]
     assert len(waits) < 2_000, len(waits)
     _every_input_scored_once(scoring_stack)
+
+
+def test_a_night_sized_above_the_transform_quota_paces_with_it_and_ends_with_every_shard(
+    scoring_stack: LocalStack,
+) -> None:
+    # Sized at 4 instances (3 h window); the account may run 2 ml.c5.2xlarge transform instances at once:
+    # CreateTransformJob answers ResourceLimitExceeded for the rest, which start as the first ones end.
+    scoring_stack.standin.transforms.instance_quota["ml.c5.2xlarge"] = 2
+    execution, _history = _upload_backfill(scoring_stack)
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    outcome = json.loads(execution["output"])["outcome"]
+    assert outcome["instances"] == 4 and outcome["failedShards"] == [], outcome
+    jobs = list(scoring_stack.standin.transforms.jobs.values())
+    moments = sorted({t for job in jobs for t in (job.created, job.ended_at())})
+    assert max(sum(1 for j in jobs if j.created <= t < j.ended_at()) for t in moments) == 2  # never above it
+    _every_input_scored_once(scoring_stack)
+    report = json.loads(
+        scoring_stack.client("s3")
+        .get_object(Bucket=scoring_stack.bucket, Key=outcome["report"].split("/", 3)[3])["Body"]
+        .read()
+    )
+    # 2 instances cannot score 40 M records at 1,500/s in 3 h: late, and on-call was told while it ran.
+    assert outcome["windowMet"] is False
+    assert [n["type"] for n in report["notifications"]] == ["WindowAtRisk"]

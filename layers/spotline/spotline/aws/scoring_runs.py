@@ -6,7 +6,9 @@ WindowAtRisk notice when even `maxInstances` cannot make it). The decisions are
 
 The run's state is small and plain (`ScoringRun.to_dict`): the execution carries it from step to
 step. Transform jobs are named after the run and the shard, so a step repeated after a crash finds
-the job it started (ResourceInUse) and starts nothing twice. Each look says when the
+the job it started (ResourceInUse) and starts nothing twice. A shard the account's transform quota
+refuses (ResourceLimitExceeded) waits for the next look, when running shards may have freed their
+instances: the run paces with what it may run, and stops nothing for it. Each look says when the
 next one is due (`nextCheckSeconds`, `spotline.core.scoring_plan.next_look_seconds`).
 """
 
@@ -342,11 +344,24 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
         target = decided.target
     elif probing:
         decided = replace(decided, start=0 if any(r.started_at for r in runs) else 1)
-    started = list(shards)
+    started, refused = list(shards), False
     for shard in [s for s in shards if s.job is None][: decided.start]:
-        started[shard.index] = replace(shard, job=_start(spec, run, shard.index))
+        name = _start(spec, run, shard.index)
+        if name is None:  # the account's transform quota is full: the rest waits for instances to free
+            refused = True
+            break
+        started[shard.index] = replace(shard, job=name)
     rate = decided.measured_records_per_second or float(sizing["recordsPerSecond"])
-    runs = _shard_runs(tuple(started), now)  # as the next look will find them
+    runs = _shard_runs(tuple(started), now)  # as the next look will find them (`paced` reads these now)
+    if refused:
+        # Paced with what the quota lets it run now: the projection and the risk say so.
+        held = max(1, sum(1 for r in runs if r.started_at and not r.ended_at and not r.failed))
+        capped = paced(rate, held, held)
+        risk = capped.at_risk and (
+            f"the account's quota of {spec.instance_type} for transform jobs holds the run to {held} "
+            f"instance(s) for now (ResourceLimitExceeded): {capped.at_risk}"
+        )
+        decided = replace(decided, projected_end=capped.projected_end, at_risk=risk)
     notifications = list(run.notifications)
     at_risk = run.at_risk
     reason = decided.at_risk or (sizing.get("atRisk") if not probing else None)
@@ -384,7 +399,9 @@ def _shard_runs(shards: tuple[ShardState, ...], now: datetime) -> list[ShardRun]
     ]
 
 
-def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
+def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str | None:
+    """The shard's transform job started (or found started); None when the account's quota
+    refuses it for now (ResourceLimitExceeded, CreateTransformJob's quota error)."""
     name = job_name(spec, run, index)
     out_bucket, out_prefix = split_s3_uri(run.output_s3_uri)
     request: dict[str, Any] = {
@@ -419,7 +436,10 @@ def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
     try:
         client("sagemaker").create_transform_job(**request)
     except Exception as exc:
-        if error_code(exc) != "ResourceInUse":  # started by an earlier try of this step: the same job
+        code = error_code(exc)
+        if code == "ResourceLimitExceeded":
+            return None
+        if code != "ResourceInUse":  # started by an earlier try of this step: the same job
             raise
     return name
 
