@@ -144,6 +144,7 @@ class TransformJobs:
         never reads the artifact); None: moto creates the model."""
         refused = model_problems("CreateModel", body)
         if refused:
+            # Stand-in: what botocore's model refuses (model_problems), answered as create() answers it.
             return ApiError("ValidationException", refused)
         name = str(body.get("ModelName"))
         # AWS: sagemaker CreateModelInput.ModelName: "The name of the new model."
@@ -169,6 +170,8 @@ class TransformJobs:
     def create(self, body: dict[str, Any], now: float) -> dict[str, Any]:
         refused = model_problems("CreateTransformJob", body)
         if refused:
+            # Stand-in: what botocore's model refuses (model_problems); SageMaker answers ValidationException,
+            # "The input fails to satisfy the constraints specified by an AWS service" (Common Errors).
             raise ApiError("ValidationException", refused)
         name = str(body["TransformJobName"])
         # AWS: sagemaker CreateTransformJobRequest.TransformJobName: "The name must be unique within an Amazon
@@ -285,9 +288,10 @@ class TransformJobs:
             and job.status(now) in ("InProgress", "Stopping")
         )
         if used + count > quota:
-            # AWS: sagemaker CreateTransformJob errors: ResourceLimitExceeded, "You have exceeded an SageMaker
-            # resource limit. For example, you might have too many training jobs created."
-            # Stand-in: SageMaker's message for an account quota, as users report it for this quota
+            # AWS: sagemaker ResourceLimitExceeded: "You have exceeded an SageMaker resource limit."
+            # Stand-in: CreateTransformJob's errors in botocore's model include ResourceLimitExceeded; the
+            # quota is the account's "<type> for transform job usage" (Service Quotas). SageMaker's message
+            # for an account quota, as users report it for this quota
             # ("The account-level service limit 'ml.m5.large for transform job usage' is 0 Instances") and
             # in full for training ("... is 2 Instances, with current utilization of 3 Instances and a
             # request delta of 1 Instances. Please contact AWS support to request an increase for this

@@ -19,8 +19,9 @@
   the time to its projected end or its due, whichever is later; as many over the time it is late),
   between LOOK_SECONDS and MAX_LOOK_SECONDS apart. A shard that should have ended is looked at
   again after a quarter of the time it is overdue. Every look adds about nine events to the
-  execution's history, which Step Functions caps at 25,000: a run due in a week looks about a
-  thousand times, where every two minutes would be 5,040 looks and 45,000 events.
+  execution's history, which Step Functions caps at 25,000: a run due in a week looks a few
+  hundred times (about 800 when it scores to its end), where every two minutes would be 5,040
+  looks and 45,000 events.
 """
 
 from __future__ import annotations
