@@ -23,6 +23,7 @@ SCORING_SCENARIOS = (
     "scoring-night-slows-by-half",
     "scores-one-giant-file",
     "scores-with-its-own-model",
+    "scores-over-transform-quota",
 )
 COLUMNS = (
     f"{'scenario':<30}{'records':>12}{'sized':>6}{'formula':>8}{'want':>5}{'shards':>7}{'measured/s':>11}"

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.observability import bind_execution, logger
-from spotline.aws.scoring_runs import CHECK_SECONDS, ScoringRun, advance
+from spotline.aws.scoring_runs import ScoringRun, advance
 from spotline.aws.scoring_steps import notify, scoring_spec_for_step
 from spotline.core.model import to_rfc3339
 
@@ -26,7 +26,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = advance(spec, run, now=now, notify=lambda kind, why: notify(spec, run.run_id, kind, why))
     logger.info(
         "Scoring run advanced",
-        extra={"runId": run.run_id, "target": run.target, "measured": run.measured, "done": run.done},
+        extra={
+            "runId": run.run_id,
+            "target": run.target,
+            "measured": run.measured,
+            "done": run.done,
+            "nextCheckSeconds": run.next_check_seconds,
+        },
     )
-    looked = {"nextCheckSeconds": CHECK_SECONDS, "checkedAt": to_rfc3339(now)}
-    return {"plan": source["scoring"]["plan"], "run": run.to_dict() | looked}
+    return {"plan": source["scoring"]["plan"], "run": run.to_dict() | {"checkedAt": to_rfc3339(now)}}

@@ -12,13 +12,14 @@ from typing import Any
 import boto3
 import pytest
 
-from conftest import emitted_metrics, entered_states, upload
+from conftest import SCORING_OBJECTS, emitted_metrics, entered_states, upload
 from spotline.core.manifest import validate_bytes
 from spotline.core.scoring import registered_model_name
 from spotline_dev.explain import explain
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.template import PROJECT_ROOT
 from spotline_dev.sandbox.account import ensure_image, ensure_role
+from spotline_dev.standin.transform_jobs import TransformWeather
 
 
 def _run(stack: LocalStack, manifest: str, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -201,3 +202,77 @@ def test_deleting_a_registered_scoring_manifest_stops_its_nights(scoring_stack: 
     table = scoring_stack.client("dynamodb")
     items = table.scan(TableName=scoring_stack.physical["DatasetsTable"])["Items"]
     assert not [i for i in items if i["sk"]["S"].startswith("SCORING#")]  # and it is unregistered
+
+
+def _upload_backfill(
+    stack: LocalStack, changes: dict[str, str] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    body = (PROJECT_ROOT / "examples" / "scoring" / "scores-on-upload.yaml").read_text()
+    for old, new in (changes or {}).items():
+        assert old in body
+        body = body.replace(old, new)
+    upload(stack, "manifests/media-recs/backfill-scores.yaml", body.encode())
+    (started,) = stack.deliver_events()
+    execution = stack.wait_for_execution(started["executionArn"], timeout=600)
+    return execution, stack.history(started["executionArn"])
+
+
+def _every_input_scored_once(stack: LocalStack) -> None:
+    """Each input object has its .out under the shard that scored it, and no job was stopped."""
+    now = stack.clock.now().timestamp()
+    jobs = stack.standin.transforms.jobs.values()
+    assert {job.status(now) for job in jobs} == {"Completed"}
+    outputs = {
+        o["Key"]
+        for page in stack.client("s3").get_paginator("list_objects_v2").paginate(Bucket="media-recs-scores")
+        for o in page.get("Contents", [])
+        if o["Key"].endswith(".out")
+    }
+    expected = set()
+    for job in jobs:
+        prefix = job.request["TransformOutput"]["S3OutputPath"].removeprefix("s3://media-recs-scores/")
+        expected |= {f"{prefix}{key.rsplit('/', 1)[-1]}.out" for _bucket, key, _records in job.objects}
+    assert len(expected) == SCORING_OBJECTS and outputs == expected
+
+
+def test_a_night_due_in_a_week_ends_within_the_history_limit_with_every_shards_output(
+    scoring_stack: LocalStack,
+) -> None:
+    # 40 M records at 15 records/s per instance, due in 7 days: 6 instances score for about 5 days. A look
+    # every 2 minutes (9 history events) would reach Step Functions' 25,000 events in under 4 days, and
+    # the execution would fail there (its transform jobs then stopped, keeping no output).
+    scoring_stack.standin.transforms.weather = TransformWeather(records_per_second=15, start_delay=480)
+    week = {'deadline: "2026-12-05T03:00:00Z"': 'deadline: "2026-12-12T00:00:00Z"', "Second: 1500": "Second: 15"}
+    execution, history = _upload_backfill(scoring_stack, week)
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    outcome = json.loads(execution["output"])["outcome"]
+    assert (outcome["windowMet"], outcome["instances"]) == (True, 6), outcome
+    assert outcome["finishedAt"] > "2026-12-09T00:00:00Z"  # days of scoring
+    assert len(history) < 25_000
+    waits = [e for e in history if e["type"] == "WaitStateEntered"]
+    assert len(waits) < 2_000, len(waits)
+    _every_input_scored_once(scoring_stack)
+
+
+def test_a_night_sized_above_the_transform_quota_paces_with_it_and_ends_with_every_shard(
+    scoring_stack: LocalStack,
+) -> None:
+    # Sized at 4 instances (3 h window); the account may run 2 ml.c5.2xlarge transform instances at once:
+    # CreateTransformJob answers ResourceLimitExceeded for the rest, which start as the first ones end.
+    scoring_stack.standin.transforms.instance_quota["ml.c5.2xlarge"] = 2
+    execution, _history = _upload_backfill(scoring_stack)
+    assert execution["status"] == "SUCCEEDED", execution.get("cause")
+    outcome = json.loads(execution["output"])["outcome"]
+    assert outcome["instances"] == 4 and outcome["failedShards"] == [], outcome
+    jobs = list(scoring_stack.standin.transforms.jobs.values())
+    moments = sorted({t for job in jobs for t in (job.created, job.ended_at())})
+    assert max(sum(1 for j in jobs if j.created <= t < j.ended_at()) for t in moments) == 2  # never above it
+    _every_input_scored_once(scoring_stack)
+    report = json.loads(
+        scoring_stack.client("s3")
+        .get_object(Bucket=scoring_stack.bucket, Key=outcome["report"].split("/", 3)[3])["Body"]
+        .read()
+    )
+    # 2 instances cannot score 40 M records at 1,500/s in 3 h: late, and on-call was told while it ran.
+    assert outcome["windowMet"] is False
+    assert [n["type"] for n in report["notifications"]] == ["WindowAtRisk"]

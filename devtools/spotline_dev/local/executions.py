@@ -4,10 +4,14 @@ puts on the default bus when one ends (moto emits none), and stops at a virtual 
 on-call would stop an execution in the console. StopExecution keeps its error and cause (moto's
 models drop them), in the ExecutionAborted event and the status change event, as AWS does.
 
-The hooks (moto's `Execution.start` and its worker's `terminated`) are moto internals, hence the
-exact pin. Only the end of an execution is emitted (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), not
-RUNNING: the local stack delivers events when asked (`deliver_events`), and nothing in Spotline
-reacts to an execution's start.
+Step Functions' history quota holds locally as in AWS (moto has none): an execution whose 25,000th
+event would not be ExecutionSucceeded fails there, with ExecutionFailed as that event
+(`HISTORY_EVENT_LIMIT`).
+
+The hooks (moto's `Execution.start`, its worker's `terminated`, `EventManager.add_event` and
+`Environment.__init__`) are moto internals, hence the exact pin. Only the end of an execution is
+emitted (SUCCEEDED, FAILED, TIMED_OUT, ABORTED), not RUNNING: the local stack delivers events when
+asked (`deliver_events`), and nothing in Spotline reacts to an execution's start.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from unittest import mock
 
 from botocore.utils import parse_timestamp
 from moto.core.responses import ActionResult
+from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, ExecutionStatus, HistoryEventType
+from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
 from moto.stepfunctions.parser.models import stepfunctions_parser_backends
 from moto.stepfunctions.responses import StepFunctionResponse
@@ -36,6 +44,20 @@ STATES_SOURCE = "aws.states"
 # and the output when it alone does (EventBridge's event size quota); inputDetails/outputDetails
 # say whether each was included.
 PAYLOAD_LIMIT = 248 * 1024
+HISTORY_EVENT_LIMIT = 25_000
+"""Step Functions developer guide, "Avoid reaching the history quota": "a hard quota of 25,000
+entries in the execution event history. When an execution reaches 24,999 events, it waits for the
+next event to happen. If the event number 25,000 is ExecutionSucceeded, the execution finishes
+successfully. If the event number 25,000 isn't ExecutionSucceeded, the ExecutionFailed event is
+logged and the state machine execution fails because of reaching the history limit"."""
+HISTORY_LIMIT_FAILURE = ExecutionFailedEventDetails(
+    # The error and cause AWS reports (the guide names neither): event 25,000, ExecutionFailed with
+    # {"error": "States.Runtime", "cause": "The execution reached the maximum number of history
+    # events (25000)."}, as executions that reached it show (loads/ardere#86, floci-io/floci#2734).
+    error="States.Runtime",
+    cause=f"The execution reached the maximum number of history events ({HISTORY_EVENT_LIMIT}).",
+)
+_history_lock = threading.Lock()  # the check and the event it lets through are one step
 
 
 @dataclass
@@ -125,6 +147,11 @@ class Executions:
 
         def terminated(communication: BaseExecutionWorkerCommunication) -> None:
             original_terminated(communication)
+            execution: Any = communication.execution
+            if getattr(execution.exec_worker.env.event_manager, "history_full", False):
+                # What the state running when the limit came made of it must not replace the reason.
+                execution.exec_status = ExecutionStatus.FAILED
+                execution.error, execution.cause = HISTORY_LIMIT_FAILURE["error"], HISTORY_LIMIT_FAILURE["cause"]
             self._ended(communication.execution)
 
         def stop_execution(response: StepFunctionResponse) -> Any:
@@ -141,6 +168,7 @@ class Executions:
             return ActionResult({"stopDate": self.clock.now()})
 
         exits.enter_context(mock.patch.object(StepFunctionResponse, "stop_execution", stop_execution))
+        _install_history_limit(exits)
         exits.enter_context(mock.patch.object(Execution, "start", start))
         exits.enter_context(mock.patch.object(BaseExecutionWorkerCommunication, "terminated", terminated))
 
@@ -185,6 +213,41 @@ class Executions:
         finally:
             self.clock.leave(record.arn)
             record.ended.set()
+
+
+def _install_history_limit(exits: ExitStack) -> None:
+    """Fail an execution at its 25,000th event (`HISTORY_EVENT_LIMIT`): a count moto keeps anyway
+    (the next event id), looked at once per event. ExecutionSucceeded or ExecutionFailed as that
+    event ends it as it would; any other event is replaced by ExecutionFailed (States.Runtime),
+    the execution is failed (its waits end), and what it still does records nothing."""
+    original_init = Environment.__init__
+    original_add_event = EventManager.add_event
+
+    def init(env: Environment, *args: Any, **kwargs: Any) -> None:
+        original_init(env, *args, **kwargs)
+        env.event_manager.owner = env  # type: ignore[attr-defined]  # frames take their root's manager
+
+    def add_event(manager: EventManager, context: Any, event_type: Any, *args: Any, **kwargs: Any) -> int:
+        with _history_lock:
+            if getattr(manager, "history_full", False):
+                return HISTORY_EVENT_LIMIT
+            ends = event_type in (HistoryEventType.ExecutionSucceeded, HistoryEventType.ExecutionFailed)
+            if manager._event_id_gen._next_id < HISTORY_EVENT_LIMIT or ends:
+                return int(original_add_event(manager, context, event_type, *args, **kwargs))
+            manager.history_full = True  # type: ignore[attr-defined]
+            original_add_event(
+                manager,
+                context,
+                HistoryEventType.ExecutionFailed,
+                EventDetails(executionFailedEventDetails=HISTORY_LIMIT_FAILURE),  # type: ignore[typeddict-item]
+            )
+        owner = getattr(manager, "owner", None)
+        if owner is not None:
+            owner.set_error(HISTORY_LIMIT_FAILURE)
+        return HISTORY_EVENT_LIMIT
+
+    exits.enter_context(mock.patch.object(Environment, "__init__", init))
+    exits.enter_context(mock.patch.object(EventManager, "add_event", add_event))
 
 
 def history_of(execution_arn: str) -> list[dict[str, Any]]:

@@ -102,6 +102,7 @@ class TransformSpec:
     changes: list[tuple[float, float]] = field(default_factory=list)  # (offset seconds, factor)
     objects: int = 400
     start_delay: float = 480.0
+    instance_quota: int | None = None  # the account's transform quota for the manifest's type; None: the stand-in's
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ def _transform(raw: dict[str, Any]) -> TransformSpec:
         ],
         objects=int(raw.get("objects", 400)),
         start_delay=_seconds(raw["startDelay"], "transform.startDelay") if "startDelay" in raw else 480.0,
+        instance_quota=int(raw["instanceQuota"]) if "instanceQuota" in raw else None,
     )
 
 

@@ -69,6 +69,8 @@ def run_scoring(
             [(scenario.start.timestamp() + at, factor) for at, factor in transform.changes],
             transform.start_delay,
         )
+        if transform.instance_quota is not None:
+            stack.standin.transforms.instance_quota[spec.instance_type] = transform.instance_quota
         _prepare(stack, spec, transform.objects, entry, missing=scenario.missing)
         key = f"manifests/{spec.team}/{manifest.name}"
         stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)

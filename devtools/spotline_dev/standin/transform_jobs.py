@@ -23,6 +23,14 @@ Rules, from the SageMaker API reference and developer guide:
 - Output: "For every S3 object used as input for the transform job, batch transform stores the
   transformed data with an .out suffix in a corresponding subfolder in the location in the output
   prefix"; "Batch transform doesn't upload partially processed objects".
+- Requests: CreateTransformJob and CreateModel are checked against botocore's model, as
+  CreateTrainingJob's payload is (training_requests): ParamValidator (required members, types),
+  then the constraints it does not enforce (http_answers.request_problems: "Map Entries: Maximum
+  number of 16 items" for CreateTransformJob's Environment, name patterns, lengths, ranges).
+- Quota: CreateTransformJob errors include ResourceLimitExceeded, "You have exceeded an SageMaker
+  resource limit" (botocore's model); the account's quota "<instance type> for transform job usage"
+  (Service Quotas, per region) counts the instances of its running transform jobs
+  (`instance_quota`, DEFAULT_INSTANCE_QUOTA).
 - StopTransformJob: "When you stop a batch transform job before it is completed, Amazon SageMaker
   doesn't store the job's output in Amazon S3." (Stopping, then Stopped.)
 - TransformStartTime: "Indicates when the transform job starts on ML instances. You are billed for
@@ -43,12 +51,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.validate import ParamValidator
+
 from spotline_dev.standin.clock import EPS, dt, ms
-from spotline_dev.standin.http_answers import ApiError
+from spotline_dev.standin.http_answers import ApiError, request_problems, shape
 
 TRANSFORM_DETAIL_TYPE = "SageMaker Transform Job State Change"
 SOURCE = "aws.sagemaker"
 STOPPING_SECONDS = 30.0
+DEFAULT_INSTANCE_QUOTA = 100
+"""Instances of one type the account's transform jobs may run at once ("<type> for transform job
+usage"). AWS publishes no default (each account's is in its Service Quotas console; new accounts
+see 0 for some types); the stand-in's is 100, what AWS confirmed to users for ml.m5.2xlarge
+(github.com/facebookresearch/dynabench/pull/461) and TransformResources.InstanceCount's own
+maximum ("the maximum is 100"): one job never meets it, a scenario or test lowers it."""
 
 
 @dataclass
@@ -119,12 +135,17 @@ class TransformJobs:
         self.weather, self.account, self.region = weather, account, region
         self._models, self._read, self._write, self._records_of, self._listed = models, read, write, records_of, listed
         self.jobs: dict[str, TransformJob] = {}
+        self.instance_quota: dict[str, int] = {}  # instance type -> quota, where not DEFAULT_INSTANCE_QUOTA
 
     # --- operations ----------------------------------------------------------------------------
 
     def model_refusal(self, body: dict[str, Any]) -> ApiError | None:
         """CreateModel's refusals moto does not make (moto replaces a model of the same name and
         never reads the artifact); None: moto creates the model."""
+        refused = model_problems("CreateModel", body)
+        if refused:
+            # Stand-in: what botocore's model refuses (model_problems), answered as create() answers it.
+            return ApiError("ValidationException", refused)
         name = str(body.get("ModelName"))
         # AWS: sagemaker CreateModelInput.ModelName: "The name of the new model."
         # Stand-in: a second model of one name is refused; AWS documents no error for it, users
@@ -147,6 +168,11 @@ class TransformJobs:
         return None
 
     def create(self, body: dict[str, Any], now: float) -> dict[str, Any]:
+        refused = model_problems("CreateTransformJob", body)
+        if refused:
+            # Stand-in: what botocore's model refuses (model_problems); SageMaker answers ValidationException,
+            # "The input fails to satisfy the constraints specified by an AWS service" (Common Errors).
+            raise ApiError("ValidationException", refused)
         name = str(body["TransformJobName"])
         # AWS: sagemaker CreateTransformJobRequest.TransformJobName: "The name must be unique within an Amazon
         # Web Services Region in an Amazon Web Services account."
@@ -177,6 +203,7 @@ class TransformJobs:
                 "ValidationException",
                 "To enable the batch strategy, you must set the SplitType to Line, RecordIO or TFRecord",
             )
+        self._check_quota(str(resources["InstanceType"]), int(resources["InstanceCount"]), now)
         objects, failure = self._inputs(data)
         instances = int(resources["InstanceCount"])
         started = now + self.weather.start_delay
@@ -249,6 +276,32 @@ class TransformJobs:
                 job.written = True
 
     # --- parts ---------------------------------------------------------------------------------
+
+    def _check_quota(self, instance_type: str, count: int, now: float) -> None:
+        """ResourceLimitExceeded when the type's running transform jobs and this one together
+        would hold more instances than the account's quota for it."""
+        quota = self.instance_quota.get(instance_type, DEFAULT_INSTANCE_QUOTA)
+        used = sum(
+            int(job.request["TransformResources"]["InstanceCount"])
+            for job in self.jobs.values()
+            if job.request["TransformResources"]["InstanceType"] == instance_type
+            and job.status(now) in ("InProgress", "Stopping")
+        )
+        if used + count > quota:
+            # AWS: sagemaker ResourceLimitExceeded: "You have exceeded an SageMaker resource limit."
+            # Stand-in: CreateTransformJob's errors in botocore's model include ResourceLimitExceeded; the
+            # quota is the account's "<type> for transform job usage" (Service Quotas). SageMaker's message
+            # for an account quota, as users report it for this quota
+            # ("The account-level service limit 'ml.m5.large for transform job usage' is 0 Instances") and
+            # in full for training ("... is 2 Instances, with current utilization of 3 Instances and a
+            # request delta of 1 Instances. Please contact AWS support to request an increase for this
+            # limit.", github.com/aws/amazon-sagemaker-examples/issues/1543).
+            raise ApiError(
+                "ResourceLimitExceeded",
+                f"The account-level service limit '{instance_type} for transform job usage' is {quota} Instances, "
+                f"with current utilization of {used} Instances and a request delta of {count} Instances. "
+                "Please contact AWS support to request an increase for this limit.",
+            )
 
     def _job(self, name: str) -> TransformJob:
         job = self.jobs.get(name)
@@ -336,3 +389,18 @@ class TransformJobs:
             if name in described:
                 described[name] = ms(described[name])
         return described
+
+
+def model_problems(operation: str, body: dict[str, Any]) -> str | None:
+    """What SageMaker refuses in a request by its API model, as training_requests checks a
+    CreateTrainingJob payload: botocore's ParamValidator, then the constraints it leaves out."""
+    model = shape("sagemaker", operation, "input")
+    report = ParamValidator().validate(body, model)
+    if report.has_errors():
+        lines = report.generate_report().splitlines()
+        # Stand-in: botocore's own messages for what SageMaker validates against the same model.
+        return "; ".join(line.strip() for line in lines[1:] or lines)
+    refused = request_problems(body, model)
+    # Stand-in: the model's other constraints (the API reference's "Length Constraints", "Pattern",
+    # "Map Entries", "Valid Range"), which SageMaker checks and moto (CreateModel) does not.
+    return "; ".join(refused[:5]) if refused else None

@@ -51,3 +51,11 @@ def test_one_giant_file_is_warned_with_the_numbers_and_on_call_hears_of_it_in_ti
     ((notice),) = run["notifications"]
     assert notice["type"] == "WindowAtRisk" and notice["at"] < WINDOW_END
     assert run["windowMet"] is False
+
+
+def test_a_night_sized_above_the_accounts_transform_quota_paces_with_it_and_ends_late_but_whole() -> None:
+    run = _night("scores-over-transform-quota.yaml")  # transform.instanceQuota: 2, sized at 4
+    assert (run["status"], run["instances"], run["windowMet"]) == ("SUCCEEDED", 4, False)
+    assert run["finishedAt"] > WINDOW_END
+    ((notice),) = run["notifications"]
+    assert notice["type"] == "WindowAtRisk" and notice["at"] < WINDOW_END

@@ -176,3 +176,58 @@ def test_create_model_refuses_a_name_taken_and_an_artifact_that_is_not_there(mak
         ModelName="ranker-2", ExecutionRoleArn=role, PrimaryContainer={"Image": image, "ModelDataUrl": artifact}
     )
     assert created["ModelArn"].endswith(":model/ranker-2")  # moto creates what the stand-in lets through
+
+
+@pytest.mark.parametrize(
+    ("request_change", "field"),
+    [
+        ({"ModelName": "r" * 64}, "ModelName"),  # ModelName "max": 63
+        ({"PrimaryContainer": {"Image": "i", "Environment": {f"V{i}": "x" for i in range(101)}}}, "Environment"),
+    ],
+)
+def test_create_model_refuses_what_its_api_model_refuses(
+    make_rig: RigFactory, request_change: dict[str, Any], field: str
+) -> None:
+    # botocore's sagemaker model: ModelName at most 63 characters; ContainerDefinition.Environment is an EnvironmentMap,
+    # "max": 100. moto alone creates both.
+    rig = _prepared(make_rig)
+    request = {
+        "ModelName": "ranker-v3",
+        "ExecutionRoleArn": "arn:aws:iam::123456789012:role/spotline/scoring",
+        "PrimaryContainer": {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"},
+    } | request_change
+    with pytest.raises(ClientError) as refused:
+        rig.sagemaker.create_model(**request)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert field in refused.value.response["Error"]["Message"]
+    assert "ranker-v3" not in {m["ModelName"] for m in rig.sagemaker.list_models()["Models"]}
+
+
+def test_create_transform_job_holds_its_environment_to_16_entries(make_rig: RigFactory) -> None:
+    # botocore's sagemaker model: CreateTransformJobRequest.Environment is a TransformEnvironmentMap, "max": 16.
+    rig = _prepared(make_rig)
+    with pytest.raises(ClientError) as refused:
+        _create(rig, Environment={f"V{i}": "x" for i in range(17)})
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert "Environment: at most 16 entries, got 17" in refused.value.response["Error"]["Message"]
+    _create(rig, Environment={f"V{i}": "x" for i in range(16)})
+
+
+def test_the_accounts_transform_quota_refuses_instances_beyond_it_until_jobs_end(make_rig: RigFactory) -> None:
+    rig = _prepared(make_rig)  # 4 objects x 3000 lines at 10 records/s: 2 instances take 300 s + 600 s
+    rig.standin.transforms.instance_quota["ml.c5.2xlarge"] = 3
+    _create(rig, "s0", instances=2)
+    with pytest.raises(ClientError) as refused:
+        _create(rig, "s1", instances=2)
+    assert refused.value.response["Error"] == {
+        "Code": "ResourceLimitExceeded",
+        "Message": "The account-level service limit 'ml.c5.2xlarge for transform job usage' is 3 Instances, "
+        "with current utilization of 2 Instances and a request delta of 2 Instances. "
+        "Please contact AWS support to request an increase for this limit.",
+    }
+    assert "s1" not in rig.standin.transforms.jobs
+    _create(rig, "s1", instances=1)  # 3 of 3
+    _create(rig, "other-type", TransformResources={"InstanceType": "ml.m5.xlarge", "InstanceCount": 2})
+    rig.clock.at(300 + 600)  # s0 completes: its instances are free again
+    assert _status(rig, "s0")["TransformJobStatus"] == "Completed"
+    _create(rig, "s2", instances=2)

@@ -169,3 +169,17 @@ def test_the_throughput_store_sizes_from_the_median_of_recent_nights(night) -> N
         store.record(spec, "media-recs-ranker-2026-11", f"r{day}", f"2026-12-0{day + 1}", rate)
     store.record(spec, "another-model", "r9", "2026-12-09", 10.0)
     assert store.recent(spec, "media-recs-ranker-2026-11") == 1450.0
+
+
+def test_a_night_sized_above_the_transform_quota_starts_the_rest_as_instances_free(night) -> None:  # type: ignore[no-untyped-def]
+    clock, standin = night
+    standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=STARTUP_SECONDS)
+    standin.transforms.instance_quota["ml.c5.2xlarge"] = 2  # sized at 4: CreateTransformJob refuses the rest
+    run, notices = _night(clock, _spec(), recorded=1500.0)
+    assert run.sizing["instances"] == 4 and not any(s.failed for s in run.shards)
+    assert all(s.ended_at for s in run.shards) and len(standin.transforms.jobs) == len(run.shards)
+    assert {job.stopped_at for job in standin.transforms.jobs.values()} == {None}  # nothing stopped for it
+    ((kind, why),) = notices  # told once, while the window is open, that the quota holds it to 2
+    assert kind == "WindowAtRisk"
+    assert why.startswith("the account's quota of ml.c5.2xlarge for transform jobs holds the run to 2 instance(s)")
+    assert _ended(run) > CLOSES

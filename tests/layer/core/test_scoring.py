@@ -3,7 +3,9 @@ built from them, and the window a night's run is due in."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,3 +141,21 @@ def test_a_run_starts_when_its_data_is_ready_but_not_before_its_window_opens() -
     by_deadline = validate_document(_document(window=None, deadline="2026-12-05T04:00:00Z"), now=NOW).scoring
     assert by_deadline is not None
     assert by_deadline.due(NOW) == (NOW, datetime(2026, 12, 5, 4, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(("count", "valid"), [(16, True), (17, False)])
+def test_spotline_validate_holds_a_scoring_environment_to_create_transform_jobs_16(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int, valid: bool
+) -> None:
+    # botocore's sagemaker model: CreateTransformJob's Environment is a TransformEnvironmentMap, "max": 16
+    # (a training job's EnvironmentMap takes 100): a 17th variable fails the night at its first shard.
+    from spotline_dev.cli import main as cli_main
+
+    limit = "CreateTransformJob takes at most 16 environment variables"
+    document = _document(environment={f"VAR_{i}": str(i) for i in range(count)})
+    manifest = tmp_path / "scores.json"
+    manifest.write_text(json.dumps(document))
+    assert cli_main(["validate", "--json", "--now", "2026-12-04T08:00:00Z", str(manifest)]) == (0 if valid else 1)
+    (report,) = json.loads(capsys.readouterr().out)
+    expected = [] if valid else [("spec.environment", f"allows at most 16 entries, got {count}: {limit}")]
+    assert [(e["path"], e["message"]) for e in report["errors"]] == expected

@@ -13,6 +13,7 @@ from spotline.core.scoring_plan import (
     WAVES,
     InputObject,
     ShardRun,
+    next_look_seconds,
     pace,
     size,
     split,
@@ -140,3 +141,38 @@ def test_when_even_max_instances_cannot_make_it_the_run_is_at_risk_with_the_figu
     assert decided.at_risk is not None
     assert decided.at_risk.startswith("13,333,333 records in 4 shard(s) not started, at 300/s per instance, end about ")
     assert decided.at_risk.endswith(" even on maxInstances (5)")
+
+
+def _look(shards: list[ShardRun], now: datetime, due: datetime, projected: datetime | None = None) -> int:
+    # 1,000 records per byte-unit of size: a shard of size 1 at 1 record/s takes 1,000 s.
+    total = sum(s.size for s in shards) or 1
+    return next_look_seconds(
+        shards, records=1000 * total, records_per_second=1.0, now=now, due=due, projected_end=projected
+    )
+
+
+def test_a_run_looks_when_a_shard_should_end_and_spreads_its_looks_over_the_rest_otherwise() -> None:
+    week = START + timedelta(days=7)
+    running = ShardRun(0, 3, started_at=START)  # 3,000 s
+    pending = ShardRun(1, 3)
+    assert _look([running, pending], START, week) == 3000  # the instance frees up then: the next shard starts
+    assert _look([running, pending], START + timedelta(seconds=2950), week) == 120  # never closer than 2 min
+    # Nothing about to end: 200 looks over what is left (a week: 3,024 s), at most an hour apart.
+    long = ShardRun(0, 1000, started_at=START)  # 1,000,000 s
+    assert _look([long], START, week) == round(7 * 86400 / 200)
+    assert _look([long], START, START + timedelta(days=30)) == 3600
+    assert _look([long], START, DUE) == 120  # 3 h left: every 2 minutes, as before
+    # A shard overdue by 2 h is looked at again after 30 min (a quarter), not every 2 minutes.
+    assert _look([running], START + timedelta(seconds=3000 + 7200), week) == 1800
+    # Late: as many looks over the time it is late, so a long-late run stays within the history limit.
+    assert _look([long], DUE + timedelta(days=2), DUE, projected=DUE + timedelta(days=2)) == round(2 * 86400 / 200)
+
+
+def test_a_week_of_looks_stays_far_under_the_history_limit() -> None:
+    # One shard scoring for 6 days, due in 7: the looks a run makes, about 9 history events each.
+    due, shard, now, looks = START + timedelta(days=7), ShardRun(0, 518, started_at=START), START, 0
+    end = START + timedelta(seconds=518_000)
+    while now < end:
+        now += timedelta(seconds=_look([shard], now, due, projected=end))
+        looks += 1
+    assert looks * 9 < 25_000 / 4, looks  # every 2 minutes: 4,317 looks, 38,853 events

@@ -6,7 +6,10 @@ WindowAtRisk notice when even `maxInstances` cannot make it). The decisions are
 
 The run's state is small and plain (`ScoringRun.to_dict`): the execution carries it from step to
 step. Transform jobs are named after the run and the shard, so a step repeated after a crash finds
-the job it started (ResourceInUse) and starts nothing twice.
+the job it started (ResourceInUse) and starts nothing twice. A shard the account's transform quota
+refuses (ResourceLimitExceeded) waits for the next look, when running shards may have freed their
+instances: the run paces with what it may run, and stops nothing for it. Each look says when the
+next one is due (`nextCheckSeconds`, `spotline.core.scoring_plan.next_look_seconds`).
 """
 
 from __future__ import annotations
@@ -22,14 +25,24 @@ from typing import Any
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.core.model import to_rfc3339
 from spotline.core.scoring import ScoringSpec
-from spotline.core.scoring_plan import InputObject, Pace, Shard, ShardRun, pace, size, split
+from spotline.core.scoring_plan import (
+    LOOK_SECONDS,
+    InputObject,
+    Pace,
+    Shard,
+    ShardRun,
+    next_look_seconds,
+    pace,
+    size,
+    split,
+)
 
 MAX_INPUT_OBJECTS = 100_000
 """The most objects a night's input may have (ListObjectsV2 pages of 1,000)."""
 RECENT_NIGHTS = 7
 """The nights whose measured throughput sizes the next (their median)."""
-CHECK_SECONDS = 120
-"""How often a run looks at its shards while they score."""
+CHECK_SECONDS = LOOK_SECONDS
+"""The shortest time between two looks at a run's shards while they score."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +93,7 @@ class ScoringRun:
     notifications: tuple[dict[str, str], ...] = field(default_factory=tuple)
     jobs_key: str = ""  # in every transform job's name: the execution's (transform_jobs_key)
     projected_end: str | None = None  # when the last look projected the last shard to end
+    next_check_seconds: int = CHECK_SECONDS  # when the next look is due (the Wait state's SecondsPath)
 
     @property
     def done(self) -> bool:
@@ -103,6 +117,7 @@ class ScoringRun:
             "notifications": list(self.notifications),
             "jobsKey": self.jobs_key,
             "projectedEnd": self.projected_end,
+            "nextCheckSeconds": self.next_check_seconds,
             "done": self.done,
         }
 
@@ -125,6 +140,7 @@ class ScoringRun:
             tuple(raw.get("notifications") or ()),
             str(raw.get("jobsKey") or ""),
             raw.get("projectedEnd"),
+            int(raw.get("nextCheckSeconds") or CHECK_SECONDS),
         )
 
 
@@ -293,25 +309,16 @@ def job_name(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
 def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callable[[str, str], None]) -> ScoringRun:
     """One look at the run: its shards' jobs described, the pace worked out, shards started."""
     shards = tuple(_described(s) for s in run.shards)
-    runs = [
-        ShardRun(
-            s.index,
-            s.size,
-            datetime.fromisoformat(s.started_at) if s.started_at else (now if s.job else None),
-            datetime.fromisoformat(s.ended_at) if s.ended_at else None,
-            bool(s.failed),
-        )
-        for s in shards
-    ]
+    runs = _shard_runs(shards, now)
     due, records = datetime.fromisoformat(run.due), run.records
 
-    def paced(records_per_second: float, target: int) -> Pace:
+    def paced(records_per_second: float, target: int, max_instances: int = spec.max_instances) -> Pace:
         return pace(
             runs,
             records=records,
             records_per_second=records_per_second,
             target=target,
-            max_instances=spec.max_instances,
+            max_instances=max_instances,
             now=now,
             due=due,
             look_seconds=CHECK_SECONDS,
@@ -337,9 +344,24 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
         target = decided.target
     elif probing:
         decided = replace(decided, start=0 if any(r.started_at for r in runs) else 1)
-    started = list(shards)
+    started, refused = list(shards), False
     for shard in [s for s in shards if s.job is None][: decided.start]:
-        started[shard.index] = replace(shard, job=_start(spec, run, shard.index))
+        name = _start(spec, run, shard.index)
+        if name is None:  # the account's transform quota is full: the rest waits for instances to free
+            refused = True
+            break
+        started[shard.index] = replace(shard, job=name)
+    rate = decided.measured_records_per_second or float(sizing["recordsPerSecond"])
+    runs = _shard_runs(tuple(started), now)  # as the next look will find them (`paced` reads these now)
+    if refused:
+        # Paced with what the quota lets it run now: the projection and the risk say so.
+        held = max(1, sum(1 for r in runs if r.started_at and not r.ended_at and not r.failed))
+        capped = paced(rate, held, held)
+        risk = capped.at_risk and (
+            f"the account's quota of {spec.instance_type} for transform jobs holds the run to {held} "
+            f"instance(s) for now (ResourceLimitExceeded): {capped.at_risk}"
+        )
+        decided = replace(decided, projected_end=capped.projected_end, at_risk=risk)
     notifications = list(run.notifications)
     at_risk = run.at_risk
     reason = decided.at_risk or (sizing.get("atRisk") if not probing else None)
@@ -357,10 +379,29 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
         measured=decided.measured_records_per_second or run.measured,
         notifications=tuple(notifications),
         projected_end=to_rfc3339(decided.projected_end.replace(microsecond=0)) if decided.projected_end else None,
+        next_check_seconds=next_look_seconds(
+            runs, records=records, records_per_second=rate, now=now, due=due, projected_end=decided.projected_end
+        ),
     )
 
 
-def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
+def _shard_runs(shards: tuple[ShardState, ...], now: datetime) -> list[ShardRun]:
+    """The shards as the pace reads them (a job submitted but not started yet: started now)."""
+    return [
+        ShardRun(
+            s.index,
+            s.size,
+            datetime.fromisoformat(s.started_at) if s.started_at else (now if s.job else None),
+            datetime.fromisoformat(s.ended_at) if s.ended_at else None,
+            bool(s.failed),
+        )
+        for s in shards
+    ]
+
+
+def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str | None:
+    """The shard's transform job started (or found started); None when the account's quota
+    refuses it for now (ResourceLimitExceeded, CreateTransformJob's quota error)."""
     name = job_name(spec, run, index)
     out_bucket, out_prefix = split_s3_uri(run.output_s3_uri)
     request: dict[str, Any] = {
@@ -395,7 +436,10 @@ def _start(spec: ScoringSpec, run: ScoringRun, index: int) -> str:
     try:
         client("sagemaker").create_transform_job(**request)
     except Exception as exc:
-        if error_code(exc) != "ResourceInUse":  # started by an earlier try of this step: the same job
+        code = error_code(exc)
+        if code == "ResourceLimitExceeded":
+            return None
+        if code != "ResourceInUse":  # started by an earlier try of this step: the same job
             raise
     return name
 

@@ -14,6 +14,14 @@
   out how many instances the rest needs to end by the window's close, shard by shard (each a new
   transform job with its start-up, on the instance free first), and starts shards up to that,
   within `maxInstances`. When even `maxInstances` cannot make it, the run is at risk.
+- **Look**: a run looks at its shards when one should end (an instance frees up for the next
+  shard, or the run is done), and otherwise spreads its looks over what is left (LOOKS_AHEAD over
+  the time to its projected end or its due, whichever is later; as many over the time it is late),
+  between LOOK_SECONDS and MAX_LOOK_SECONDS apart. A shard that should have ended is looked at
+  again after a quarter of the time it is overdue. Every look adds about nine events to the
+  execution's history, which Step Functions caps at 25,000: a run due in a week looks a few
+  hundred times (about 800 when it scores to its end), where every two minutes would be 5,040
+  looks and 45,000 events.
 """
 
 from __future__ import annotations
@@ -32,6 +40,12 @@ WAVES = 6
 """Shards per instance: enough to add instances for what is left, few enough to start rarely."""
 MAX_SHARDS = 500
 """The most transform jobs one run starts (execution state stays small)."""
+LOOK_SECONDS = 120
+"""The shortest time between two looks at a run."""
+MAX_LOOK_SECONDS = 3600
+"""The longest: a slow night is noticed within the hour."""
+LOOKS_AHEAD = 200
+"""Looks spread over the rest of the run when no shard is about to end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,3 +286,26 @@ def _late(end: datetime, due: datetime) -> str | None:
 
 def _minutes(seconds: float) -> str:
     return f"{max(0, round(seconds / 60))} min"
+
+
+def next_look_seconds(
+    shards: Sequence[ShardRun],
+    *,
+    records: int,
+    records_per_second: float,
+    now: datetime,
+    due: datetime,
+    projected_end: datetime | None,
+) -> int:
+    """Seconds until the run's next look (module docstring, Look): `shards` as they are after
+    this look's starts, `records_per_second` per instance the pace it expects."""
+    per_byte = records / (sum(s.size for s in shards) or 1)
+    horizon = max(projected_end or now, due)
+    wait = max((horizon - now).total_seconds(), (now - due).total_seconds()) / LOOKS_AHEAD
+    for shard in shards:
+        if shard.started_at is None or shard.ended_at is not None or shard.failed:
+            continue
+        expected = shard.started_at + timedelta(seconds=shard.size * per_byte / records_per_second)
+        overdue = (now - expected).total_seconds()
+        wait = min(wait, overdue / 4 if overdue > 0 else -overdue)
+    return round(min(max(wait, LOOK_SECONDS), MAX_LOOK_SECONDS))
