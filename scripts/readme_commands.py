@@ -37,6 +37,7 @@ SLOW = (
     "python benchmarks/fleet_week.py",
     "python benchmarks/team_registry.py",
     "python benchmarks/scoring_nights.py",
+    "python benchmarks/permission_check.py",
 )
 MEASURED = re.compile(
     r'("wallSeconds": |"quotaShareSeconds": |"python": "|replayed in \(wallSeconds\)[ \t]+)[\d.]+([ \t]+[\d.]+)?'
