@@ -258,3 +258,37 @@ def test_access_denied_is_not_taken_for_a_missing_manifest(stack: LocalStack, ex
     started = stack.invoke("IntakeFunction", _request(bucket=stack.bucket, key=key))
     assert started["status"] == "started"
     stack.wait_for_execution(started["executionArn"])
+
+
+def test_a_manifest_with_a_nul_in_a_comment_gets_a_rejection_report_not_a_dead_letter(
+    stack: LocalStack, example_manifest: bytes
+) -> None:
+    """Issue 45: the NUL used to crash Intake's read of the manifest's kind (the upload ended in
+    the dead-letter queue, no report). It reads as a manifest that cannot be loaded: the training
+    lifecycle's LoadManifest, the one place that reports every unreadable manifest, writes the
+    rejection report beside it with the position, and the manifest is left as it was."""
+    key = "manifests/search-ranking/ranker-v2.yaml"
+    body = example_manifest + b"# reviewed \x00 by ops\n"
+    version = upload(stack, key, body)
+    started = stack.invoke("IntakeFunction", _event_for(stack, key, version))
+
+    assert started["status"] == "started"
+    execution = stack.wait_for_execution(started["executionArn"])
+    assert (execution["status"], execution.get("error")) == ("FAILED", "ManifestInvalid")
+    assert _dead_letters(stack) == []
+    s3 = stack.client("s3")
+    report = json.loads(
+        s3.get_object(Bucket=stack.bucket, Key=f"reports/{key}.rejected.json")["Body"].read()  # beside the manifest
+    )
+    line = example_manifest.count(b"\n") + 1
+    assert report["manifest"]["versionId"] == version
+    assert report["errors"] == [
+        {
+            "path": "(manifest)",
+            "message": f"line {line}, column 12: control character U+0000 (NUL); "
+            "remove it (no control character is allowed anywhere, not even in a comment)",
+        }
+    ]
+    (only,) = s3.list_object_versions(Bucket=stack.bucket, Prefix=key)["Versions"]
+    assert only["VersionId"] == version
+    assert s3.get_object(Bucket=stack.bucket, Key=key)["Body"].read() == body

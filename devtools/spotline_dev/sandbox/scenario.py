@@ -16,6 +16,7 @@ import yaml
 
 from spotline.core import json_schemas
 from spotline.core.durations import parse_duration
+from spotline.core.loader import ManifestLoadError, parse_manifest
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.local.template import PROJECT_ROOT, load_template, resources_of_type
 from spotline_dev.sandbox.team_changes import TeamChangeInvalid, TeamChangeSpec, parse_team_changes
@@ -186,6 +187,8 @@ def load_scenario(path: Path | None) -> Scenario:
     for manifest in manifests:
         if not manifest.is_file():
             raise ScenarioError(f"manifests: {manifest} does not exist")
+        if "queue" in raw:
+            _readable(manifest, "manifests")
     default = _capacity(spot, on_demand, "", Capacity())
     return Scenario(
         name=str(raw.get("name") or path.stem),
@@ -312,6 +315,17 @@ def _queue(raw: Any) -> dict[str, int]:
     return {str(unit): int(n) for unit, n in raw["capacity"].items()}
 
 
+def _readable(manifest: Path, where: str) -> None:
+    """A fleet re-reads its manifests as YAML (to set deadlines) before any stack validates them:
+    one the loader refuses (a NUL even in a comment, bytes that are not UTF-8) is named here, with
+    the loader's position, instead of crashing that read. A manifest run alone needs no check:
+    its run ends in ManifestInvalid, with the same words."""
+    try:
+        parse_manifest(manifest.read_bytes())
+    except ManifestLoadError as exc:
+        raise ScenarioError(f"{where}: {manifest} cannot be read: {exc.error}") from None
+
+
 def _submissions(raw: Any, folder: Path) -> list[Submission]:
     """`submissions: [{manifest: FILE, at: 2h, every: 1d, count: 7, deadlineAfter: 12h}]`, strictly."""
     submissions = []
@@ -320,6 +334,7 @@ def _submissions(raw: Any, folder: Path) -> list[Submission]:
         manifest = (folder / str(entry["manifest"])).resolve()
         if not manifest.is_file():
             raise ScenarioError(f"{where}.manifest: {manifest} does not exist")
+        _readable(manifest, f"{where}.manifest")
         at = _seconds(entry.get("at", 0), f"{where}.at")
         count = int(entry.get("count", 1))
         every = _seconds(entry["every"], f"{where}.every") if "every" in entry else None

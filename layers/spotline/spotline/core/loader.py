@@ -1,13 +1,16 @@
-"""Strict manifest loading: bytes in, a plain document (or errors naming the problem) out.
+r"""Strict manifest loading: bytes in, a plain document (or errors naming the problem) out.
 
 YAML or JSON is chosen by content. Limits: 256 KiB, UTF-8, no duplicate keys, string keys
 only, and a bound on the nodes YAML aliases expand to, so an alias bomb is refused while it
-is being read rather than after it has eaten the memory.
+is being read rather than after it has eaten the memory. No control character (C0 but tab,
+LF and CR; DEL; C1) may appear anywhere, comments included, nor in a value through an escape
+(`"\0"`, `"\u0000"`), nor a lone UTF-16 surrogate (`"\ud800"`): each refusal says where.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -20,6 +23,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from spotline.core.errors import DOCUMENT, ManifestError
+from spotline.core.json_schemas import format_path
 
 MAX_BYTES = 256 * 1024
 MAX_EXPANDED_NODES = 20_000
@@ -118,6 +122,92 @@ def _reject_json_constant(name: str) -> Any:
     raise ManifestLoadError(f"{name} is not valid JSON")
 
 
+_C0_NAMES: tuple[str, ...] = (
+    "NUL",
+    "SOH",
+    "STX",
+    "ETX",
+    "EOT",
+    "ENQ",
+    "ACK",
+    "BEL",
+    "BS",
+    "HT",
+    "LF",
+    "VT",
+    "FF",
+    "CR",
+    "SO",
+    "SI",
+)
+_C0_NAMES += ("DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US")
+_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+"""C0 controls but tab, LF and CR; DEL; C1 controls (YAML 1.1 reads U+0085 as a line break,
+JSON does not: refused so both read the same); lone UTF-16 surrogates, which only escapes can
+produce and no AWS API can encode (UnicodeEncodeError when the request is sent)."""
+
+
+def describe_character(character: str) -> str:
+    """`control character U+0000 (NUL)`, `lone surrogate U+D800`, ..."""
+    code = ord(character)
+    if 0xD800 <= code <= 0xDFFF:
+        return f"lone UTF-16 surrogate U+{code:04X} (not a character; it cannot be sent to AWS)"
+    if code < 0x20:
+        return f"control character U+{code:04X} ({_C0_NAMES[code]})"
+    if code == 0x7F:
+        return "control character U+007F (DEL)"
+    return f"C1 control character U+{code:04X}"
+
+
+def _position(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def _check_characters(text: str) -> None:
+    """The first forbidden character anywhere in the text, comments included, with its place."""
+    found = _FORBIDDEN.search(text)
+    if found is not None:
+        raise ManifestLoadError(
+            f"{_position(text, found.start())}: {describe_character(found.group())}; "
+            "remove it (no control character is allowed anywhere, not even in a comment)"
+        )
+
+
+def _check_values(document: Any) -> None:
+    r"""Escapes (`"\0"`, `"\u0000"`, `"\ud800"`) put in a key or value what the text may not hold:
+    the first such string, by field path."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, child in value.items():
+                _check_text(key, (*path, key), "key")
+                stack.append((child, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((child, (*path, index)) for index, child in enumerate(value))
+        else:
+            _check_text(value, path, "value")
+
+
+def _check_text(value: Any, path: tuple[str | int, ...], what: str) -> None:
+    if isinstance(value, str) and (found := _FORBIDDEN.search(value)) is not None:
+        where = format_path(_printable(p) if isinstance(p, str) else p for p in path)
+        # PyYAML reads each \uXXXX alone, so a surrogate pair written as two escapes is two lone halves.
+        beyond = found.group() > "\ud7ff"
+        hint = "; in YAML write \\U0001F680 (8 digits) for a character beyond U+FFFF" if beyond else ""
+        raise ManifestLoadError(
+            f"{describe_character(found.group())} at character {found.start() + 1} of the {what} "
+            f"(written as an escape); remove it{hint}",
+            where,
+        )
+
+
+def _printable(text: str) -> str:
+    return _FORBIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 TOO_MANY_DIGITS = "a number has more than 4300 digits; no field takes a number that long"
 
 
@@ -128,7 +218,12 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ManifestLoadError(f"manifest is not UTF-8 (invalid byte at offset {exc.start})") from None
+        before = data[: exc.start].decode("utf-8-sig", errors="replace")
+        raise ManifestLoadError(
+            f"manifest is not UTF-8 (invalid byte at offset {exc.start}): "
+            f"byte 0x{data[exc.start]:02X} at {_position(before, len(before))}"
+        ) from None
+    _check_characters(text)
     if not text.strip():
         raise ManifestLoadError("manifest is empty")
     if text.lstrip().startswith(("{", "[")):
@@ -163,6 +258,7 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
             loader.dispose()
     if not isinstance(document, dict):
         raise ManifestLoadError(f"manifest must be a mapping of fields, found {_kind(document)}")
+    _check_values(document)
     return document
 
 

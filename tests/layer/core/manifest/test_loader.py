@@ -121,7 +121,98 @@ def test_non_ascii_utf8_text_is_fine() -> None:
 
 
 def test_invalid_utf8_names_the_offset() -> None:
-    assert _refusal(b"site: Z\xfcrich\n").message == "manifest is not UTF-8 (invalid byte at offset 7)"
+    assert _refusal(b"site: Z\xfcrich\n").message == (
+        "manifest is not UTF-8 (invalid byte at offset 7): byte 0xFC at line 1, column 8"
+    )
+
+
+def test_invalid_utf8_on_a_later_line_names_line_and_column() -> None:
+    # An encoded lone surrogate (ED A0 80, CESU-8 style) is invalid UTF-8 too (RFC 3629, section 3).
+    message = _refusal("a: 1\n# é\nb: x".encode() + b"\xed\xa0\x80\n").message
+    assert message == "manifest is not UTF-8 (invalid byte at offset 14): byte 0xED at line 3, column 5"
+
+
+# --- control characters and surrogates: refused with a position or a field ------------------------
+
+CONTROL = [0x00, 0x01, 0x07, 0x08, 0x0B, 0x0C, 0x1B, 0x1F, 0x7F, 0x80, 0x85, 0x9F]
+NAMES = {0x00: "(NUL)", 0x07: "(BEL)", 0x1B: "(ESC)", 0x7F: "(DEL)", 0x85: "C1 control character U+0085"}
+
+
+@pytest.mark.parametrize("code", CONTROL, ids=lambda c: f"U+{c:04X}")
+@pytest.mark.parametrize(
+    ("template", "line", "column"),
+    [
+        ("# a comment {c} here\napiVersion: spotline/v1\n", 1, 13),  # the issue's case: in a comment
+        ("apiVersion: spotline/v1\nkind: Train{c}ingJob\n", 2, 12),
+        ("apiVersion: spotline/v1\nspec:\n  k{c}ey: 1\n", 3, 4),
+        ('{{"apiVersion": "spotline/v1",\n "kind": "{c}"}}', 2, 11),
+        ("apiVersion: spotline/v1{c}", 1, 24),
+    ],
+    ids=["yaml-comment", "yaml-value", "yaml-key", "json-string", "end-of-file"],
+)
+def test_a_control_character_anywhere_is_refused_with_its_line_and_column(
+    code: int, template: str, line: int, column: int
+) -> None:
+    error = _refusal(template.format(c=chr(code)).encode())
+    assert error.message.startswith(f"line {line}, column {column}: ")
+    assert f"U+{code:04X}" in error.message
+    assert NAMES.get(code, f"U+{code:04X}") in error.message
+    assert "not even in a comment" in error.message
+
+
+def test_the_issue_manifest_with_a_nul_in_a_comment_gets_one_named_error(example: bytes) -> None:
+    data = example + b"# reviewed \x00 by ops\n"
+    line = example.count(b"\n") + 1
+    result = validate_bytes(data, now=NOW)
+    assert [str(e) for e in result.errors] == [
+        f"(manifest): line {line}, column 12: control character U+0000 (NUL); "
+        "remove it (no control character is allowed anywhere, not even in a comment)"
+    ]
+
+
+@pytest.mark.parametrize("text", ["a\tb", "a\r\nb", "é 東京 🚀", "\u2028", "\ufeff"], ids=repr)
+def test_tab_line_breaks_and_printable_unicode_are_fine(text: str) -> None:
+    assert parse_manifest(("k: " + json.dumps(text, ensure_ascii=False) + "\n").encode()) == {"k": text}
+    assert parse_manifest(json.dumps({"k": text}).encode()) == {"k": text}
+
+
+@pytest.mark.parametrize(
+    ("data", "path", "found"),
+    [
+        (b'spec:\n  image: "x\\0y"\n', "spec.image", "control character U+0000 (NUL) at character 2 of the value"),
+        (b'spec:\n  env: {A: "\\x85"}\n', "spec.env.A", "C1 control character U+0085 at character 1 of the value"),
+        (b'a: ["ok", "\\ud800"]\n', "a[1]", "lone UTF-16 surrogate U+D800"),
+        (b'a: "\\udfff"\n', "a", "lone UTF-16 surrogate U+DFFF"),
+        (b'{"spec": {"hp": {"lr": "\\u001b[31m"}}}', "spec.hp.lr", "control character U+001B (ESC)"),
+        (b'{"a": ["\\ud83d"]}', "a[0]", "lone UTF-16 surrogate U+D83D"),
+        (b'{"spec": {"k\\u0000": 1}}', "spec.k\\u0000", "U+0000 (NUL) at character 2 of the key"),
+        (b'"k\\x07": 1\n', "k\\u0007", "U+0007 (BEL) at character 2 of the key"),
+    ],
+    ids=[
+        "yaml-\\0",
+        "yaml-\\x85",
+        "yaml-surrogate",
+        "yaml-low-surrogate",
+        "json-esc",
+        "json-surrogate",
+        "json-key",
+        "yaml-key",
+    ],
+)
+def test_an_escape_that_makes_a_forbidden_character_is_refused_by_field(data: bytes, path: str, found: str) -> None:
+    with pytest.raises(ManifestLoadError) as caught:
+        parse_manifest(data)
+    assert caught.value.error.path == path
+    assert found in caught.value.error.message
+    assert "(written as an escape)" in caught.value.error.message
+
+
+def test_a_surrogate_pair_escape_is_one_real_character_in_json_and_two_halves_in_yaml() -> None:
+    assert parse_manifest(b'{"a": "\\ud83d\\ude80"}') == {"a": "\U0001f680"}
+    assert parse_manifest(b'a: "\\U0001F680"\n') == {"a": "\U0001f680"}
+    with pytest.raises(ManifestLoadError) as caught:
+        parse_manifest(b'a: "\\ud83d\\ude80"\n')  # PyYAML reads each \u escape alone
+    assert "in YAML write \\U0001F680 (8 digits)" in caught.value.error.message
 
 
 @pytest.mark.parametrize("data", [b"", b" ", b"\n\n", b"\t \r\n", BOM, BOM + b"  \n"], ids=repr)
