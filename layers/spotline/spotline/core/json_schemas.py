@@ -53,18 +53,33 @@ def _whole_string_pattern(
         yield ValidationError(f"{instance!r} does not match {schema['pattern']!r}")
 
 
+def _whole_number(_checker: Any, instance: Any) -> bool:
+    """`"type": "integer"` as the request builders mean it: a number written without a fraction.
+    JSON Schema counts 1.0 as an integer (jsonschema does), but YAML and JSON keep 1.0 a float,
+    and a float where botocore's model wants an integer fails the request's validation
+    ("Invalid type for parameter ...InstanceCount, value: 1.0, type: <class 'float'>, valid
+    types: <class 'int'>"), after the manifest was accepted."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
 _Validator = validators.extend(Draft202012Validator, {"pattern": _whole_string_pattern})  # type: ignore[no-untyped-call]
+_WholeNumberValidator = validators.extend(  # type: ignore[no-untyped-call]
+    _Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number)
+)
 
 
 @cache
-def validator(name: str) -> Draft202012Validator:
+def validator(name: str, *, whole_integers: bool = False) -> Draft202012Validator:
+    """The validator of schema `name`; `whole_integers`: "integer" refuses 1.0 (the manifest's
+    values go to AWS as they are; the team policy's are converted, so it keeps JSON Schema's)."""
     Draft202012Validator.check_schema(load(name))
-    return _Validator(load(name), registry=_registry())  # type: ignore[no-any-return]
+    kind = _WholeNumberValidator if whole_integers else _Validator
+    return kind(load(name), registry=_registry())  # type: ignore[no-any-return]
 
 
-def errors_of(name: str, document: Any, root: str = DOCUMENT) -> list[ManifestError]:
+def errors_of(name: str, document: Any, root: str = DOCUMENT, *, whole_integers: bool = False) -> list[ManifestError]:
     """Every way `document` breaks schema `name`, as field errors (unsorted, may repeat)."""
-    return [schema_error(error, root) for error in validator(name).iter_errors(document)]
+    return [schema_error(error, root) for error in validator(name, whole_integers=whole_integers).iter_errors(document)]
 
 
 def errors_against(schema: dict[str, Any], document: Any, root: str = DOCUMENT) -> list[ManifestError]:

@@ -10,6 +10,7 @@ LF and CR; DEL; C1) may appear anywhere, comments included, nor in a value throu
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -176,8 +177,8 @@ def _check_characters(text: str) -> None:
 
 
 def _check_values(document: Any) -> None:
-    r"""Escapes (`"\0"`, `"\u0000"`, `"\ud800"`) put in a key or value what the text may not hold:
-    the first such string, by field path."""
+    r"""Escapes (`"\0"`, `"\u0000"`, `"\ud800"`) put in a key or value what the text may not hold,
+    and YAML's .nan and .inf (or JSON's 1e999) numbers no field takes: the first, by field path."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
     while stack:
         value, path = stack.pop()
@@ -192,6 +193,12 @@ def _check_values(document: Any) -> None:
 
 
 def _check_text(value: Any, path: tuple[str | int, ...], what: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ManifestLoadError(
+            f"{value} is not a number any field takes (YAML .nan or .inf, or a number beyond "
+            "1.8e308); no AWS API accepts it and Spotline cannot plan with it",
+            format_path(_printable(p) if isinstance(p, str) else p for p in path),
+        )
     if isinstance(value, str) and (found := _FORBIDDEN.search(value)) is not None:
         where = format_path(_printable(p) if isinstance(p, str) else p for p in path)
         # PyYAML reads each \uXXXX alone, so a surrogate pair written as two escapes is two lone halves.

@@ -78,7 +78,7 @@ def validate_bytes(data: bytes, *, now: datetime, expected_team: str | None = No
 
 
 def validate_document(document: dict[str, Any], *, now: datetime, expected_team: str | None = None) -> ValidationResult:
-    errors = json_schemas.errors_of(SCHEMA_FILE, document)
+    errors = json_schemas.errors_of(SCHEMA_FILE, document, whole_integers=True)
     if document.get("kind") == "ScoringJob":
         errors.extend(_team_errors(document, expected_team))
         spec = document.get("spec")

@@ -142,7 +142,35 @@ def scoring_errors(spec: dict[str, Any], *, now: datetime) -> list[ManifestError
         )
     if split == "None" and spec.get("output", {}).get("assembleWith") == "Line":
         errors.append(ManifestError("spec.output.assembleWith", "Line needs records: set input.splitType"))
+    errors.extend(_records_errors(spec))
     return errors
+
+
+RUN_BOUND_SECONDS = 24 * 3600
+"""A night's run ends within its window, a time of day to another: under 24 hours."""
+
+
+def _records_errors(spec: dict[str, Any]) -> list[ManifestError]:
+    """Declared records the declared rate cannot score in a day on every instance allowed: such a
+    run would never be on time (at the schema's 10^12 records and a low rate, never end at all)."""
+    records = (spec.get("input") or {}).get("records")
+    rate = (spec.get("throughput") or {}).get("recordsPerSecond")
+    instances = (spec.get("resources") or {}).get("maxInstances")
+    numbers = [v for v in (records, rate, instances) if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) < 3:
+        return []
+    records, rate, instances = numbers
+    most = instances * rate * RUN_BOUND_SECONDS
+    if records <= most:
+        return []
+    return [
+        ManifestError(
+            "spec.input.records",
+            f"{records:,} records at {rate:g}/s per instance on at most {instances} instance(s) take "
+            f"{records / (instances * rate) / 3600:,.0f} h; a run must end within a day (at most {most:,.0f} "
+            "records): declare fewer records, more maxInstances or the real throughput.recordsPerSecond",
+        )
+    ]
 
 
 def build_scoring_spec(document: dict[str, Any]) -> ScoringSpec:
