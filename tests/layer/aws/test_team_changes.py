@@ -36,7 +36,7 @@ def test_two_changes_at_once_whose_quotas_together_exceed_the_capacity_apply_exa
     stack: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entry = {**team_allowance(example_spec()), "quotas": QUOTA}
-    first, second = Change("search-ranking", entry), Change("vision", entry)
+    first, second = Change("search-ranking", entry), Change("vision", {"quotas": QUOTA})  # its own resources
     answers: dict[str, dict[str, Any]] = {}
     validate: Callable[..., Any] = team_changes.apply_changes
 
@@ -64,3 +64,20 @@ def test_two_changes_at_once_whose_quotas_together_exceed_the_capacity_apply_exa
     assert "quotas" not in registry.entries["search-ranking"] and registry.version_of("search-ranking") == 1
     record = json.loads(stack.client("s3").get_object(Bucket=bucket, Key=record_key("search-ranking"))["Body"].read())
     assert record["version"] == 1  # the refused change wrote no record either
+
+
+def test_apply_team_change_refuses_a_lead_claiming_another_teams_file_system_and_writes_nothing(
+    stack: LocalStack,
+) -> None:
+    """Issue 45's first attack: a lead lists another team's file system, prefix and image."""
+    owner = {**team_allowance(example_spec()), "fileSystems": ["fs-0123456789abcdef0"]}
+    assert _apply(stack, Change("search-ranking", owner))["outcome"] == "applied"
+    claim = {"fileSystems": ["fs-0123456789abcdef0"], "s3Prefixes": owner["s3Prefixes"][:1], "images": owner["images"]}
+    answer = _apply(stack, Change("vision", claim))
+    assert answer["outcome"] == "refused"
+    by_path = {e["path"]: e["message"] for e in answer["errors"]}
+    assert by_path["teams.vision.fileSystems[0]"] == (
+        "fs-0123456789abcdef0 belongs to search-ranking (not shared with vision: its entry's shares)"
+    )
+    assert {"teams.vision.s3Prefixes[0]", "teams.vision.images[0]"} <= set(by_path)
+    assert "vision" not in read_registry(stack.physical["TeamRegistryBucket"]).entries

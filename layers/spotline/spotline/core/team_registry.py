@@ -8,7 +8,8 @@ The store (`spotline.aws.team_registry`) keeps, in the stack's registry bucket:
 - `proposed/<team>.json`: what a team lead or the platform team proposed, tagged with who did.
 
 A change is applied only whole: every entry it names passes the JSON Schema, and the registry
-after it passes the stack's checks (`spotline.core.quota_shares.registry_problems`); otherwise
+after it passes the stack's checks (`spotline.core.quota_shares.registry_problems`) and claims no
+other team's resource (`spotline.core.team_ownership`); otherwise
 nothing changes and the refusal names each field (`teams.<team>.quotas.ml.g5.2xlarge`).
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from spotline.core import json_schemas
 from spotline.core.errors import ManifestError
 from spotline.core.quota_shares import Capacity, ExistingShare, registry_problems
+from spotline.core.team_ownership import ownership_problems
 from spotline.core.team_policy import SCHEMA_FILE, TeamAllowance, TeamPolicy, TeamPolicyInvalid
 
 CHANGE_SCHEMA = {"$ref": f"https://spotline.dev/schemas/{SCHEMA_FILE}#/$defs/change"}
@@ -172,6 +174,7 @@ def apply_changes(
     except TeamPolicyInvalid as exc:
         return Applied((), registry, tuple(exc.errors))
     errors = registry_problems(registry.policy(), after, capacity, existing_shares)
+    errors += ownership_problems(registry.entries, entries, [c.team for c in changes])
     missing = [c.team for c in changes if c.entry is None and c.team not in registry.entries]
     errors += [ManifestError(f"teams.{team}", "is not in the registry: nothing to remove") for team in missing]
     if errors:
