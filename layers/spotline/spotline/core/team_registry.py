@@ -73,6 +73,7 @@ class TeamRecord:
     proposal: str = ""  # the S3 version id of the proposal it applied
     rollback_of: int | None = None
     removed: bool = False
+    approved_by: str = ""  # the platform principal who approved a lead's widening change
 
     def document(self) -> dict[str, Any]:
         return {
@@ -84,6 +85,7 @@ class TeamRecord:
             "changedAt": self.changed_at,
             "proposal": self.proposal,
             **({"rollbackOf": self.rollback_of} if self.rollback_of else {}),
+            **({"approvedBy": self.approved_by} if self.approved_by else {}),
         }
 
     @classmethod
@@ -97,6 +99,7 @@ class TeamRecord:
             proposal=str(body.get("proposal") or ""),
             rollback_of=body.get("rollbackOf"),
             removed=bool(body.get("removed")),
+            approved_by=str(body.get("approvedBy") or ""),
         )
 
     def allowance(self, *, removed_too: bool = False) -> TeamAllowance | None:
@@ -154,6 +157,7 @@ def apply_changes(
     changed_by: str,
     changed_at: str,
     proposals: Mapping[str, str] | None = None,
+    approvals: Mapping[str, str] | None = None,
 ) -> Applied:
     """The registry after `changes`, or the reasons it is refused (then `registry` is the one
     before, unchanged). An entry equal to the current one is no change (no new version)."""
@@ -195,6 +199,7 @@ def apply_changes(
             (proposals or {}).get(change.team, ""),
             change.rollback_of,
             removed=change.entry is None,
+            approved_by=(approvals or {}).get(change.team, ""),
         )
         records.append(record)
         if change.entry is None:
