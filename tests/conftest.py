@@ -23,7 +23,7 @@ from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
 from spotline_dev.local.handles import LocalStack  # noqa: E402
 from spotline_dev.local.stack import start_local_stack  # noqa: E402
-from spotline_dev.sandbox.account import prepare_account, team_allowance  # noqa: E402
+from spotline_dev.sandbox.account import ensure_role, prepare_account, team_allowance  # noqa: E402
 from spotline_dev.standin import TrainingBehaviour  # noqa: E402
 from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
 
@@ -98,10 +98,12 @@ def scoring_stack() -> Iterator[LocalStack]:
             key = f"pairs/2026-12-05/part-{index:04d}.csv"
             s3.put_object(Bucket="media-recs-data", Key=key, Body=b"0123456789\n" * 100)
             local.standin.transform_records[("media-recs-data", key)] = SCORING_NIGHT // SCORING_OBJECTS
+        ensure_role(local.client("iam"), "arn:aws:iam::123456789012:role/spotline/media-scoring", "media-recs")
         local.client("sagemaker").create_model(
             ModelName="media-recs-ranker-2026-11",
             ExecutionRoleArn="arn:aws:iam::123456789012:role/spotline/media-scoring",
             PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"},
+            Tags=[{"Key": "spotline:team", "Value": "media-recs"}],  # the team's model, as its roles are
         )
         yield local
 
