@@ -138,6 +138,34 @@ def test_a_scoring_job_with_depends_on_is_registered_and_each_dataset_event_star
     assert json.loads(execution["output"])["outcome"]["windowEnd"] == "2026-12-05T03:00:00Z"
 
 
+def test_a_dataset_event_naming_a_prefix_outside_the_registered_input_is_refused(scoring_stack: LocalStack) -> None:
+    """Issue 45: the location is the team's (media-recs-scores/) but not under the registered input
+    (media-recs-data/pairs/): the night is refused naming the field, nothing is scored."""
+    upload(
+        scoring_stack,
+        "manifests/media-recs/nightly-scores.yaml",
+        (PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_bytes(),
+    )
+    scoring_stack.deliver_events()
+    scoring_stack.client("s3").put_object(Bucket="media-recs-scores", Key="nightly/x.csv", Body=b"1\n")  # readable
+    detail = {
+        "dataset": "media-pairs-nightly",
+        "location": "s3://media-recs-scores/nightly/",
+        "producedAt": "2026-12-05T00:00:00Z",
+    }
+    event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
+    boto3.client("events", region_name="us-east-1").put_events(Entries=[event])
+    (name,) = {name for r in scoring_stack.deliver_events() for name in r.get("scoringRuns", [])}
+    arn = f"arn:aws:states:us-east-1:123456789012:execution:spotline-local-scoring-run:{name}"
+    execution = scoring_stack.wait_for_execution(arn, timeout=600)
+    assert (execution["status"], execution["error"]) == ("FAILED", "ScoringManifestRejected")
+    assert (
+        "spec.input.s3Uri: the Dataset Ready event's location s3://media-recs-scores/nightly/ is outside the input "
+        "the manifest registered (s3://media-recs-data/pairs/)" in execution["cause"]
+    ), execution["cause"]
+    assert scoring_stack.standin.transforms.jobs == {}
+
+
 def test_a_scoring_run_stopped_in_the_console_leaves_no_transform_job_scoring(scoring_stack: LocalStack) -> None:
     scoring_stack.stop_executions_after(3600)  # on-call stops it an hour in
     execution, _history = _run(scoring_stack, "scores-on-upload.yaml", "manifests/media-recs/backfill-scores.yaml")
@@ -226,6 +254,7 @@ def test_deleting_a_registered_scoring_manifest_stops_its_nights(scoring_stack: 
     assert registered["status"] == "registered"
     scoring_stack.client("s3").delete_object(Bucket=scoring_stack.bucket, Key=key)  # a delete marker: kept versions
     scoring_stack.deliver_events()
+    scoring_stack.client("s3").put_object(Bucket="media-recs-scores", Key="nightly/x.csv", Body=b"1\n")  # readable
     detail = {"dataset": "media-pairs-nightly", "producedAt": "2026-12-05T00:00:00Z"}
     event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
     boto3.client("events", region_name="us-east-1").put_events(Entries=[event])
