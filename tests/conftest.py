@@ -21,6 +21,7 @@ for _name, _value in powertools_environment().items():  # before anything import
 
 from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
+from spotline.core.team_ownership import shared_with_each_other  # noqa: E402
 from spotline_dev.local.handles import LocalStack  # noqa: E402
 from spotline_dev.local.stack import start_local_stack  # noqa: E402
 from spotline_dev.sandbox.account import ensure_role, prepare_account, team_allowance  # noqa: E402
@@ -42,7 +43,8 @@ def example_spec() -> JobSpec:
 
 
 def team_policy_for(*specs: JobSpec) -> str:
-    return json.dumps({"teams": {spec.team: team_allowance(spec) for spec in specs}})
+    """Each spec's team allowed what it names; teams naming the same resource share it (ownership)."""
+    return json.dumps({"teams": shared_with_each_other({spec.team: team_allowance(spec) for spec in specs})})
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from spotline.core.team_ownership import ownership_problems
+from spotline.core.team_ownership import ownership_problems, shared_with_each_other
 from spotline.core.team_policy import TeamPolicyInvalid
 from spotline.core.team_registry import Change, Registry, apply_changes
 
@@ -134,3 +134,15 @@ def test_shares_is_checked_by_the_schema() -> None:
     with pytest.raises(TeamPolicyInvalid) as refused:
         Change.parse({"team": "vision", "entry": {"shares": {"not a resource": ["nlp"]}}})
     assert [e.path for e in refused.value.errors] == ["entry.shares.not a resource"]
+
+
+def test_entries_generated_from_manifests_share_what_several_teams_name() -> None:
+    image = f"{ECR}/ranker:*"
+    entries = {
+        "nlp": {"images": [image], "s3Prefixes": ["s3://shared/"]},
+        "vision": {"images": [image], "s3Prefixes": ["s3://shared/vision/"]},
+    }
+    assert _apply(Registry(), *(Change(t, e) for t, e in entries.items())).errors  # each claims the other's
+    shared = shared_with_each_other(entries)
+    assert shared["nlp"]["shares"] == {image: ["vision"], "s3://shared/": ["vision"]}
+    assert not _apply(Registry(), *(Change(t, e) for t, e in shared.items())).errors

@@ -160,3 +160,26 @@ def ownership_problems(
                     )
                 )
     return problems
+
+
+def shared_with_each_other(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The entries, each sharing by name every resource another of them names too (a registry
+    generated from manifests, as the sandbox grants each team what its manifests ask for; a real
+    registry states its shares)."""
+    result = {team: dict(entry) for team, entry in entries.items()}
+    for team, entry in entries.items():
+        for held in _owned(team, entry, entries):
+            others = sorted(
+                other
+                for other in entries
+                if other != team
+                and any(
+                    h.kind == held.kind and overlap(held.kind, held.resource, h.resource)
+                    for h in _owned(other, entries[other], entries)
+                )
+            )
+            if others:
+                key = held.resource[:-1] if held.kind == IMAGE and held.resource.endswith("/*") else held.resource
+                shares = result[team].setdefault("shares", {})
+                shares[key] = sorted(set(shares.get(key, [])) | set(others))
+    return result
