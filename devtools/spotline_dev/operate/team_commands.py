@@ -61,7 +61,9 @@ def cmd_teams_show(args: argparse.Namespace, deployment: Deployment) -> int:
         print(as_json(record.document()))
         return EXIT_OK
     state = "removed: new runs are refused" if record.removed else "in force"
-    print(f"{record.team} version {record.version} ({state}), changed {record.changed_at} by {record.changed_by}")
+    approved = f", approved by {record.approved_by}" if record.approved_by else ""
+    changed = f"changed {record.changed_at} by {record.changed_by}{approved}"
+    print(f"{record.team} version {record.version} ({state}), {changed}")
     print(json.dumps(record.entry, indent=2, sort_keys=True))
     return EXIT_OK
 
