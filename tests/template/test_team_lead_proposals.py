@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from spotline.aws import clients, team_registry
@@ -168,3 +169,21 @@ def test_only_the_stacks_platform_approvers_may_approve(sent_proposals: list[Cal
     assert all(not d.allowed and "OnlyPlatformApproversApprove" in d.reason for _, d in denied)
     lead = decisions(approval, documented_lead_policy(), registry_bucket_policy())
     assert not any(d.allowed for _, d in lead)
+
+
+def test_spotline_teams_apply_proposes_again_as_the_lead_when_s3_denies_the_platforms_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bucket policy denies a lead's proposal without spotline:lead-of (above): the CLI then
+    proposes again with it; any other error is raised."""
+    tried: list[str | None] = []
+
+    def propose(change: Change, who: str, bucket: str | None = None, *, lead_of: str | None = None) -> str:
+        tried.append(lead_of)
+        if lead_of is None:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "explicit deny"}}, "PutObject")
+        return "v2"
+
+    monkeypatch.setattr(team_registry, "propose", propose)
+    assert team_registry.propose_as_caller(Change("vision", {}), LEAD_USERID, REGISTRY) == "v2"
+    assert tried == [None, "vision"]
