@@ -21,9 +21,10 @@ for _name, _value in powertools_environment().items():  # before anything import
 
 from spotline.core.manifest import validate_bytes  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
+from spotline.core.team_ownership import shared_with_each_other  # noqa: E402
 from spotline_dev.local.handles import LocalStack  # noqa: E402
 from spotline_dev.local.stack import start_local_stack  # noqa: E402
-from spotline_dev.sandbox.account import prepare_account, team_allowance  # noqa: E402
+from spotline_dev.sandbox.account import ensure_role, prepare_account, team_allowance  # noqa: E402
 from spotline_dev.standin import TrainingBehaviour  # noqa: E402
 from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
 
@@ -42,7 +43,8 @@ def example_spec() -> JobSpec:
 
 
 def team_policy_for(*specs: JobSpec) -> str:
-    return json.dumps({"teams": {spec.team: team_allowance(spec) for spec in specs}})
+    """Each spec's team allowed what it names; teams naming the same resource share it (ownership)."""
+    return json.dumps({"teams": shared_with_each_other({spec.team: team_allowance(spec) for spec in specs})})
 
 
 @pytest.fixture
@@ -98,10 +100,12 @@ def scoring_stack() -> Iterator[LocalStack]:
             key = f"pairs/2026-12-05/part-{index:04d}.csv"
             s3.put_object(Bucket="media-recs-data", Key=key, Body=b"0123456789\n" * 100)
             local.standin.transform_records[("media-recs-data", key)] = SCORING_NIGHT // SCORING_OBJECTS
+        ensure_role(local.client("iam"), "arn:aws:iam::123456789012:role/spotline/media-scoring", "media-recs")
         local.client("sagemaker").create_model(
             ModelName="media-recs-ranker-2026-11",
             ExecutionRoleArn="arn:aws:iam::123456789012:role/spotline/media-scoring",
             PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"},
+            Tags=[{"Key": "spotline:team", "Value": "media-recs"}],  # the team's model, as its roles are
         )
         yield local
 

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from spotline.aws import clock
 from spotline.aws.observability import bind_execution, logger
+from spotline.aws.scoring_intake import night_input
 from spotline.aws.scoring_models import register_model
 from spotline.aws.scoring_runs import MAX_INPUT_OBJECTS, input_objects, plan_run
 from spotline.aws.scoring_steps import admission_problems, scoring_spec_of, throughput_store
@@ -31,10 +32,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     source = event["input"]
     spec, problems = scoring_spec_of(source)
     if spec is not None:
-        location = (source.get("dataset") or {}).get("location")
-        if location:  # the night's data, where the pipeline's Dataset Ready event says it is
-            spec = replace(spec, input_s3_uri=location.rstrip("/") + "/")
-        problems = admission_problems(spec)
+        # The night's data, where the pipeline's Dataset Ready event says it is, under the registered input.
+        uri, problems = night_input(spec.input_s3_uri, (source.get("dataset") or {}).get("location"))
+        spec = replace(spec, input_s3_uri=uri)
+        problems = problems or admission_problems(spec)
     objects = input_objects(spec.input_s3_uri) if spec is not None and not problems else []
     if spec is not None and not problems and not objects:
         problems = [ManifestError("spec.input.s3Uri", f"no objects under {spec.input_s3_uri}: nothing to score")]

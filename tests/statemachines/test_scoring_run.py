@@ -77,6 +77,35 @@ def test_a_model_of_another_team_is_refused_naming_the_field(scoring_stack: Loca
     assert story.next_step is not None and story.next_step.startswith("Fix every error listed")
 
 
+@pytest.mark.parametrize("tag", ["media-eu", None])
+def test_another_teams_model_under_a_role_the_pattern_matches_is_refused_naming_the_field_and_owner(
+    scoring_stack: LocalStack, tag: str | None
+) -> None:
+    """Issue 45: team media-recs' role pattern (role/spotline/media-*) also matches media-eu's role;
+    media-eu's model is refused by its spotline:team tag, not let through by the pattern."""
+    ensure_role(scoring_stack.client("iam"), "arn:aws:iam::123456789012:role/spotline/media-eu-scoring", "media-eu")
+    scoring_stack.client("sagemaker").create_model(
+        ModelName="media-eu-ranker",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/spotline/media-eu-scoring",
+        PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"},
+        Tags=[{"Key": "spotline:team", "Value": tag}] if tag else [],
+    )
+    body = (PROJECT_ROOT / "examples" / "scoring" / "scores-on-upload.yaml").read_text()
+    upload(
+        scoring_stack,
+        "manifests/media-recs/eu.yaml",
+        body.replace("media-recs-ranker-2026-11", "media-eu-ranker").encode(),
+    )
+    (started,) = scoring_stack.deliver_events()
+    execution = scoring_stack.wait_for_execution(started["executionArn"])
+    assert (execution["status"], execution["error"]) == ("FAILED", "ScoringManifestRejected")
+    found = "it is media-eu's" if tag else "it has no such tag"
+    assert (
+        f"spec.model.name: model media-eu-ranker is not tagged spotline:team=media-recs ({found})" in execution["cause"]
+    ), execution["cause"]
+    assert scoring_stack.standin.transforms.jobs == {}
+
+
 def test_a_scoring_job_with_depends_on_is_registered_and_each_dataset_event_starts_a_night(
     scoring_stack: LocalStack,
 ) -> None:
@@ -107,6 +136,34 @@ def test_a_scoring_job_with_depends_on_is_registered_and_each_dataset_event_star
     execution = scoring_stack.wait_for_execution(arn, timeout=600)
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     assert json.loads(execution["output"])["outcome"]["windowEnd"] == "2026-12-05T03:00:00Z"
+
+
+def test_a_dataset_event_naming_a_prefix_outside_the_registered_input_is_refused(scoring_stack: LocalStack) -> None:
+    """Issue 45: the location is the team's (media-recs-scores/) but not under the registered input
+    (media-recs-data/pairs/): the night is refused naming the field, nothing is scored."""
+    upload(
+        scoring_stack,
+        "manifests/media-recs/nightly-scores.yaml",
+        (PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_bytes(),
+    )
+    scoring_stack.deliver_events()
+    scoring_stack.client("s3").put_object(Bucket="media-recs-scores", Key="nightly/x.csv", Body=b"1\n")  # readable
+    detail = {
+        "dataset": "media-pairs-nightly",
+        "location": "s3://media-recs-scores/nightly/",
+        "producedAt": "2026-12-05T00:00:00Z",
+    }
+    event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
+    boto3.client("events", region_name="us-east-1").put_events(Entries=[event])
+    (name,) = {name for r in scoring_stack.deliver_events() for name in r.get("scoringRuns", [])}
+    arn = f"arn:aws:states:us-east-1:123456789012:execution:spotline-local-scoring-run:{name}"
+    execution = scoring_stack.wait_for_execution(arn, timeout=600)
+    assert (execution["status"], execution["error"]) == ("FAILED", "ScoringManifestRejected")
+    assert (
+        "spec.input.s3Uri: the Dataset Ready event's location s3://media-recs-scores/nightly/ is outside the input "
+        "the manifest registered (s3://media-recs-data/pairs/)" in execution["cause"]
+    ), execution["cause"]
+    assert scoring_stack.standin.transforms.jobs == {}
 
 
 def test_a_scoring_run_stopped_in_the_console_leaves_no_transform_job_scoring(scoring_stack: LocalStack) -> None:
@@ -155,7 +212,10 @@ def test_a_model_given_as_image_and_artifact_is_registered_once_and_scored_with(
 
 
 def test_a_model_whose_parts_are_not_the_teams_is_refused_naming_each_field(scoring_stack: LocalStack) -> None:
-    ensure_role(scoring_stack.client("iam"), OWN_ROLE, "ads")  # another team's role; no image, no artifact
+    # another team's role (the fixture's, tagged again); no image, no artifact
+    scoring_stack.client("iam").tag_role(
+        RoleName=OWN_ROLE.rsplit("/", 1)[1], Tags=[{"Key": "spotline:team", "Value": "ads"}]
+    )
     execution, _history = _run(scoring_stack, "scores-with-its-own-model.yaml", "manifests/media-recs/own.yaml")
     assert (execution["status"], execution["error"]) == ("FAILED", "ScoringManifestRejected")
     cause = execution["cause"]
@@ -194,6 +254,7 @@ def test_deleting_a_registered_scoring_manifest_stops_its_nights(scoring_stack: 
     assert registered["status"] == "registered"
     scoring_stack.client("s3").delete_object(Bucket=scoring_stack.bucket, Key=key)  # a delete marker: kept versions
     scoring_stack.deliver_events()
+    scoring_stack.client("s3").put_object(Bucket="media-recs-scores", Key="nightly/x.csv", Body=b"1\n")  # readable
     detail = {"dataset": "media-pairs-nightly", "producedAt": "2026-12-05T00:00:00Z"}
     event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
     boto3.client("events", region_name="us-east-1").put_events(Entries=[event])

@@ -1,8 +1,8 @@
 """A bucket policy's Deny statements evaluated for a request, as S3 would (a test helper). Only
 what the template's policies use is modelled: exact or wildcard actions, Resource/NotResource
 patterns with ${aws:PrincipalTag/spotline:team} (unresolved when the tag is missing: then the
-statement does not apply, as in IAM), and the Null, Bool, StringNotLike, StringNotEquals and
-ArnNotEquals operators (the negated ones true when the key is missing), with ${aws:userid} in
+statement does not apply, as in IAM), and the Null, Bool, StringNotLike, StringNotEquals,
+ArnNotEquals and ArnNotLike operators (the negated ones true when the key is missing), with ${aws:userid} in
 condition values. A PutObject that carries tags is evaluated as s3:PutObject and as
 s3:PutObjectTagging, with its tags as s3:RequestObjectTag/<key>, as S3 authorizes it. Anything
 else fails the test that meets it."""
@@ -63,10 +63,7 @@ def _condition_holds(condition: dict[str, Any], request: S3Request, arns: dict[s
     for operator, entries in condition.items():
         for key, expected in entries.items():
             actual = context.get(key)
-            values = [
-                arns[v["Fn::GetAtt"][0]] if isinstance(v, dict) else str(v).replace(USERID_VARIABLE, request.userid)
-                for v in (expected if isinstance(expected, list) else [expected])
-            ]
+            values = _values(expected, request, arns)
             if operator == "Null":
                 holds = (actual is None) == (expected == "true")
             elif operator == "Bool":
@@ -75,12 +72,29 @@ def _condition_holds(condition: dict[str, Any], request: S3Request, arns: dict[s
                 patterns = [_with_team(p, request.team) for p in values]
                 holds = actual is None or not any(p is not None and fnmatch.fnmatchcase(actual, p) for p in patterns)
             elif operator in ("StringNotEquals", "ArnNotEquals"):
-                holds = actual is None or actual not in values
+                resolved = [_with_team(v, request.team) for v in values]
+                holds = actual is None or actual not in resolved
+            elif operator == "ArnNotLike":
+                holds = actual is None or not any(fnmatch.fnmatchcase(actual, p) for p in values)
             else:
                 raise AssertionError(f"condition operator {operator} not modelled")
             if not holds:
                 return False
     return True
+
+
+def _values(expected: Any, request: S3Request, arns: dict[str, Any]) -> list[str]:
+    """A condition's values: GetAtt ...Arn and Ref (a list parameter) from `arns`, ${aws:userid} filled in."""
+    values: list[str] = []
+    for value in expected if isinstance(expected, list) else [expected]:
+        if isinstance(value, dict) and "Fn::GetAtt" in value:
+            values.append(arns[value["Fn::GetAtt"][0]])
+        elif isinstance(value, dict):
+            found = arns[value["Ref"]]
+            values += found if isinstance(found, list) else [found]
+        else:
+            values.append(str(value).replace(USERID_VARIABLE, request.userid))
+    return values
 
 
 def actions_needed(request: S3Request) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from spotline.aws import clients, team_registry
@@ -69,16 +70,25 @@ def sent_proposals() -> Iterator[list[Call]]:
         clients.reset_clients()
 
 
-def propose_as_lead(sent: list[Call], team: str) -> Call:
-    team_registry.propose(Change(team, {"roles": []}), LEAD_USERID, bucket_name=REGISTRY)
+def propose_as_lead(sent: list[Call], team: str, lead_of: str | None = "vision") -> Call:
+    team_registry.propose(Change(team, {"roles": []}), LEAD_USERID, bucket_name=REGISTRY, lead_of=lead_of)
     return sent[-1]
 
 
-def decisions(call: Call, identity: dict[str, Any], bucket: list[Statement]) -> list[tuple[str, Decision]]:
-    context = {"aws:PrincipalTag/spotline:team": "vision", "aws:userid": LEAD_USERID, "aws:SecureTransport": "true"}
+def decisions(
+    call: Call,
+    identity: dict[str, Any],
+    bucket: list[Statement],
+    *,
+    principal: str = LEAD_ROLE,
+    context: dict[str, str] | None = None,
+) -> list[tuple[str, Decision]]:
+    if context is None:
+        context = {"aws:PrincipalTag/spotline:team": "vision", "aws:userid": LEAD_USERID}
+    context = {**context, "aws:SecureTransport": "true"}
     found = []
     for need in needs_of(call):
-        request = Request(LEAD_ROLE, need.action, need.resource, {**context, **dict(need.context)})
+        request = Request(principal, need.action, need.resource, {**context, **dict(need.context)})
         found.append((need.action, evaluate(request, statements_of(identity, "lead policy"), bucket)))
     return found
 
@@ -129,3 +139,51 @@ def test_the_bucket_policy_that_denied_every_tagged_put_is_caught(sent_proposals
     bucket = registry_bucket_policy(expanded)
     refused = [d for _, d in decisions(own, documented_lead_policy(), bucket) if not d.allowed]
     assert [d.statement.body.get("Sid") for d in refused if d.statement] == ["ProposalTagsAreNotRewritten"]
+
+
+def test_a_leads_proposal_must_say_its_team_so_its_widening_waits_for_approval(sent_proposals: list[Call]) -> None:
+    """Without spotline:lead-of a lead's proposal would pass for the platform team's (applied at once)."""
+    unmarked = propose_as_lead(sent_proposals, "vision", lead_of=None)
+    refused = [d for _, d in decisions(unmarked, documented_lead_policy(), registry_bucket_policy()) if not d.allowed]
+    assert refused and all("LeadProposalsSayTheirTeam" in d.reason for d in refused)
+    posing = propose_as_lead(sent_proposals, "vision", lead_of="search-ranking")
+    assert not all(d.allowed for _, d in decisions(posing, documented_lead_policy(), registry_bucket_policy()))
+
+
+PLATFORM_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": ["s3:PutObject", "s3:PutObjectTagging"], "Resource": "*"}],
+}
+PLATFORM_USERID = "AROAPLATFORM:pat"
+
+
+def test_only_the_stacks_platform_approvers_may_approve(sent_proposals: list[Call]) -> None:
+    team_registry.approve("vision", "v1", PLATFORM_USERID, REGISTRY)
+    approval = sent_proposals[-1]
+    untagged = {"aws:userid": PLATFORM_USERID}
+    approver = f"arn:aws:iam::{ACCOUNT}:role/spotline-platform-approver"  # PlatformApprovers' default
+    allowed = decisions(approval, PLATFORM_POLICY, registry_bucket_policy(), principal=approver, context=untagged)
+    assert {a for a, _ in allowed} == {"s3:PutObject", "s3:PutObjectTagging"} and all(d.allowed for _, d in allowed)
+    other = f"arn:aws:iam::{ACCOUNT}:role/someone-with-s3-rights"
+    denied = decisions(approval, PLATFORM_POLICY, registry_bucket_policy(), principal=other, context=untagged)
+    assert all(not d.allowed and "OnlyPlatformApproversApprove" in d.reason for _, d in denied)
+    lead = decisions(approval, documented_lead_policy(), registry_bucket_policy())
+    assert not any(d.allowed for _, d in lead)
+
+
+def test_spotline_teams_apply_proposes_again_as_the_lead_when_s3_denies_the_platforms_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bucket policy denies a lead's proposal without spotline:lead-of (above): the CLI then
+    proposes again with it; any other error is raised."""
+    tried: list[str | None] = []
+
+    def propose(change: Change, who: str, bucket: str | None = None, *, lead_of: str | None = None) -> str:
+        tried.append(lead_of)
+        if lead_of is None:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "explicit deny"}}, "PutObject")
+        return "v2"
+
+    monkeypatch.setattr(team_registry, "propose", propose)
+    assert team_registry.propose_as_caller(Change("vision", {}), LEAD_USERID, REGISTRY) == "v2"
+    assert tried == [None, "vision"]

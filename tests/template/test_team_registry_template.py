@@ -8,20 +8,22 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from template.bucket_policies import S3Request, actions_needed, denied
 
-from spotline.aws.team_registry import CHANGED_BY_TAG
+from spotline.aws.team_registry import CHANGED_BY_TAG, LEAD_TAG
 from spotline_dev.local.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
 RESOURCES = TEMPLATE["Resources"]
 BUCKET_ARN = "arn:aws:s3:::spotline-team-registry"
 APPLY_ROLE = "arn:aws:iam::123456789012:role/spotline-ApplyTeamChangeFunctionRole-1"
-ARNS = {"ApplyTeamChangeFunctionRole": APPLY_ROLE}
+APPROVER = "arn:aws:iam::123456789012:role/platform/approver"
+ARNS: dict[str, Any] = {"ApplyTeamChangeFunctionRole": APPLY_ROLE, "PlatformApprovers": [APPROVER]}
 LEAD = "AROALEADVISION:alice"  # aws:userid of vision's team lead (a role session)
-AUTHOR = {CHANGED_BY_TAG: LEAD}  # the tag spotline teams apply puts on the lead's proposal
+AUTHOR = {CHANGED_BY_TAG: LEAD, LEAD_TAG: "vision"}  # the tags spotline teams apply puts on the lead's proposal
 PLATFORM = "AROAPLAT:ops"
 TEAM_POLICY_DOC = Path(__file__).resolve().parents[2] / "docs" / "teams" / "team-policy.md"
 
@@ -57,7 +59,7 @@ def test_only_apply_team_change_writes_the_registry_and_one_change_at_a_time() -
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
                 if "s3:PutObject" in actions and "TeamRegistryBucket" in json.dumps(statement["Resource"]):
                     writers.append(name)
-    assert writers == ["ApplyTeamChangeFunction"]
+    assert set(writers) == {"ApplyTeamChangeFunction"}
     # Not by reserved concurrency, which an account whose unreserved pool is at its minimum cannot
     # give (the deployment would fail): by S3 conditional writes (tests/layer/aws/test_team_changes.py).
     assert "ReservedConcurrentExecutions" not in RESOURCES["ApplyTeamChangeFunction"]["Properties"]
@@ -122,6 +124,42 @@ def test_only_apply_team_change_writes_the_registry_and_one_change_at_a_time() -
         # ApplyTeamChange's role writes the records and the index.
         (S3Request("s3:PutObject", "teams/vision.json", None, principal_arn=APPLY_ROLE), False),
         (S3Request("s3:PutObject", "index.json", None, principal_arn=APPLY_ROLE), False),
+        # A lead's widening change waits in pending/ (ApplyTeamChange only) for a platform approval.
+        (S3Request("s3:PutObject", "pending/vision.json", None, principal_arn=APPLY_ROLE), False),
+        (S3Request("s3:PutObject", "pending/vision.json", "vision", userid=LEAD, tags=AUTHOR), True),
+        (S3Request("s3:PutObject", "pending/vision.json", None, userid=PLATFORM), True),
+        # A lead's proposal says its team: without the tag, or naming another team, it is denied.
+        (
+            S3Request("s3:PutObject", "proposed/vision.json", "vision", userid=LEAD, tags={CHANGED_BY_TAG: LEAD}),
+            True,
+        ),
+        (
+            S3Request(
+                "s3:PutObject",
+                "proposed/vision.json",
+                "vision",
+                userid=LEAD,
+                tags={CHANGED_BY_TAG: LEAD, LEAD_TAG: "search-ranking"},
+            ),
+            True,
+        ),
+        # Leads never approve, not even their own team's change; only the stack's PlatformApprovers do.
+        (S3Request("s3:PutObject", "approvals/vision.json", "vision", userid=LEAD, tags=AUTHOR), True),
+        (
+            S3Request(
+                "s3:PutObject",
+                "approvals/vision.json",
+                None,
+                principal_arn=APPROVER,
+                userid=PLATFORM,
+                tags={CHANGED_BY_TAG: PLATFORM},
+            ),
+            False,
+        ),
+        (
+            S3Request("s3:PutObject", "approvals/vision.json", None, userid=PLATFORM, tags={CHANGED_BY_TAG: PLATFORM}),
+            True,
+        ),
         # No one erases the history, and TLS only.
         (S3Request("s3:DeleteObjectVersion", "teams/vision.json", None, principal_arn=APPLY_ROLE), True),
         (S3Request("s3:DeleteObjectVersion", "proposed/vision.json", "vision", userid=LEAD), True),

@@ -211,6 +211,13 @@ TEAM_COMMANDS: list[tuple[str, str, list[str], list[str]]] = [
         ["rollback vision 3"],
     ),
     (
+        "approve",
+        "approve a team lead's pending change that widens its entry (platform team: a second, recorded "
+        "step), then have the stack apply it",
+        ["team"],
+        ["approve vision"],
+    ),
+    (
         "remove",
         "remove a team: new runs are refused, its running jobs go on, its quota share is disabled",
         ["team"],

@@ -1,4 +1,4 @@
-"""`spotline teams list | show | validate | diff | apply | history | rollback | remove`: what
+"""`spotline teams list | show | validate | diff | apply | history | rollback | approve | remove`: what
 each prints (`--output table|json`) and the exit codes they keep (0 done, 1 refused or not found,
 2 usage, 4 AWS)."""
 
@@ -15,7 +15,16 @@ from spotline.core.team_registry import Change, TeamRecord, diff_entries
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK
 from spotline_dev.operate.deployment import Deployment, OperateError
 from spotline_dev.operate.output import as_json, table
-from spotline_dev.operate.teams import ChangeRefused, apply, check, current, read_changes, records, rollback_change
+from spotline_dev.operate.teams import (
+    ChangeRefused,
+    apply,
+    approve_pending,
+    check,
+    current,
+    read_changes,
+    records,
+    rollback_change,
+)
 
 
 def cmd_teams_list(args: argparse.Namespace, deployment: Deployment) -> int:
@@ -52,7 +61,9 @@ def cmd_teams_show(args: argparse.Namespace, deployment: Deployment) -> int:
         print(as_json(record.document()))
         return EXIT_OK
     state = "removed: new runs are refused" if record.removed else "in force"
-    print(f"{record.team} version {record.version} ({state}), changed {record.changed_at} by {record.changed_by}")
+    approved = f", approved by {record.approved_by}" if record.approved_by else ""
+    changed = f"changed {record.changed_at} by {record.changed_by}{approved}"
+    print(f"{record.team} version {record.version} ({state}), {changed}")
     print(json.dumps(record.entry, indent=2, sort_keys=True))
     return EXIT_OK
 
@@ -105,6 +116,14 @@ def cmd_teams_rollback(args: argparse.Namespace, deployment: Deployment) -> int:
     return _applied(args, deployment, [rollback_change(deployment, args.team, args.version)])
 
 
+def cmd_teams_approve(args: argparse.Namespace, deployment: Deployment) -> int:
+    try:
+        answer = approve_pending(deployment, args.team)
+    except ChangeRefused as refused:
+        return _refused(args, refused.errors)
+    return _answered(args, answer)
+
+
 def cmd_teams_history(args: argparse.Namespace, deployment: Deployment) -> int:
     found = records(deployment, args.team)
     if args.output == "json":
@@ -152,8 +171,19 @@ def _applied(args: argparse.Namespace, deployment: Deployment, changes: list[Cha
         answer = apply(deployment, changes)
     except ChangeRefused as refused:
         return _refused(args, refused.errors)
+    return _answered(args, answer)
+
+
+def _answered(args: argparse.Namespace, answer: dict[str, Any]) -> int:
     if args.output == "json":
         print(as_json(answer))
+        return EXIT_OK
+    if answer["outcome"] == "pending":
+        for item in answer.get("pending", []):
+            print(
+                f"Pending: {item['team']} widens {', '.join(item['fields'])}: proposed by {item['proposedBy']}, "
+                f"waits for the platform team's approval (spotline teams approve {item['team']})"
+            )
         return EXIT_OK
     versions = ", ".join(f"{team} version {version}" for team, version in answer["versions"].items())
     if answer["outcome"] == "unchanged":

@@ -10,7 +10,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from spotline.aws.quota_share_reads import existing_shares
-from spotline.aws.team_registry import AuthorNotTaggable, history, read_registry, record_of, submit_changes
+from spotline.aws.team_registry import (
+    AuthorNotTaggable,
+    approve,
+    author_id,
+    history,
+    invoke_apply,
+    latest_proposal,
+    read_registry,
+    record_of,
+    submit_changes,
+)
 from spotline.core.errors import ManifestError
 from spotline.core.quota_shares import QuotaSharesInvalid, parse_capacity
 from spotline.core.team_policy import TeamPolicyInvalid
@@ -110,3 +120,20 @@ def rollback_change(deployment: Deployment, team: str, version: int) -> Change:
         if record.version == version:
             return Change(team, None if record.removed else record.entry, rollback_of=version)
     raise OperateError(f"team {team} has no version {version} (see spotline teams history {team})", not_found=True)
+
+
+def approve_pending(deployment: Deployment, team: str) -> dict[str, Any]:
+    """Approve the team's latest proposal (a platform principal's second, recorded step: the
+    approval names the proposal's version and its author), then have the stack apply it;
+    ApplyTeamChange's answer. Raises ChangeRefused, OperateError when there is no proposal."""
+    version = latest_proposal(team, deployment.registry_bucket)
+    if version is None:
+        raise OperateError(f"team {team} has no proposal in the registry of stack {deployment.stack}", not_found=True)
+    try:
+        approve(team, version, author_id(), deployment.registry_bucket)
+    except AuthorNotTaggable as exc:
+        raise OperateError(f"nothing approved: {exc}", usage=True) from None
+    answer = invoke_apply([{"team": team, "versionId": version}], deployment.apply_function)
+    if answer.get("outcome") == "refused":
+        raise ChangeRefused([ManifestError(e["path"], e["message"]) for e in answer.get("errors", [])])
+    return answer

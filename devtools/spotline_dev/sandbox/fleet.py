@@ -24,6 +24,7 @@ import yaml
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, to_rfc3339
 from spotline.core.service_jobs import job_name_prefix
+from spotline.core.team_ownership import shared_with_each_other
 from spotline_dev.local.executions import ExecutionRecord
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.peers import every_job, every_ledger
@@ -117,6 +118,8 @@ def team_policy_for(scenario: Scenario, uploads: list[Upload]) -> dict[str, Any]
             ):
                 entry.setdefault("replicas", {}).update(played_replicas(upload.spec, home, scenario.regions))
                 list_replica_file_systems(entry)
+    if scenario.team_policy is None:  # teams whose manifests name the same resource share it
+        policy = {"teams": shared_with_each_other(policy.get("teams", {}))}
     return policy
 
 

@@ -26,6 +26,7 @@ from spotline_dev.sandbox.runs import QUIET, follow_run, max_state_bytes, settle
 from spotline_dev.sandbox.scenario import Scenario, TransformSpec
 from spotline_dev.standin.transform_jobs import TransformWeather
 
+TEAM_TAG = "spotline:team"
 DEFAULT_TRANSFORM = TransformSpec(records_per_second=1000.0)
 ROLE = "arn:aws:iam::{account}:role/{path}/{team}-scoring"
 IMAGE = "{account}.dkr.ecr.{region}.amazonaws.com/{team}-model:sandbox"
@@ -150,11 +151,13 @@ def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any],
     if model.artifact and "spec.model.artifact" not in missing:
         bucket, key = split_s3_uri(model.artifact)
         s3.put_object(Bucket=bucket, Key=key, Body=b"the sandbox's model.tar.gz")
-    if spec.model.name and "spec.model.name" not in missing:
+    if spec.model.name and "spec.model.name" not in missing:  # the team's model: tagged, under its tagged role
+        ensure_role(stack.client("iam"), entry["roles"][0], spec.team)
         stack.client("sagemaker").create_model(
             ModelName=spec.model.name,
             ExecutionRoleArn=entry["roles"][0],
             PrimaryContainer={"Image": entry["images"][0]},
+            Tags=[{"Key": TEAM_TAG, "Value": spec.team}],
         )
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST, example_spec, run_upload
 from devtools.operate.printed import printed_json, printed_lines
+from spotline.aws.team_registry import propose
+from spotline.core.team_registry import Change
 from spotline_dev.cli import main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from spotline_dev.local.handles import LocalStack
@@ -164,3 +166,21 @@ def test_a_caller_whose_session_name_holds_a_comma_is_refused_before_anything_is
     after = deployed.client("s3").list_object_versions(Bucket=bucket, Prefix="proposed/")["Versions"]
     assert [v["VersionId"] for v in after] == [v["VersionId"] for v in before]
     assert _json(capsys, "teams", "show", TEAM)["version"] == 1
+
+
+def test_a_leads_widening_change_is_pending_until_the_platform_approves_it(
+    deployed: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45: `spotline teams approve TEAM` is the platform's second, recorded step."""
+    bucket = deployed.physical["TeamRegistryBucket"]
+    wider = Change(TEAM, {**team_allowance(example_spec()), "maxPriority": 9999})
+    version = propose(wider, "AROALEAD:alice", bucket, lead_of=TEAM)  # as the team's lead (tag spotline:lead-of)
+    pending = deployed.invoke("ApplyTeamChangeFunction", {"proposals": [{"team": TEAM, "versionId": version}]})
+    assert pending["outcome"] == "pending" and pending["pending"][0]["fields"] == ["maxPriority"]
+    assert _json(capsys, "teams", "show", TEAM)["entry"]["maxPriority"] != 9999
+    assert main(["teams", "approve", TEAM, *ON_STACK]) == EXIT_OK
+    assert printed_lines(capsys.readouterr().out)[0] == f"Applied: {TEAM} version 2"
+    shown = _json(capsys, "teams", "show", TEAM)
+    assert shown["entry"]["maxPriority"] == 9999
+    assert (shown["changedBy"], bool(shown["approvedBy"])) == ("AROALEAD:alice", True)
+    assert main(["teams", "approve", "nobody", *ON_STACK]) == EXIT_INVALID

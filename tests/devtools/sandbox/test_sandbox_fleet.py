@@ -167,14 +167,19 @@ def test_nearest_rank_percentiles() -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
 
 
-def _policy_entry(team: str, *, quota: int, max_priority: int) -> str:
+def _policy_entry(team: str, *, quota: int, max_priority: int, shared_with: str = "") -> str:
+    """`shared_with`: the team this entry shares its image with (an image belongs to one team)."""
+    shares = f', shares: {{"{IMAGE}": [{shared_with}]}}' if shared_with else ""
     return (
         f"    {team}: {{instanceFamilies: [g5], maxInstances: 4, maxPriority: {max_priority}, "
         f"quotas: {{ml.g5.2xlarge: {quota}}}, "
         f'roles: ["arn:aws:iam::123456789012:role/spotline/{team}-training"], '
-        f'images: ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"], '
+        f'images: ["{IMAGE}"]{shares}, '
         f's3Prefixes: ["s3://{team}-data/", "s3://{team}-models/", "s3://{team}-checkpoints/"]}}\n'
     )
+
+
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"
 
 
 def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share_back(tmp_path: Path) -> None:
@@ -189,7 +194,7 @@ def test_a_deadline_job_meeting_a_queue_full_of_borrowed_capacity_gets_its_share
         + "".join(f"  - {{manifest: {path.name}, at: 0h}}\n" for path in bulk)
         + f"  - {{manifest: {urgent.name}, at: 1h, deadlineAfter: 4h}}\n"
         + "teamPolicy:\n  teams:\n"
-        + _policy_entry("bulk", quota=1, max_priority=50)
+        + _policy_entry("bulk", quota=1, max_priority=50, shared_with="urgent")
         + _policy_entry("urgent", quota=3, max_priority=500),
     )
 
@@ -227,7 +232,7 @@ def test_quotas_admit_borrow_and_preempt_per_instance_type(tmp_path: Path) -> No
     entry = (
         "    {team}: {{instanceFamilies: [g5, p4d], maxInstances: 4, maxPriority: 500, quotas: {quotas}, "
         'roles: ["arn:aws:iam::123456789012:role/spotline/{team}-training"], '
-        'images: ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"], '
+        'images: ["123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:*"]{shares}, '
         's3Prefixes: ["s3://{team}-data/", "s3://{team}-models/", "s3://{team}-checkpoints/"]}}\n'
     )
     scenario = _scenario(
@@ -236,8 +241,8 @@ def test_quotas_admit_borrow_and_preempt_per_instance_type(tmp_path: Path) -> No
         + "".join(f"  - {{manifest: {jobs[n].name}, at: 0h}}\n" for n in ("nlp-a", "nlp-b", "vision-g5"))
         + "".join(f"  - {{manifest: {jobs[n].name}, at: 1h}}\n" for n in ("nlp-g5", "vision-p4d"))
         + "teamPolicy:\n  teams:\n"
-        + entry.format(team="nlp", quotas="{ml.p4d.24xlarge: 1}")
-        + entry.format(team="vision", quotas="{ml.g5.2xlarge: 2, ml.p4d.24xlarge: 1}"),
+        + entry.format(team="nlp", quotas="{ml.p4d.24xlarge: 1}", shares=f', shares: {{"{IMAGE}": [vision]}}')
+        + entry.format(team="vision", quotas="{ml.g5.2xlarge: 2, ml.p4d.24xlarge: 1}", shares=""),
     )
 
     summary = run_scenario(load_scenario(scenario))

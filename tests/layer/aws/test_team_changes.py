@@ -13,7 +13,7 @@ import pytest
 
 from conftest import example_spec
 from spotline.aws import team_changes
-from spotline.aws.team_registry import caller_id, propose, read_registry, record_key
+from spotline.aws.team_registry import approve, caller_id, pending_key, propose, read_registry, record_key
 from spotline.core.team_registry import Change
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.permissions.checker import running
@@ -36,7 +36,7 @@ def test_two_changes_at_once_whose_quotas_together_exceed_the_capacity_apply_exa
     stack: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entry = {**team_allowance(example_spec()), "quotas": QUOTA}
-    first, second = Change("search-ranking", entry), Change("vision", entry)
+    first, second = Change("search-ranking", entry), Change("vision", {"quotas": QUOTA})  # its own resources
     answers: dict[str, dict[str, Any]] = {}
     validate: Callable[..., Any] = team_changes.apply_changes
 
@@ -64,3 +64,67 @@ def test_two_changes_at_once_whose_quotas_together_exceed_the_capacity_apply_exa
     assert "quotas" not in registry.entries["search-ranking"] and registry.version_of("search-ranking") == 1
     record = json.loads(stack.client("s3").get_object(Bucket=bucket, Key=record_key("search-ranking"))["Body"].read())
     assert record["version"] == 1  # the refused change wrote no record either
+
+
+def test_apply_team_change_refuses_a_lead_claiming_another_teams_file_system_and_writes_nothing(
+    stack: LocalStack,
+) -> None:
+    """Issue 45's first attack: a lead lists another team's file system, prefix and image."""
+    owner = {**team_allowance(example_spec()), "fileSystems": ["fs-0123456789abcdef0"]}
+    assert _apply(stack, Change("search-ranking", owner))["outcome"] == "applied"
+    claim = {"fileSystems": ["fs-0123456789abcdef0"], "s3Prefixes": owner["s3Prefixes"][:1], "images": owner["images"]}
+    answer = _apply(stack, Change("vision", claim))
+    assert answer["outcome"] == "refused"
+    by_path = {e["path"]: e["message"] for e in answer["errors"]}
+    assert by_path["teams.vision.fileSystems[0]"] == (
+        "fs-0123456789abcdef0 belongs to search-ranking (not shared with vision: its entry's shares)"
+    )
+    assert {"teams.vision.s3Prefixes[0]", "teams.vision.images[0]"} <= set(by_path)
+    assert "vision" not in read_registry(stack.physical["TeamRegistryBucket"]).entries
+
+
+LEAD, PLATFORM = "AROALEADVISION:alice", "AROAPLATFORM:pat"
+
+
+def _propose_as_lead(stack: LocalStack, change: Change) -> dict[str, Any]:
+    with running(None):
+        version = propose(change, LEAD, stack.physical["TeamRegistryBucket"], lead_of=change.team)
+    answer: dict[str, Any] = stack.invoke(
+        "ApplyTeamChangeFunction", {"proposals": [{"team": change.team, "versionId": version}]}
+    )
+    return answer | {"proposal": version}
+
+
+def test_a_leads_widening_change_waits_for_a_platform_approval_and_a_narrowing_one_applies_at_once(
+    stack: LocalStack,
+) -> None:
+    """Issue 45: a lead raising its own maxPriority to 9999 is not applied until the platform approves."""
+    bucket = stack.physical["TeamRegistryBucket"]
+    entry = {**team_allowance(example_spec()), "maxPriority": 100}
+    assert _apply(stack, Change("search-ranking", entry))["outcome"] in ("applied", "unchanged")  # the platform
+
+    wider = _propose_as_lead(stack, Change("search-ranking", {**entry, "maxPriority": 9999}))
+    assert wider["outcome"] == "pending"
+    assert wider["pending"] == [
+        {"team": "search-ranking", "proposal": wider["proposal"], "proposedBy": LEAD, "fields": ["maxPriority"]}
+    ]
+    assert read_registry(bucket).entries["search-ranking"]["maxPriority"] == 100
+    s3 = stack.client("s3")
+    recorded = json.loads(s3.get_object(Bucket=bucket, Key=pending_key("search-ranking"))["Body"].read())
+    assert recorded["proposedBy"] == LEAD and recorded["proposal"] == wider["proposal"]
+
+    invoke = {"proposals": [{"team": "search-ranking", "versionId": wider["proposal"]}]}
+    with running(None):
+        approve("search-ranking", wider["proposal"], LEAD, bucket)  # the proposer approving itself
+    assert stack.invoke("ApplyTeamChangeFunction", invoke)["outcome"] == "pending"
+    with running(None):
+        approve("search-ranking", wider["proposal"], PLATFORM, bucket)
+    approved = stack.invoke("ApplyTeamChangeFunction", invoke)
+    assert approved["outcome"] == "applied", approved
+    record = json.loads(s3.get_object(Bucket=bucket, Key=record_key("search-ranking"))["Body"].read())
+    assert (record["entry"]["maxPriority"], record["changedBy"], record["approvedBy"]) == (9999, LEAD, PLATFORM)
+
+    narrower = _propose_as_lead(stack, Change("search-ranking", {**entry, "maxPriority": 50}))
+    assert narrower["outcome"] == "applied"  # no approval needed; the old approval names another proposal
+    again = _propose_as_lead(stack, Change("search-ranking", {**entry, "maxPriority": 9999}))
+    assert again["outcome"] == "pending"  # an approval counts for its own proposal only

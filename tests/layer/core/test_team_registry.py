@@ -94,7 +94,10 @@ def test_more_than_twenty_shares_are_refused_and_teams_may_share_one() -> None:
     (error,) = _apply(registry, Change("team-20", {})).errors
     assert error.path == "teams.team-20.quotaShare"
     assert "would be quota share 21 of the job queue, which holds at most 20" in error.message
-    grouped = _apply(registry, Change("team-20", {"quotaShare": "team-00", "quotas": {G5: 1}}))
+    joining = Change("team-20", {"quotaShare": "team-00", "quotas": {G5: 1}})
+    (claim,) = _apply(registry, joining).errors  # team-00's own share: it must share it by name
+    assert claim.path == "teams.team-20.quotaShare" and "belongs to team-00" in claim.message
+    grouped = _apply(registry, Change("team-00", {"shares": {"team-00": ["team-20"]}}), joining)
     assert not grouped.errors
     disabled = ExistingShare("old", "arn:old", {G5: 1}, "LEND_AND_BORROW", -1, True, "DISABLED")
     (error,) = _apply(_seeded(**dict(list(alone.items())[:19])), Change("team-19", {}), existing=[disabled]).errors

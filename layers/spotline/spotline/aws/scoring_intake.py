@@ -21,8 +21,10 @@ from spotline.aws.intake import manifest_source
 from spotline.aws.manifest_store import read_manifest
 from spotline.aws.observability import logger
 from spotline.aws.s3_answers import is_missing
+from spotline.core.errors import ManifestError
 from spotline.core.loader import ManifestLoadError, parse_manifest
 from spotline.core.naming import ManifestLocation
+from spotline.core.team_policy import within_prefix
 
 SCORING_STATE_MACHINE = "SCORING_STATE_MACHINE_ARN"
 DATASETS_TABLE = "DATASETS_TABLE"
@@ -143,6 +145,24 @@ def start_ready_runs(dataset: str, ready: Any, now: str) -> list[dict[str, Any]]
             )
         )
     return started
+
+
+def night_input(registered_input: str, location: str | None) -> tuple[str, list[ManifestError]]:
+    """The night's input: the Dataset Ready event's location, which must lie under the input
+    prefix the manifest registered (`spec.input.s3Uri`), not merely under one of the team's: an
+    event names where the night's data is, never what else of the team's a job reads."""
+    if not location:
+        return registered_input, []
+    uri = location.rstrip("/") + "/"
+    if within_prefix(uri, registered_input):
+        return uri, []
+    return registered_input, [
+        ManifestError(
+            "spec.input.s3Uri",
+            f"the Dataset Ready event's location {location} is outside the input the manifest registered "
+            f"({registered_input}): a night reads only under it",
+        )
+    ]
 
 
 def _still_registered(registration: dict[str, Any]) -> bool:

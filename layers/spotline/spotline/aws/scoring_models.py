@@ -35,6 +35,34 @@ def model_facts(name: str) -> ModelFacts | None:
     return ModelFacts(name, str(described["ExecutionRoleArn"]), container.get("Image"), container.get("ModelDataUrl"))
 
 
+def named_model_problems(spec: ScoringSpec) -> list[ManifestError]:
+    """A named model is the team's as its roles are: tagged `spotline:team=<team>` (as Spotline
+    tags the models it registers), and run under a role tagged so too (the check training and a
+    model from parts get), so a broad role pattern cannot lend another team's model. The model's
+    tags come from ListTags ("Returns the tags for the specified SageMaker resource", SageMaker API
+    reference); DescribeModel has none."""
+    sagemaker, name, path = client("sagemaker"), str(spec.model.name), "spec.model.name"
+    described = sagemaker.describe_model(ModelName=name)
+    tags: dict[str, str] = {}
+    request: dict[str, str] = {"ResourceArn": described["ModelArn"]}
+    while True:
+        page = sagemaker.list_tags(**request)
+        tags |= {tag["Key"]: tag["Value"] for tag in page.get("Tags") or []}
+        if not page.get("NextToken"):
+            break
+        request["NextToken"] = page["NextToken"]
+    owner = tags.get(TEAM_TAG)
+    if owner != spec.team:
+        found = f"it is {owner}'s" if owner else "it has no such tag"
+        return [
+            ManifestError(
+                path,
+                f"model {name} is not tagged {TEAM_TAG}={spec.team} ({found}): a team scores only with its own models",
+            )
+        ]
+    return check_role(str(described["ExecutionRoleArn"]), os.environ[ROLE_PATTERN], spec.team, path=path)
+
+
 def model_parts_problems(spec: ScoringSpec) -> list[ManifestError]:
     """The image, artifact and role of a model to register, as they are in the account."""
     model = spec.model

@@ -17,7 +17,7 @@ from spotline.aws.manifest_store import read_manifest
 from spotline.aws.observability import add_team_dimension, metrics
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.reports import write_report
-from spotline.aws.scoring_models import model_facts, model_parts_problems
+from spotline.aws.scoring_models import model_facts, model_parts_problems, named_model_problems
 from spotline.aws.scoring_runs import ScoringRun, ThroughputStore
 from spotline.aws.team_registry import admission_policy
 from spotline.core.errors import ManifestError
@@ -61,7 +61,8 @@ def admission_problems(spec: ScoringSpec) -> list[ManifestError]:
     if spec.model.name is None:
         problems = scoring_team_errors(spec, allowance, None)
         return problems or model_parts_problems(spec)
-    return scoring_team_errors(spec, allowance, model_facts(spec.model.name))
+    problems = scoring_team_errors(spec, allowance, model_facts(spec.model.name))
+    return problems or named_model_problems(spec)
 
 
 def throughput_store() -> ThroughputStore | None:

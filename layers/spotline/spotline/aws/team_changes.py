@@ -25,6 +25,10 @@ from spotline.aws.quota_share_reads import existing_shares
 from spotline.aws.team_registry import (
     CHANGED_BY_TAG,
     INDEX_KEY,
+    LEAD_TAG,
+    MISSING,
+    approval_key,
+    pending_key,
     proposal_key,
     read_json_and_etag,
     read_registry_for_change,
@@ -32,8 +36,9 @@ from spotline.aws.team_registry import (
 )
 from spotline.core.errors import ManifestError
 from spotline.core.quota_shares import Capacity
+from spotline.core.team_approval import widened
 from spotline.core.team_policy import TeamPolicyInvalid
-from spotline.core.team_registry import CHANGE_ROOT, Change, TeamRecord, apply_changes
+from spotline.core.team_registry import CHANGE_ROOT, Change, Registry, TeamRecord, apply_changes
 
 TEAM_NAME = re.compile(r"^[a-z][a-z0-9-]{0,22}[a-z0-9]$")  # manifest-v1's metadata.team
 ATTEMPTS = 5  # reads-validates-writes of one change before it gives up to concurrent ones
@@ -48,6 +53,16 @@ the upload" (botocore's s3 model; IfNoneMatch likewise)."""
 class Proposal:
     team: str
     version_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Proposed:
+    """A proposal as read: its change, its author (aws:userid) and, for a lead's, the lead's team."""
+
+    proposal: Proposal
+    change: Change
+    author: str
+    lead_of: str | None
 
 
 class ProposalRefused(Exception):
@@ -65,13 +80,18 @@ def apply_proposals(
     refused, `versions` (team -> its version now), `errors` (path, message), and for an applied
     change what it did to the quota shares, how long that took, and the shares no team counts in."""
     try:
-        changes, who = _read(proposals, bucket)
+        read = _read(proposals, bucket)
     except ProposalRefused as exc:
         return _refused(exc.errors)
+    changes = [r.change for r in read]
+    who = ", ".join(sorted({r.author for r in read}))
     shares = existing_shares(job_queue)
     changed_at = clock.now().isoformat(timespec="seconds").replace("+00:00", "Z")
     for _attempt in range(ATTEMPTS):
         registry, etag = read_registry_for_change(bucket)
+        approvals, waiting = _approvals(read, registry, bucket)
+        if waiting:
+            return _pending(waiting, bucket, changed_at)
         applied = apply_changes(
             registry,
             changes,
@@ -80,6 +100,7 @@ def apply_proposals(
             changed_by=who,
             changed_at=changed_at,
             proposals={p.team: p.version_id for p in proposals},
+            approvals=approvals,
         )
         if applied.errors:
             return _refused(list(applied.errors))
@@ -135,10 +156,10 @@ def _put_record(bucket: str, record: TeamRecord) -> None:
     raise RuntimeError(f"{record_key(record.team)} kept changing: version {record.version} not written")
 
 
-def _read(proposals: Sequence[Proposal], bucket: str) -> tuple[list[Change], str]:
-    """Each proposal's change, and who made them; refused when a proposal is not the team's latest
+def _read(proposals: Sequence[Proposal], bucket: str) -> list[Proposed]:
+    """Each proposal's change, and who made it; refused when a proposal is not the team's latest
     (an older one replayed would undo a newer change) or is not a change."""
-    s3, changes, authors, errors = client("s3"), [], set(), []
+    s3, read, errors = client("s3"), [], []
     for proposal in proposals:
         key, path = proposal_key(proposal.team), f"teams.{proposal.team}"
         latest = s3.head_object(Bucket=bucket, Key=key).get("VersionId") or "null"
@@ -157,12 +178,78 @@ def _read(proposals: Sequence[Proposal], bucket: str) -> tuple[list[Change], str
         if change.team != proposal.team:
             errors.append(ManifestError(path, f"the proposal at {key} names team {change.team}"))
             continue
-        tags = s3.get_object_tagging(Bucket=bucket, Key=key, VersionId=proposal.version_id).get("TagSet", [])
-        authors.add(unquote(next((t["Value"] for t in tags if t["Key"] == CHANGED_BY_TAG), "unknown")))
-        changes.append(change)
+        tags = _tags(s3.get_object_tagging(Bucket=bucket, Key=key, VersionId=proposal.version_id))
+        lead_of = tags.get(LEAD_TAG)
+        if lead_of is not None and lead_of != proposal.team:
+            errors.append(ManifestError(path, f"a lead of team {lead_of} proposed a change of team {proposal.team}"))
+            continue
+        read.append(Proposed(proposal, change, tags.get(CHANGED_BY_TAG, "unknown"), lead_of))
     if errors:
         raise ProposalRefused(errors)
-    return changes, ", ".join(sorted(authors))
+    return read
+
+
+def _tags(answer: Mapping[str, Any]) -> dict[str, str]:
+    return {t["Key"]: unquote(t["Value"]) for t in answer.get("TagSet", [])}
+
+
+def _approvals(
+    read: Sequence[Proposed], registry: Registry, bucket: str
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Who approved each lead's widening proposal (team -> approver), and the proposals still
+    waiting for approval. An approval counts only for the very proposal (its version id) and
+    when its author (written only by the stack's PlatformApprovers) is not the proposer."""
+    approvals, waiting = {}, []
+    for proposed in read:
+        fields = widened(registry.entries.get(proposed.proposal.team), proposed.change.entry)
+        if proposed.lead_of is None or not fields:
+            continue
+        approver = _approver(proposed, bucket)
+        if approver is not None:
+            approvals[proposed.proposal.team] = approver
+            continue
+        waiting.append(
+            {
+                "team": proposed.proposal.team,
+                "proposal": proposed.proposal.version_id,
+                "proposedBy": proposed.author,
+                "fields": fields,
+            }
+        )
+    return approvals, waiting
+
+
+def _approver(proposed: Proposed, bucket: str) -> str | None:
+    s3, key = client("s3"), approval_key(proposed.proposal.team)
+    try:
+        answer = s3.get_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        if error_code(exc) in MISSING:
+            return None
+        raise
+    try:
+        body = json.loads(answer["Body"].read())
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(body, dict) or body.get("proposal") != proposed.proposal.version_id:
+        return None
+    version = answer.get("VersionId")
+    tagging = s3.get_object_tagging(Bucket=bucket, Key=key, **({"VersionId": version} if version else {}))
+    approver = _tags(tagging).get(CHANGED_BY_TAG)
+    return approver if approver and approver != proposed.author else None
+
+
+def _pending(waiting: list[dict[str, Any]], bucket: str, at: str) -> dict[str, Any]:
+    """Record each waiting proposal in the registry (pending/<team>.json) and answer `pending`:
+    nothing of the change is applied until the platform team approves (`spotline teams approve`)."""
+    for item in waiting:
+        client("s3").put_object(
+            Bucket=bucket,
+            Key=pending_key(item["team"]),
+            Body=json.dumps(item | {"at": at}, sort_keys=True).encode(),
+            ContentType="application/json",
+        )
+    return {"outcome": "pending", "versions": {}, "errors": [], "pending": waiting}
 
 
 def _field(team_path: str, change_path: str) -> str:

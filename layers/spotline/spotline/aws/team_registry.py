@@ -29,7 +29,12 @@ INDEX_KEY = "index.json"
 CHANGED_BY_TAG = "spotline:changed-by"
 """On each proposal: who made it. The bucket policy refuses a proposal whose tag is not the
 caller's own principal ARN, so the registry's "changed by" is AWS's word, not the caller's."""
+LEAD_TAG = "spotline:lead-of"
+"""On a team lead's proposal: the lead's team. The bucket policy (LeadProposalsSayTheirTeam)
+refuses a proposal of a principal tagged spotline:team without it, so ApplyTeamChange knows a
+lead's proposal: one that widens the team's entry waits for a platform approval."""
 MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+DENIED = frozenset({"AccessDenied", "403"})
 
 _cache: dict[tuple[str, str], tuple[datetime, TeamRecord | None]] = {}  # (bucket, team) -> (read at, record)
 
@@ -40,6 +45,16 @@ def record_key(team: str) -> str:
 
 def proposal_key(team: str) -> str:
     return f"proposed/{team}.json"
+
+
+def approval_key(team: str) -> str:
+    """Written only by the stack's PlatformApprovers (bucket policy OnlyPlatformApproversApprove)."""
+    return f"approvals/{team}.json"
+
+
+def pending_key(team: str) -> str:
+    """A lead's widening proposal waiting for approval (written by ApplyTeamChange only)."""
+    return f"pending/{team}.json"
 
 
 def bucket() -> str:
@@ -108,14 +123,47 @@ def history(team: str, bucket_name: str | None = None) -> list[TeamRecord]:
     return sorted(records, key=lambda r: r.version, reverse=True)
 
 
-def propose(change: Change, changed_by: str, bucket_name: str | None = None) -> str:
-    """Put the change as the team's proposal, tagged with who makes it; returns its version id."""
+def propose(change: Change, changed_by: str, bucket_name: str | None = None, *, lead_of: str | None = None) -> str:
+    """Put the change as the team's proposal, tagged with who makes it (and, for a team lead, its
+    team: `lead_of`); returns its version id."""
+    return _put_tagged(bucket_name or bucket(), proposal_key(change.team), change.document(), changed_by, lead_of)
+
+
+def propose_as_caller(change: Change, changed_by: str, bucket_name: str) -> str:
+    """`propose`, first as the platform team; when S3 denies it (a team lead's proposal must say
+    its team, bucket policy LeadProposalsSayTheirTeam), again as the team's lead."""
+    try:
+        return propose(change, changed_by, bucket_name)
+    except Exception as exc:
+        if error_code(exc) not in DENIED:
+            raise
+    return propose(change, changed_by, bucket_name, lead_of=change.team)
+
+
+def approve(team: str, proposal: str, changed_by: str, bucket_name: str) -> str:
+    """Record a platform approval of the team's proposal `proposal` (its S3 version id)."""
+    return _put_tagged(bucket_name, approval_key(team), {"team": team, "proposal": proposal}, changed_by, None)
+
+
+def latest_proposal(team: str, bucket_name: str) -> str | None:
+    """The version id of the team's latest proposal (None: it has none)."""
+    try:
+        answer = client("s3").head_object(Bucket=bucket_name, Key=proposal_key(team))
+    except Exception as exc:
+        if error_code(exc) in MISSING:
+            return None
+        raise
+    return str(answer.get("VersionId") or "null")
+
+
+def _put_tagged(bucket_name: str, key: str, document: Any, changed_by: str, lead_of: str | None) -> str:
+    tags = {CHANGED_BY_TAG: changed_by} | ({LEAD_TAG: lead_of} if lead_of else {})
     answer = client("s3").put_object(
-        Bucket=bucket_name or bucket(),
-        Key=proposal_key(change.team),
-        Body=json.dumps(change.document(), sort_keys=True).encode(),
+        Bucket=bucket_name,
+        Key=key,
+        Body=json.dumps(document, sort_keys=True).encode(),
         ContentType="application/json",
-        Tagging=f"{quote(CHANGED_BY_TAG, safe='')}={quote(changed_by, safe='')}",
+        Tagging="&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in tags.items()),
     )
     return str(answer.get("VersionId") or "null")
 
@@ -172,7 +220,12 @@ def submit_changes(changes: list[Change], *, function_name: str, bucket_name: st
     function fails (not when it refuses: a refusal is an answer), AuthorNotTaggable before
     proposing anything when the caller's id cannot be a tag value."""
     who = author_id()
-    proposals = [{"team": c.team, "versionId": propose(c, who, bucket_name)} for c in changes]
+    proposals = [{"team": c.team, "versionId": propose_as_caller(c, who, bucket_name)} for c in changes]
+    return invoke_apply(proposals, function_name)
+
+
+def invoke_apply(proposals: list[dict[str, str]], function_name: str) -> dict[str, Any]:
+    """ApplyTeamChange's answer for `proposals` ({team, versionId}); RuntimeError when it fails."""
     response = client("lambda").invoke(FunctionName=function_name, Payload=json.dumps({"proposals": proposals}))
     answer = json.loads(response["Payload"].read() or b"null")
     if response.get("FunctionError"):

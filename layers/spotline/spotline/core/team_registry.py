@@ -8,7 +8,8 @@ The store (`spotline.aws.team_registry`) keeps, in the stack's registry bucket:
 - `proposed/<team>.json`: what a team lead or the platform team proposed, tagged with who did.
 
 A change is applied only whole: every entry it names passes the JSON Schema, and the registry
-after it passes the stack's checks (`spotline.core.quota_shares.registry_problems`); otherwise
+after it passes the stack's checks (`spotline.core.quota_shares.registry_problems`) and claims no
+other team's resource (`spotline.core.team_ownership`); otherwise
 nothing changes and the refusal names each field (`teams.<team>.quotas.ml.g5.2xlarge`).
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from spotline.core import json_schemas
 from spotline.core.errors import ManifestError
 from spotline.core.quota_shares import Capacity, ExistingShare, registry_problems
+from spotline.core.team_ownership import ownership_problems
 from spotline.core.team_policy import SCHEMA_FILE, TeamAllowance, TeamPolicy, TeamPolicyInvalid
 
 CHANGE_SCHEMA = {"$ref": f"https://spotline.dev/schemas/{SCHEMA_FILE}#/$defs/change"}
@@ -71,6 +73,7 @@ class TeamRecord:
     proposal: str = ""  # the S3 version id of the proposal it applied
     rollback_of: int | None = None
     removed: bool = False
+    approved_by: str = ""  # the platform principal who approved a lead's widening change
 
     def document(self) -> dict[str, Any]:
         return {
@@ -82,6 +85,7 @@ class TeamRecord:
             "changedAt": self.changed_at,
             "proposal": self.proposal,
             **({"rollbackOf": self.rollback_of} if self.rollback_of else {}),
+            **({"approvedBy": self.approved_by} if self.approved_by else {}),
         }
 
     @classmethod
@@ -95,6 +99,7 @@ class TeamRecord:
             proposal=str(body.get("proposal") or ""),
             rollback_of=body.get("rollbackOf"),
             removed=bool(body.get("removed")),
+            approved_by=str(body.get("approvedBy") or ""),
         )
 
     def allowance(self, *, removed_too: bool = False) -> TeamAllowance | None:
@@ -152,6 +157,7 @@ def apply_changes(
     changed_by: str,
     changed_at: str,
     proposals: Mapping[str, str] | None = None,
+    approvals: Mapping[str, str] | None = None,
 ) -> Applied:
     """The registry after `changes`, or the reasons it is refused (then `registry` is the one
     before, unchanged). An entry equal to the current one is no change (no new version)."""
@@ -172,6 +178,7 @@ def apply_changes(
     except TeamPolicyInvalid as exc:
         return Applied((), registry, tuple(exc.errors))
     errors = registry_problems(registry.policy(), after, capacity, existing_shares)
+    errors += ownership_problems(registry.entries, entries, [c.team for c in changes])
     missing = [c.team for c in changes if c.entry is None and c.team not in registry.entries]
     errors += [ManifestError(f"teams.{team}", "is not in the registry: nothing to remove") for team in missing]
     if errors:
@@ -192,6 +199,7 @@ def apply_changes(
             (proposals or {}).get(change.team, ""),
             change.rollback_of,
             removed=change.entry is None,
+            approved_by=(approvals or {}).get(change.team, ""),
         )
         records.append(record)
         if change.entry is None:
