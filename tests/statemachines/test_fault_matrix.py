@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from ledger_checks import assert_reconciled
 
-from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, team_policy_for
+from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, sample_event, team_policy_for
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import prepare_account
@@ -79,9 +79,12 @@ def test_every_lambda_task_retries_transient_faults_within_a_stated_budget(
 # --- The matrix: every task of a run with an on-demand fallback x one fault of each kind --------
 
 # No spot capacity at all, a 1-hour training and a deadline 2 h 45 min away: the spot job waits in
-# RUNNABLE until the deadline is at risk, StopSpotJob stops it and the on-demand job trains.
+# RUNNABLE until the deadline is at risk, StopSpotJob stops it and the on-demand job trains. It
+# depends on a dataset the pipeline announced before the upload (CheckDatasets finds it ready).
+DATASET = "clicks-2026-11-28"
 FALLBACK_MANIFEST = (
     EXAMPLE_MANIFEST.read_bytes()
+    .replace(b"  priority: 100", f"  priority: 100\n  dependsOn: [{{dataset: {DATASET}}}]".encode())
     .replace(b"maxRuntime: 30h", b"maxRuntime: 2h")
     .replace(b"maxWait: 36h", b"maxWait: 3h")
     .replace(b"expectedDuration: 8h", b"expectedDuration: 1h")
@@ -89,6 +92,7 @@ FALLBACK_MANIFEST = (
 )
 TASKS = (  # (state, its n-th invocation in the run: 1 is SubmitTrainingJob's on-demand submission)
     ("LoadManifest", 0),
+    ("CheckDatasets", 0),
     ("ValidateResources", 0),
     ("CheckNoLiveJob", 0),
     ("SubmitTrainingJob", 0),
@@ -124,6 +128,10 @@ def _fallback_stack() -> Iterator[LocalStack]:
         behaviour=lambda _request: TrainingBehaviour(duration=3600),
     ) as local:
         prepare_account(local.client, spec)
+        ready = sample_event("dataset_ready.json")["detail"] | {"dataset": DATASET}
+        entry = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(ready)}
+        local.client("events").put_events(Entries=[entry])
+        local.deliver_events()
         yield local
 
 
@@ -133,7 +141,8 @@ def fault_free() -> dict[str, list[datetime]]:
     with _fallback_stack() as stack:
         execution, history = run_upload(stack, FALLBACK_MANIFEST)
         assert execution["status"] == "SUCCEEDED", execution.get("cause")
-        assert entered_states(history).count("StopSpotJob") == 1
+        states = entered_states(history)
+        assert [states.count(s) for s in ("CheckDatasets", "WaitForDatasets", "StopSpotJob")] == [1, 0, 1]
         times: dict[str, list[datetime]] = {}
         for invocation in stack.invocations:
             assert invocation.at is not None

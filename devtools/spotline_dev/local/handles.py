@@ -17,6 +17,7 @@ from moto.iam.models import iam_backends
 from moto.sagemaker import models as moto_sagemaker_models
 from moto.sqs.models import sqs_backends
 
+from spotline.aws.clients import reset_clients
 from spotline_dev.local.executions import ExecutionRecord, Executions, history_of
 from spotline_dev.local.faults import CallThrottles, Fault, Faults
 from spotline_dev.local.permissions.checker import PermissionCheck
@@ -116,6 +117,9 @@ class LocalStack:
         if self._call_throttles is None:
             self._call_throttles = CallThrottles(self.clock.now)
             self._call_throttles.install(self.session.events)
+            # A client copies the session's hooks when it is made: the functions' clients made
+            # before now (a setup's, an event delivered) are made again, with this hook.
+            reset_clients()
         self._call_throttles.add(logical_id, times, start or self.clock.now(), operations)
         return self._call_throttles
 
