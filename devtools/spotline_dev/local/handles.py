@@ -17,8 +17,9 @@ from moto.iam.models import iam_backends
 from moto.sagemaker import models as moto_sagemaker_models
 from moto.sqs.models import sqs_backends
 
+from spotline.aws.clients import reset_clients
 from spotline_dev.local.executions import ExecutionRecord, Executions, history_of
-from spotline_dev.local.faults import Fault, Faults
+from spotline_dev.local.faults import CallThrottles, Fault, Faults
 from spotline_dev.local.permissions.checker import PermissionCheck
 from spotline_dev.local.virtual_time import VirtualClock
 from spotline_dev.standin import BatchSageMakerStandIn, TrainingBehaviour
@@ -73,6 +74,7 @@ class LocalStack:
     attributes: dict[tuple[str, str | None], str] = field(default_factory=dict)  # (logical id, attribute) -> value
     permissions: PermissionCheck | None = None  # every call of a function, checked against its role
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+    _call_throttles: CallThrottles | None = field(default=None, repr=False)
 
     def kill_after_call(self, operation: str, times: int = 1, *, skip: int = 0) -> None:
         """Kill the Lambda runtime right after the next `times` calls of `operation` (e.g.
@@ -94,13 +96,32 @@ class LocalStack:
         """Make the Lambda service refuse the next `times` invocations (TooManyRequestsException)."""
         self.throttles[self.functions[logical_id]] = times
 
-    def inject_fault(self, logical_id: str, *, count: int, start: datetime | None = None) -> Fault:
+    def inject_fault(self, logical_id: str, *, count: int, start: datetime | None = None, kind: str = "error") -> Fault:
         """Make `count` invocations of the function (logical id, e.g. CheckTrainingStatusFunction)
-        from `start` (virtual time; default now) raise InjectedFault instead of running."""
+        from `start` (virtual time; default now) raise InjectedFault instead of running (`kind`
+        "error"), or run and then time out, their answer lost (`kind` "timeout": Sandbox.Timedout)."""
         if logical_id not in self.functions:
             raise KeyError(f"{logical_id} is not a function of the template ({', '.join(sorted(self.functions))})")
         assert self.faults is not None
-        return self.faults.add(self.functions[logical_id], Fault(logical_id, start or self.clock.now(), count))
+        fault = Fault(logical_id, start or self.clock.now(), count, kind=kind)
+        return self.faults.add(self.functions[logical_id], fault)
+
+    def throttle_calls(
+        self, logical_id: str, times: int = 1, *, start: datetime | None = None, operations: tuple[str, ...] = ()
+    ) -> CallThrottles:
+        """Make AWS throttle the next `times` calls the function (logical id) makes from `start`
+        (virtual time; default now), of `operations` only if given ("s3.GetObject"): each answered
+        as its service answers a throttle (ThrottlingException, S3 SlowDown), botocore retrying it."""
+        if logical_id not in self.functions:
+            raise KeyError(f"{logical_id} is not a function of the template ({', '.join(sorted(self.functions))})")
+        if self._call_throttles is None:
+            self._call_throttles = CallThrottles(self.clock.now)
+            self._call_throttles.install(self.session.events)
+            # A client copies the session's hooks when it is made: the functions' clients made
+            # before now (a setup's, an event delivered) are made again, with this hook.
+            reset_clients()
+        self._call_throttles.add(logical_id, times, start or self.clock.now(), operations)
+        return self._call_throttles
 
     def stop_executions_after(self, seconds: float) -> None:
         """Stop every execution started from now on `seconds` (virtual) after its start, as

@@ -45,6 +45,9 @@ class InProcessLambdas:
                 raise RuntimeError(f"a Lambda handler of the local stack still runs {timeout:.0f} s after its end")
 
     def invoke(self, function: Any, event: Any = None) -> tuple[str, bool, str]:
+        fault = self.stack.faults.due(function.function_name) if self.stack.faults else None
+        if fault is not None and fault.refused:
+            raise LambdaClientError("TooManyRequestsException", "Rate Exceeded.")
         if self.stack.throttles.get(function.function_name, 0) > 0:
             self.stack.throttles[function.function_name] -= 1
             raise LambdaClientError("TooManyRequestsException", "Rate Exceeded.")
@@ -58,13 +61,15 @@ class InProcessLambdas:
             outer, self._invoking = self._invoking, threading.get_ident()
             self.stack.invocations.append(record)
             try:
-                fault = self.stack.faults.due(function.function_name) if self.stack.faults else None
-                if fault is not None:
+                if fault is not None and not fault.after_work:
                     raise fault
                 with running(self.stack.logical_id(function.function_name)):
                     result = handler(payload, context)
+                if fault is not None:
+                    raise fault  # a timeout: the work done, the answer lost
             except Exception as exc:
                 record.error = "Runtime.ExitError" if isinstance(exc, RuntimeKilled) else type(exc).__name__
+                record.error = getattr(exc, "error_type", record.error)
                 error = {
                     "errorMessage": str(exc),
                     "errorType": record.error,

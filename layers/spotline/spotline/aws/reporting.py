@@ -3,6 +3,9 @@ manifest, and the on-call message. The decision itself is `spotline.core.outcome
 
 from __future__ import annotations
 
+import contextlib
+import json
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -15,10 +18,11 @@ from spotline.aws.observability import add_team_dimension, logger, metrics
 from spotline.aws.reports import write_report
 from spotline.core import links
 from spotline.core.billing import RunBill
+from spotline.core.errors import BillsNotRead
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
-from spotline.core.outcome import Outcome, attempt_records, decide, resource_problems
+from spotline.core.outcome import Outcome, attempt_records, decide, resource_problems, without_bills
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:
@@ -98,11 +102,14 @@ def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
     """The run's bills, read again now. While a job is still stopping (SageMaker has not billed
     it), BillingNotSettled asks Step Functions to try again; once its tries are spent
     (`$.billingNotSettled`), the run is recorded with `billing_settled` false in its figures.
-    None when the bills cannot be read at all: the figures are then the last status checks'."""
+    Bills that cannot be read raise BillsNotRead, tried again by Step Functions; once those tries
+    are spent (`$.billsNotRead`), None: the run's cost is then recorded as unknown."""
     try:
         bill = bill_for_state(state, now)
-    except Exception:
-        logger.exception("The run's bills could not be read: its figures are the last status checks'")
+    except Exception as exc:
+        if not state.get("billsNotRead"):
+            raise BillsNotRead(f"the run's bills could not be read: {type(exc).__name__}: {exc}") from exc
+        logger.exception("The run's bills could not be read: its cost is recorded as unknown")
         metrics.add_metric(name="BillsNotRead", unit=MetricUnit.Count, value=1)
         return None
     if not bill.settled:
@@ -113,11 +120,21 @@ def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
     return bill
 
 
+def _unread_reason(state: dict[str, Any]) -> str:
+    """BillsNotRead's message, from the error Step Functions caught (`$.billsNotRead`)."""
+    cause = str((state.get("billsNotRead") or {}).get("Cause") or "")
+    with contextlib.suppress(ValueError, AttributeError):  # Lambda's error as JSON: its message
+        cause = str(json.loads(cause).get("errorMessage") or cause)
+    return (cause or "the run's bills could not be read")[:500]
+
+
 def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> dict[str, Any]:
     bill = settled_bill(state, now)
     outcome = decide(state, now, region=region, bill=bill)
+    if bill is None and attempt_records(state):  # billed, but for how much is unknown
+        outcome = replace(outcome, figures=without_bills(outcome.figures, _unread_reason(state)))
     summary = job_summary_of(state.get("manifest"))
     team = summary.team if summary else state.get("team", "unknown")
     job = summary.name if summary else state.get("key", "unknown")

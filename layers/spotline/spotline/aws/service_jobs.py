@@ -16,13 +16,14 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from spotline.aws.clients import client, error_code, in_region
+from spotline.aws.clients import TransientAwsError, client, error_code, in_region
 from spotline.aws.observability import logger
 from spotline.aws.reporting import try_publish_alert
 from spotline.core import links
 from spotline.core.quota_shares import quota_share_name
 from spotline.core.regions import arn_in_region, region_of_arn
 from spotline.core.service_jobs import (
+    EXECUTION_TAG,
     LIVE_STATUSES,
     NO_SUCH_EXECUTION,
     RUNNING_EXECUTION,
@@ -126,11 +127,42 @@ def stop_execution_jobs(execution_name: str, queue: str, *, why: str, known_job_
     and those the queue lists under the run's job names (which covers a job whose submission
     returned no id, e.g. a runtime killed after SubmitServiceJob, and the jobs an execution
     continuing a long run took over)."""
-    listed = summaries(queue, filters=[{"name": "JOB_NAME", "values": [run_job_name_pattern(execution_name)]}])
-    jobs = describe([*known_job_ids, *_untouched_live_ids(listed)])
+    pattern = run_job_name_pattern(execution_name)
+    listed = list(summaries(queue, filters=[{"name": "JOB_NAME", "values": [pattern]}]))
+    try:
+        jobs = describe([*known_job_ids, *_untouched_live_ids(listed)])
+    except TransientAwsError as exc:  # DescribeServiceJob still throttled: stop without reading the tags
+        return _stop_undescribed(execution_name, known_job_ids, listed, pattern, why=why, unread=exc)
     stopping = jobs_to_stop(jobs, execution_name)
     terminate(stopping, stop_reason(execution_name, why))
     return Stopped(checked=[j for j in jobs if j.execution == execution_name], stopped=stopping)
+
+
+def _stop_undescribed(
+    execution_name: str,
+    known_job_ids: Iterable[str],
+    listed: list[dict[str, Any]],
+    pattern: str,
+    *,
+    why: str,
+    unread: Exception,
+) -> Stopped:
+    """The execution's jobs when DescribeServiceJob cannot be read: those its state names (its
+    own by construction) and the live ones listed under exactly its run's job names, terminated
+    without their tags (TerminateServiceJob leaves an ended job as it is)."""
+    prefix = pattern.removesuffix("*")
+    ids = [*known_job_ids, *(i for i in _untouched_live_ids(listed) if _named(listed, i).startswith(prefix))]
+    jobs = [
+        ServiceJob(i, _named(listed, i), "UNKNOWN", False, tags={EXECUTION_TAG: execution_name})
+        for i in dict.fromkeys(ids)
+    ]
+    logger.warning("Jobs stopped without DescribeServiceJob", extra={"jobIds": ids, "error": str(unread)})
+    terminate(jobs, stop_reason(execution_name, why))
+    return Stopped(checked=jobs, stopped=jobs)
+
+
+def _named(listed: list[dict[str, Any]], job_id: str) -> str:
+    return next((str(s.get("jobName") or "") for s in listed if s.get("jobId") == job_id), "")
 
 
 def execution_status(state_machine_arn: str, execution_name: str) -> str:

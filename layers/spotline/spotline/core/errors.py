@@ -38,6 +38,13 @@ class ManifestUnreadable(SpotlineError):
     answers 404 for a missing object, so a 403 is a real denial for the platform team."""
 
 
+class BillsNotRead(SpotlineError):
+    """RecordOutcome could not read the run's bills (DescribeTrainingJob, DescribeServiceJob or the
+    checkpoint's progress still failing past botocore's retries). The state machine tries again,
+    then records the run once more with `$.billsNotRead` set: its cost is then unknown (None, with
+    the reason), never $0.00 or the last status check's figure."""
+
+
 def summarize(errors: list[ManifestError], limit: int = 20) -> str:
     """One human line per error, capped so a Step Functions cause stays readable."""
     lines = [str(e) for e in errors[:limit]]

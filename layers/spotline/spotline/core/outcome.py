@@ -8,7 +8,7 @@ reports when the spec itself cannot be read.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,8 @@ class Figures:
     checkpoint_copies: dict[str, Any] | None = None
     """Copies of the checkpoint to another region (count, bytes, seconds, usd); their transfer is in
     `cost_usd`. None for a run that stayed in one region."""
+    cost_unknown: str | None = None
+    """Why `cost_usd` is None for a run that was billed: its bills could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +215,12 @@ def cleanup_report(state: dict[str, Any]) -> str:
         for j in stopped
     )
     return f"Spotline stopped this run's training job: {jobs}."
+
+
+def without_bills(numbers: Figures, reason: str) -> Figures:
+    """The figures of a run whose bills could not be read: what it cost is unknown, not the last
+    status check's figure (a job may have trained since) and never $0.00."""
+    return replace(numbers, cost_usd=None, on_demand_cost_usd=None, savings_percent=None, cost_unknown=reason)
 
 
 def decide(state: dict[str, Any], now: datetime, *, region: str, bill: RunBill | None = None) -> Outcome:
