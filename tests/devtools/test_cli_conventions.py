@@ -21,7 +21,7 @@ from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 PRINTS_DATA = ("validate", "render", "sandbox", "explain", "simulate", "submit", "runs", "status", "logs", "cancel")
 DEPLOYED = ("submit", "runs", "status", "logs", "cancel")
-TEAM_ACTIONS = ("list", "show", "validate", "diff", "apply", "history", "rollback", "remove")
+TEAM_ACTIONS = ("list", "show", "validate", "diff", "apply", "history", "rollback", "approve", "remove")
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

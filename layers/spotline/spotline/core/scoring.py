@@ -146,13 +146,17 @@ def scoring_errors(spec: dict[str, Any], *, now: datetime) -> list[ManifestError
     return errors
 
 
-RUN_BOUND_SECONDS = 24 * 3600
-"""A night's run ends within its window, a time of day to another: under 24 hours."""
+WINDOW_BOUND_SECONDS = 24 * 3600
+"""A windowed night's run ends within its window, a time of day to another: under 24 hours."""
+DEADLINE_BOUND_SECONDS = 365 * 24 * 3600
+"""A run with a deadline ends within its execution, and a Standard execution runs at most one year
+(Step Functions quotas, "Maximum execution time")."""
 
 
 def _records_errors(spec: dict[str, Any]) -> list[ManifestError]:
-    """Declared records the declared rate cannot score in a day on every instance allowed: such a
-    run would never be on time (at the schema's 10^12 records and a low rate, never end at all)."""
+    """Declared records the declared rate cannot score on every instance allowed within a day (a
+    window's run) or a year (a deadline's: an execution's longest): such a run would never be on
+    time (at the schema's 10^12 records and a low rate, never end at all)."""
     records = (spec.get("input") or {}).get("records")
     rate = (spec.get("throughput") or {}).get("recordsPerSecond")
     instances = (spec.get("resources") or {}).get("maxInstances")
@@ -160,14 +164,16 @@ def _records_errors(spec: dict[str, Any]) -> list[ManifestError]:
     if len(numbers) < 3:
         return []
     records, rate, instances = numbers
-    most = instances * rate * RUN_BOUND_SECONDS
+    windowed = spec.get("window") is not None
+    most = instances * rate * (WINDOW_BOUND_SECONDS if windowed else DEADLINE_BOUND_SECONDS)
     if records <= most:
         return []
+    bound = "within a day (its window)" if windowed else "within a year (its execution's longest)"
     return [
         ManifestError(
             "spec.input.records",
             f"{records:,} records at {rate:g}/s per instance on at most {instances} instance(s) take "
-            f"{records / (instances * rate) / 3600:,.0f} h; a run must end within a day (at most {most:,.0f} "
+            f"{records / (instances * rate) / 3600:,.0f} h; a run must end {bound} (at most {most:,.0f} "
             "records): declare fewer records, more maxInstances or the real throughput.recordsPerSecond",
         )
     ]

@@ -103,14 +103,27 @@ def test_a_scoring_rate_is_at_least_one_record_in_about_17_minutes(rate: float, 
     assert ("spec.throughput.recordsPerSecond" in errors) is refused, errors
 
 
-def test_records_no_run_can_score_in_a_day_are_refused() -> None:
-    most = 12 * 1500 * 24 * 3600  # maxInstances x recordsPerSecond x a day
+def test_records_no_run_can_score_in_its_time_are_refused() -> None:
+    """A deadline's run ends within its execution (a Standard execution's longest is a year); a
+    window's within its window (under a day). The week-long night of the history-limit test fits."""
+    most = 12 * 1500 * 365 * 24 * 3600  # maxInstances x recordsPerSecond x a year
     assert _errors(_with(SCORING, "spec.input.records", most)) == {}
     errors = _errors(_with(SCORING, "spec.input.records", most + 1))
     assert list(errors) == ["spec.input.records"]
-    assert "take 24 h; a run must end within a day (at most 1,555,200,000 records)" in errors["spec.input.records"]
+    assert "a run must end within a year (its execution's longest)" in errors["spec.input.records"]
     schema_maximum = 10**12
     assert "spec.input.records" in _errors(_with(SCORING, "spec.input.records", schema_maximum))
+
+    nightly = copy.deepcopy(SCORING)
+    del nightly["spec"]["deadline"]
+    nightly["spec"]["window"] = {"start": "01:00", "end": "04:00", "timeZone": "Europe/Berlin"}
+    a_day = 12 * 1500 * 24 * 3600
+    assert _errors(_with(nightly, "spec.input.records", a_day)) == {}
+    errors = _errors(_with(nightly, "spec.input.records", a_day + 1))
+    assert (
+        "take 24 h; a run must end within a day (its window) (at most 1,555,200,000 records)"
+        in errors["spec.input.records"]
+    )
 
 
 @pytest.mark.parametrize(
