@@ -147,6 +147,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fleet_week.py benchmarks/fleet-month.yaml
 	$(BIN)/python benchmarks/scoring_nights.py
 	$(BIN)/python benchmarks/permission_check.py
+	$(BIN)/python benchmarks/burst.py
 	@$(call simulate_traces,$(TRACES),TRACES,)
 	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--no-plot)
 	@$(call simulate_traces,$(PAPER_TRACES),PAPER_TRACES,--regions --no-plot --out out/simulate-regions)

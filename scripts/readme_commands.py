@@ -38,6 +38,7 @@ SLOW = (
     "python benchmarks/team_registry.py",
     "python benchmarks/scoring_nights.py",
     "python benchmarks/permission_check.py",
+    "python benchmarks/burst.py",
 )
 MEASURED = re.compile(
     r'("wallSeconds": |"quotaShareSeconds": |"python": "|replayed in \(wallSeconds\)[ \t]+)[\d.]+([ \t]+[\d.]+)?'
