@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse, HTTPHeaders
 from botocore.loaders import create_loader
 
-from spotline_dev.local.permissions.checker import _RUNNING  # the function whose handler runs now
+from spotline_dev.local.permissions.checker import running_function
 from spotline_dev.standin.http_answers import _ANSWERED_HOST, ApiError, RawBody, answer
 
 KINDS = ("error", "timeout", "throttle")
@@ -122,7 +122,7 @@ class CallThrottles:
         if throttled_from is not None:  # botocore retries the request this throttled: its own address again
             request.url = throttled_from
             del request._throttled_from  # type: ignore[attr-defined]
-        function = _RUNNING.get()
+        function = running_function()
         _before, service, operation = event_name.split(".", 2)
         protocol = _protocol(service)
         if function is None or protocol not in ("json", "rest-json", "rest-xml", "query"):

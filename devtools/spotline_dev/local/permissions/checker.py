@@ -38,6 +38,11 @@ CHECKED: set[str] = set()
 """The functions whose calls were checked in this process (the test suite holds it to every function)."""
 
 
+def running_function() -> str | None:
+    """The logical id of the function whose handler runs in this thread now, if any."""
+    return _RUNNING.get()
+
+
 @contextmanager
 def running(function_logical_id: str | None) -> Iterator[None]:
     """AWS calls made inside are made by this function's role."""
