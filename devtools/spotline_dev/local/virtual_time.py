@@ -32,6 +32,10 @@ TIMEOUT_GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.05
 """How often a blocked thread looks again without being notified (a safety net: every change
 that can let one go on notifies)."""
+SLEEPER_POLL_SECONDS = 1.0
+"""How often a sleeper looks again without being notified: a safety net only (its wake-up and its
+turn to move the clock are notified to it), kept rare because a thousand sleepers polling often
+would cost more than their executions."""
 
 
 class VirtualClock:
@@ -51,7 +55,11 @@ class VirtualClock:
 
     def __init__(self, start: datetime) -> None:
         self._now = start.astimezone(UTC)
-        self._cv = threading.Condition()
+        # One lock; threads that are not asleep (`advance`) wait on `_cv`, each sleeper on its own
+        # condition of the same lock, so a change wakes only whom it concerns: with a thousand
+        # executions asleep, waking all of them at every step costs more than the steps.
+        self._lock = threading.RLock()
+        self._cv = threading.Condition(self._lock)
         self._timers: list[tuple[datetime, int, Callable[[], None]]] = []
         self._serial = itertools.count()
         self._sources: list[tuple[Callable[[datetime], datetime | None], Callable[[], None]]] = []
@@ -59,6 +67,10 @@ class VirtualClock:
         self._participants: dict[str, int] = {}  # key -> the order it joined in
         self._joined = itertools.count()
         self._sleepers: list[_Sleeper] = []
+        # Kept as each sleeper falls asleep or wakes, so "is every participant asleep?" costs
+        # nothing however many executions run (every waiting thread asks it at each change).
+        self._unwoken: dict[str, int] = {}  # key -> its sleepers not yet woken
+        self._asleep = 0  # participants with a sleeper not yet woken
         self._mover: int | None = None  # the thread moving the clock (and running actions): one at a time
         self._closed = False
 
@@ -100,13 +112,17 @@ class VirtualClock:
     def join(self, key: str) -> None:
         """`key` (an execution) now runs: time waits for it to sleep or leave."""
         with self._cv:
-            self._participants.setdefault(key, next(self._joined))
+            if key not in self._participants:
+                self._participants[key] = next(self._joined)
+                self._asleep += self._unwoken.get(key, 0) > 0
             self._cv.notify_all()
 
     def leave(self, key: str) -> None:
         with self._cv:
-            self._participants.pop(key, None)
+            if self._participants.pop(key, None) is not None:
+                self._asleep -= self._unwoken.get(key, 0) > 0
             self._cv.notify_all()
+            self._nudge()
 
     @contextmanager
     def participating(self, key: str) -> Iterator[None]:
@@ -125,6 +141,8 @@ class VirtualClock:
         with self._cv:
             self._closed = True
             self._cv.notify_all()
+            for sleeper in self._sleepers:
+                sleeper.turn.notify()
 
     @property
     def closed(self) -> bool:
@@ -145,8 +163,10 @@ class VirtualClock:
             self.advance(seconds, interrupted=interrupted)
             return
         with self._cv:
-            me = _Sleeper(self._now + timedelta(seconds=max(0.0, seconds)), self._participants[key], key, interrupted)
+            until = self._now + timedelta(seconds=max(0.0, seconds))
+            me = _Sleeper(until, self._participants[key], key, interrupted, threading.Condition(self._lock))
             self._sleepers.append(me)
+            self._count_asleep(me, +1)
             self._cv.notify_all()
             try:
                 while not me.woken:
@@ -155,10 +175,13 @@ class VirtualClock:
                     if self._mover is None and self._all_asleep():
                         self._move_once(None)
                     else:
-                        self._cv.wait(POLL_SECONDS)
+                        me.turn.wait(SLEEPER_POLL_SECONDS)
             finally:
                 self._sleepers.remove(me)
+                if not me.woken:
+                    self._count_asleep(me, -1)
                 self._cv.notify_all()
+                self._nudge()
         if not me.woken:
             park()  # closed while asleep
 
@@ -188,8 +211,30 @@ class VirtualClock:
     # --- moving -------------------------------------------------------------------------------
 
     def _all_asleep(self) -> bool:
-        asleep = {s.key for s in self._sleepers if not s.woken}
-        return all(key in asleep for key in self._participants)
+        return self._asleep == len(self._participants)
+
+    def _count_asleep(self, sleeper: _Sleeper, change: int) -> None:
+        """`sleeper` fell asleep (+1) or woke or left unwoken (-1)."""
+        before = self._unwoken.get(sleeper.key, 0)
+        after = before + change
+        if after:
+            self._unwoken[sleeper.key] = after
+        else:
+            self._unwoken.pop(sleeper.key, None)
+        if sleeper.key in self._participants and (before > 0) != (after > 0):
+            self._asleep += 1 if after > 0 else -1
+
+    def _wake(self, sleeper: _Sleeper) -> None:
+        sleeper.woken = True
+        self._count_asleep(sleeper, -1)
+        sleeper.turn.notify()
+
+    def _nudge(self) -> None:
+        """When every participant sleeps and no one moves the clock, wake one sleeper to move it."""
+        if self._mover is None and self._all_asleep():
+            sleeper = next((s for s in self._sleepers if not s.woken), None)
+            if sleeper is not None:
+                sleeper.turn.notify()
 
     def _move_once(self, end: datetime | None) -> datetime | None:
         """One step (called holding the condition): wake a sleeper whose wait was cut short, or
@@ -200,7 +245,7 @@ class VirtualClock:
             pending = sorted((s for s in self._sleepers if not s.woken), key=lambda s: s.order)
             cut = next((s for s in pending if s.interrupted is not None and s.interrupted()), None)
             if cut is not None:
-                cut.woken = True
+                self._wake(cut)
                 return self._now
             wake_at = min((s.until for s in pending), default=end)
             limit = wake_at if end is None or (wake_at is not None and wake_at < end) else end
@@ -220,7 +265,7 @@ class VirtualClock:
                 self._now = max(self._now, limit)
                 due = next((s for s in pending if s.until <= self._now), None)
                 if due is not None:
-                    due.woken = True
+                    self._wake(due)
                     return self._now
                 return None  # `end` reached
             self._now = max(self._now, moment)
@@ -233,6 +278,7 @@ class VirtualClock:
         finally:
             self._mover = outer
             self._cv.notify_all()
+            self._nudge()
 
     def _next_watched(self, now: datetime) -> datetime | None:
         moments = [m for next_moment, _ in list(self._sources) if (m := next_moment(now)) is not None and m > now]
@@ -264,6 +310,7 @@ class _Sleeper:
     order: int  # its participant's joining order: who wakes first among those due together
     key: str
     interrupted: Callable[[], bool] | None
+    turn: threading.Condition  # notified when woken, or when it may move the clock
     woken: bool = False
 
 
