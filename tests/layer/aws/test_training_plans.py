@@ -16,7 +16,7 @@ import pytest
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.clients import in_region
 from spotline.aws.regions import place_attempt
-from spotline.aws.training_plans import candidate_plans, plan_problems
+from spotline.aws.training_plans import candidate_plans, plan_problems, teams_plan
 from spotline.core.model import JobSpec
 from spotline.core.team_policy import TeamPolicy
 from spotline.core.training_plans import PLAN_PATH, fallback_plan
@@ -146,6 +146,14 @@ def test_the_teams_named_plan_is_taken(contested: LocalStack) -> None:
     spec = _spec(ARN.format(region=HOME, name="ours"))
     assert plan_problems(spec, HOME) == []
     assert [p.name for p in candidate_plans(spec, None, [HOME, PEER])] == ["ours"]
+
+
+def test_a_plan_gone_since_it_was_listed_is_nobodys(contested: LocalStack) -> None:
+    """ListTags on a plan that is not there answers ValidationException: the fallback looks elsewhere."""
+    spec = _spec("auto", regions=(HOME,))
+    (ours,) = candidate_plans(spec, _allowing_plans(spec), [HOME])
+    gone = replace(ours, arn=ARN.format(region=HOME, name="sold-back"), name="sold-back")
+    assert (teams_plan(spec, ours), teams_plan(spec, gone)) == (True, False)
 
 
 def test_a_plan_tagged_for_the_team_with_add_tags_becomes_the_teams(contested: LocalStack) -> None:

@@ -49,8 +49,15 @@ def active_plans(region: str) -> list[PlanView]:
 
 
 def teams_plan(spec: JobSpec, plan: PlanView) -> bool:
-    """The plan is tagged `spotline:team=<the job's team>`."""
-    return not owner_problems(spec, plan, sagemaker_tags(plan.arn))
+    """The plan is tagged `spotline:team=<the job's team>` (False when it is gone since it was listed:
+    ListTags answers ValidationException for a resource that is not there)."""
+    try:
+        tags = sagemaker_tags(plan.arn)
+    except Exception as exc:
+        if error_code(exc) in NOT_FOUND:
+            return False
+        raise
+    return not owner_problems(spec, plan, tags)
 
 
 def candidate_plans(spec: JobSpec, policy: TeamPolicy | None, regions: Sequence[str]) -> list[PlanView]:
