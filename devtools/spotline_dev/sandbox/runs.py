@@ -82,6 +82,7 @@ def weather_of(scenario: Scenario) -> SpotWeather:
             plan.instances,
             scenario.start + timedelta(seconds=plan.start),
             scenario.start + timedelta(seconds=plan.end),
+            tags=plan.tags,
         )
         for plan in scenario.training_plans
     ]

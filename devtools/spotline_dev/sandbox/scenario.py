@@ -84,6 +84,7 @@ class PlanSpec:
     instances: int
     start: float
     end: float
+    tags: dict[str, str] = field(default_factory=dict)  # as given at CreateTrainingPlan: spotline:team=<team>
 
 
 @dataclass(frozen=True)
@@ -295,7 +296,9 @@ def _plans(raw: list[dict[str, Any]]) -> list[PlanSpec]:
                 f"{where}.instanceType: {entry['instanceType']} is not offered as a training plan "
                 f"(SageMaker's ReservedCapacityInstanceType: {', '.join(PLAN_INSTANCE_TYPES)})"
             )
-        plans.append(PlanSpec(str(entry["name"]), str(entry["instanceType"]), int(entry["instances"]), begin, end))
+        tags = {str(key): str(value) for key, value in (entry.get("tags") or {}).items()}
+        kind, instances = str(entry["instanceType"]), int(entry["instances"])
+        plans.append(PlanSpec(str(entry["name"]), kind, instances, begin, end, tags))
     return plans
 
 

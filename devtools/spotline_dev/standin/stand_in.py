@@ -60,11 +60,12 @@ _QUOTA_SHARE_OPERATIONS = {
 }
 _BATCH_TAGS_PATH = "/v1/tags/"
 _PLAN_OPERATIONS = {"DescribeTrainingPlan", "ListTrainingPlans"}
+_TAG_OPERATIONS = {"AddTags", "ListTags"}  # tagging calls that name any SageMaker resource by its ARN
 _TRANSFORM_OPERATIONS = {"CreateTransformJob", "DescribeTransformJob", "StopTransformJob", "ListTransformJobs"}
 _SAGEMAKER_OPERATIONS = {
     "DescribeTrainingJob",
     "StopTrainingJob",
-    "AddTags",
+    *_TAG_OPERATIONS,
     "CreateModel",
     *_PLAN_OPERATIONS,
     *_TRANSFORM_OPERATIONS,
@@ -135,7 +136,8 @@ class BatchSageMakerStandIn:
             "ListTrainingPlans": self._trainings.plans.list_training_plans,
             "StopTrainingJob": self._trainings.stop_training_job,
             "TagResource": self._service_jobs.tag_resource,
-            "AddTags": self._trainings.add_tags,
+            "AddTags": self._add_tags,
+            "ListTags": self._trainings.plans.list_tags,
             "FilterLogEvents": self._logs.filter_log_events,
             "DescribeLogStreams": self._logs.describe_log_streams,
             "GetLogEvents": self._logs.get_log_events,
@@ -259,7 +261,7 @@ class BatchSageMakerStandIn:
     # --- EventBridge events (see state_events) ----------------------------------------------
 
     def resource_tags(self, arn: str) -> dict[str, str] | None:
-        """The tags of one of this region's service jobs, training jobs or transform jobs (what IAM
+        """The tags of one of this region's service jobs, training jobs, transform jobs or training plans (what IAM
         reads as aws:ResourceTag/<key>), None when it is not one of ours."""
         with self._lock:
             for job in self._service_jobs.jobs.values():
@@ -270,6 +272,8 @@ class BatchSageMakerStandIn:
                 return {t["Key"]: t["Value"] for t in training.request.get("Tags") or []}
             if kind == "transform-job" and (transform := self.transforms.jobs.get(name)) is not None:
                 return {t["Key"]: t["Value"] for t in transform.request.get("Tags") or []}
+            if kind == "training-plan" and (plan := self._trainings.plans.by_arn(arn)) is not None:
+                return dict(self._trainings.plans.tags[plan.name])
         return None
 
     def next_change_after(self, now: datetime) -> datetime | None:
@@ -337,6 +341,10 @@ class BatchSageMakerStandIn:
             self._advance()  # a training job created by now is ours
             if operation in _PLAN_OPERATIONS | _TRANSFORM_OPERATIONS:  # the account's plans and transform jobs
                 return self._answer(request, "json", operation, body)
+            if operation in _TAG_OPERATIONS and self._trainings.plans.serves_tags(body):  # moto has no plans
+                return self._answer(request, "json", operation, body)
+            if operation == "ListTags":
+                return None  # a model's, a training job's...: moto answers
             if operation == "CreateModel":  # refused here as SageMaker would (transform_jobs), else moto's
                 refusal = self.transforms.model_refusal(body)
                 if refusal is None:
@@ -361,6 +369,11 @@ class BatchSageMakerStandIn:
             if not self._logs.serves(body):
                 return None
             return self._answer(request, "json", operation, body)
+
+    def _add_tags(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self._trainings.plans.serves_tags(body):
+            return self._trainings.plans.add_tags(body)
+        return self._trainings.add_tags(body)
 
     def _answer(self, request: AWSPreparedRequest, protocol: str, operation: str, body: dict[str, Any]) -> AWSResponse:
         """Replay events up to now, then run the operation (unless it is throttled) and answer."""

@@ -15,6 +15,8 @@ jobs"), and as the stand-in plays them:
   training plans begin the process of terminating any running instances": the job goes back to Pending
   ("Between capacity reservations: Jobs temporarily back to Pending status", StoppingCondition.
   MaxPendingTimeInSeconds). `window` gives both edges to the job's timeline (training_timeline).
+- A plan keeps the tags it was created with (CreateTrainingPlan Tags: "An array of key-value pairs to
+  apply to this training plan") and those AddTags adds; ListTags answers them for the plan's ARN.
 
 Partial: a plan's instances are not shared out between jobs when they start (each job sees the whole
 plan); AvailableInstanceCount and InUseInstanceCount do count the jobs training on it.
@@ -23,7 +25,7 @@ plan); AvailableInstanceCount and InUseInstanceCount do count the jobs training 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +46,8 @@ class ReservedPlan:
     target_resources: tuple[str, ...] = ("training-job",)
     """DescribeTrainingPlan TargetResources (botocore's enum SageMakerResourceName): "Training plans
     are specific to their target resource" (API reference, TrainingPlanSummary)."""
+    tags: dict[str, str] = field(default_factory=dict, hash=False)
+    """The Tags given at CreateTrainingPlan (a scenario's `tags:`), e.g. {"spotline:team": "search-ranking"}."""
 
 
 class TrainingPlans:
@@ -57,6 +61,7 @@ class TrainingPlans:
         in_use: Callable[[str], int],
     ) -> None:
         self.plans = {plan.name: plan for plan in plans}
+        self.tags = {plan.name: dict(plan.tags) for plan in plans}  # as created, then as AddTags changed them
         self.account, self.region, self._now, self._in_use = account, region, now, in_use
 
     def arn(self, plan: ReservedPlan) -> str:
@@ -116,6 +121,34 @@ class TrainingPlans:
         wanted = {f["Value"] for f in body.get("Filters") or [] if f.get("Name") == "Status"}
         plans = [self._summary(p) for p in self.plans.values() if not wanted or self.status(p, now) in wanted]
         return {"TrainingPlanSummaries": plans}
+
+    def serves_tags(self, body: dict[str, Any]) -> bool:
+        """A tagging call (ListTags, AddTags) on a training plan's ARN: ours, even when there is no such plan."""
+        return ":training-plan/" in str(body.get("ResourceArn") or "")
+
+    def list_tags(self, body: dict[str, Any]) -> dict[str, Any]:
+        # AWS: sagemaker ListTags: "Returns the tags for the specified SageMaker resource."
+        # Stand-in: always one page (MaxResults is at least 50, botocore's ListTagsMaxResults; a plan here has fewer).
+        return {"Tags": [{"Key": k, "Value": v} for k, v in self._tags_of(str(body["ResourceArn"])).items()]}
+
+    def add_tags(self, body: dict[str, Any]) -> dict[str, Any]:
+        # AWS: sagemaker AddTags: "Adds or overwrites one or more tags for the specified SageMaker resource."
+        tags = self._tags_of(str(body["ResourceArn"]))
+        tags.update({t["Key"]: t["Value"] for t in body.get("Tags") or []})
+        # AWS: sagemaker AddTagsOutput.Tags: "A list of tags associated with the SageMaker resource."
+        return {"Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+
+    def _tags_of(self, arn: str) -> dict[str, str]:
+        plan = self.by_arn(arn)
+        if plan is None:
+            # AWS: sagemaker ListTags and AddTags on a resource that is not there answer ValidationException
+            # ("An error occurred (ValidationException) when calling the ListTags operation", reported in
+            # aws/amazon-sagemaker-feedback#108; the API reference's Common Errors: ValidationError, "The input
+            # fails to satisfy the constraints specified by an AWS service"). A plan ARN of another region or
+            # account at this endpoint is not one of its plans either.
+            # Stand-in: the message's wording.
+            raise ApiError("ValidationException", f"Could not find training-plan {arn}")
+        return self.tags[plan.name]
 
     def _summary(self, plan: ReservedPlan) -> dict[str, Any]:
         now = self._now()

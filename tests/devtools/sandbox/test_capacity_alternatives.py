@@ -80,6 +80,22 @@ def test_a_deadline_at_risk_falls_back_onto_a_training_plan_not_paid_on_demand(
     assert (run["costUsd"], run["savingsPercent"]) == (0.0, None)
 
 
+def test_auto_never_falls_back_onto_another_teams_plan_or_an_untagged_one(tmp_path: Path) -> None:
+    """Issue 45: "capacity.trainingPlan: auto takes another team's plan when a pattern is broad". The
+    sandbox's pattern is every plan of the account (`training-plan/*`); only the tag tells whose a plan is."""
+    scenario = yaml.safe_load((SCENARIOS / "falls-back-onto-a-plan.yaml").read_text())
+    (plan,) = scenario["trainingPlans"]
+    scenario["trainingPlans"] = [
+        plan | {"name": "recsys-p4d", "tags": {"spotline:team": "recsys"}},
+        plan | {"name": "untagged-p4d", "tags": {}},
+    ]
+    scenario["manifests"] = [str(SCENARIOS / "manifests" / "deadline-with-a-plan.yaml")]
+    (tmp_path / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    (run,) = run_scenario(load_scenario(tmp_path / "scenario.yaml"))["executions"]
+    assert run["status"] == "SUCCEEDED"
+    assert run["capacityTiers"] == ["spot", "on-demand"] and run["trainingPlanSeconds"] == 0
+
+
 def test_scenario_instance_types_override_only_what_they_name() -> None:
     weather = weather_of(load_scenario(SCENARIOS / "on-demand-short.yaml"))
     g5 = weather.for_type("ml.g5.2xlarge")
@@ -108,6 +124,13 @@ PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
     [
         (f"{PLAN}nowhere", [], "training-plan/nowhere does not exist"),
         (f"{PLAN}p5", [{"name": "p5", "instanceType": "ml.p5.48xlarge"}], "reserves ml.p5.48xlarge, not one"),
+        (
+            f"{PLAN}recsys-p4d",
+            [{"name": "recsys-p4d", "tags": {"spotline:team": "recsys"}}],
+            "training plan recsys-p4d is not tagged spotline:team=search-ranking (it is tagged spotline:team=recsys: "
+            "team recsys's)",
+        ),
+        (f"{PLAN}untagged", [{"name": "untagged", "tags": {}}], "(it has no such tag)"),
     ],
 )
 def test_a_named_plan_that_cannot_serve_the_job_is_refused_naming_the_field(
@@ -116,7 +139,13 @@ def test_a_named_plan_that_cannot_serve_the_job_is_refused_naming_the_field(
     manifest = yaml.safe_load((SCENARIOS / "manifests" / "deadline-with-a-plan.yaml").read_text())
     manifest["spec"]["capacity"]["trainingPlan"] = plan
     (tmp_path / "job.yaml").write_text(yaml.safe_dump(manifest))
-    defaults = {"instanceType": "ml.p4d.24xlarge", "instances": 1, "from": "0s", "to": "3d"}
+    defaults = {
+        "instanceType": "ml.p4d.24xlarge",
+        "instances": 1,
+        "from": "0s",
+        "to": "3d",
+        "tags": {"spotline:team": "search-ranking"},  # the team's, unless the case says otherwise
+    }
     scenario = {
         "name": "named-plan",
         "start": "2026-12-01T06:00:00Z",

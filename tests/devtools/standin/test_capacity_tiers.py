@@ -112,6 +112,40 @@ def test_training_plans_are_described_and_listed_as_sagemaker_does(make_rig: Rig
     assert missing.value.response["Error"]["Code"] == "ResourceNotFound"
 
 
+def test_a_plan_keeps_the_tags_it_was_created_with_and_those_added_and_list_tags_answers_them(
+    make_rig: RigFactory,
+) -> None:
+    tagged = replace(PLAN, tags={"spotline:team": "search-ranking"})
+    rig = make_rig(SpotWeather(training_plans=[tagged, replace(PLAN, name="bare")]))
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/"
+    assert rig.sagemaker.list_tags(ResourceArn=arn + "p4d-week")["Tags"] == [
+        {"Key": "spotline:team", "Value": "search-ranking"}
+    ]
+    assert rig.sagemaker.list_tags(ResourceArn=arn + "bare")["Tags"] == []
+    rig.sagemaker.add_tags(ResourceArn=arn + "bare", Tags=[{"Key": "spotline:team", "Value": "recsys"}])
+    rig.sagemaker.add_tags(ResourceArn=arn + "bare", Tags=[{"Key": "spotline:team", "Value": "search-ranking"}])
+    assert rig.sagemaker.list_tags(ResourceArn=arn + "bare")["Tags"] == [
+        {"Key": "spotline:team", "Value": "search-ranking"}  # AddTags "adds or overwrites"
+    ]
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:sagemaker:us-east-1:123456789012:training-plan/nowhere",
+        "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p4d-week",  # another region's, at this endpoint
+    ],
+)
+def test_list_tags_of_a_plan_that_is_not_there_is_a_validation_exception(make_rig: RigFactory, arn: str) -> None:
+    rig = make_rig(SpotWeather(training_plans=[PLAN]))
+    with pytest.raises(ClientError) as missing:
+        rig.sagemaker.list_tags(ResourceArn=arn)
+    assert missing.value.response["Error"]["Code"] == "ValidationException"
+    with pytest.raises(ClientError) as untaggable:
+        rig.sagemaker.add_tags(ResourceArn=arn, Tags=[{"Key": "spotline:team", "Value": "search-ranking"}])
+    assert untaggable.value.response["Error"]["Code"] == "ValidationException"
+
+
 def test_a_job_on_a_plan_waits_for_its_start_and_loses_its_instances_30_minutes_before_its_end(
     make_rig: RigFactory,
 ) -> None:

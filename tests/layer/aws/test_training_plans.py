@@ -1,6 +1,7 @@
 """Training plans across regions, on a local stack with a peer region (us-west-2): a plan is read
 in the region its ARN names, `auto` lists each of the run's regions, and an attempt on a plan goes
-to the plan's region, whatever region the attempt being checked runs in."""
+to the plan's region, whatever region the attempt being checked runs in. A plan is the team's only
+when tagged spotline:team=<team> (issue 45): `auto` takes no other plan, whatever its patterns match."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.clients import in_region
 from spotline.aws.regions import place_attempt
-from spotline.aws.training_plans import candidate_plans, plan_problems
+from spotline.aws.training_plans import candidate_plans, plan_problems, teams_plan
 from spotline.core.model import JobSpec
 from spotline.core.team_policy import TeamPolicy
 from spotline.core.training_plans import PLAN_PATH, fallback_plan
@@ -28,14 +29,17 @@ from spotline_dev.standin.training_plans import ReservedPlan
 HOME, PEER = "us-east-1", "us-west-2"
 PLAN_TYPE = "ml.p4d.24xlarge"  # a type training plans offer (ReservedCapacityInstanceType)
 ARN = "arn:aws:sagemaker:{region}:123456789012:training-plan/{name}"
+TEAM = example_spec().team
 
 
 def _spec(plan: str | None = None, regions: tuple[str, ...] = (HOME, PEER)) -> JobSpec:
     return replace(example_spec(), instance_type=PLAN_TYPE, regions=regions, training_plan=plan)
 
 
-def _plan(name: str) -> ReservedPlan:
-    return ReservedPlan(name, PLAN_TYPE, 2, NOW - timedelta(hours=1), NOW + timedelta(days=2))
+def _plan(name: str, team: str | None = TEAM) -> ReservedPlan:
+    """An Active plan of `team` (tagged spotline:team=<team> at CreateTrainingPlan; None: untagged)."""
+    tags = {"spotline:team": team} if team else {}
+    return ReservedPlan(name, PLAN_TYPE, 2, NOW - timedelta(hours=1), NOW + timedelta(days=2), tags=tags)
 
 
 @pytest.fixture
@@ -89,21 +93,91 @@ def test_an_attempt_on_a_plan_goes_to_the_plans_region(peered: LocalStack) -> No
 
 
 def _allowing_plans(spec: JobSpec) -> TeamPolicy:
+    """The broad pattern of the issue: every plan of the account, in both regions."""
     document = json.loads(team_policy_for(spec))
     document["teams"][spec.team]["trainingPlans"] = [ARN.format(region=r, name="*") for r in (HOME, PEER)]
     return TeamPolicy.from_document(document)
+
+
+# --- whose a plan is: its spotline:team tag (issue 45) ------------------------------------------
+
+
+@pytest.fixture
+def contested() -> Iterator[LocalStack]:
+    """The team's plan, another team's and an untagged one at home, and another team's in the peer
+    region: a broad pattern (`_allowing_plans`) matches them all."""
+    with start_local_stack(
+        NOW,
+        team_policy=team_policy_for(_spec()),
+        weather=SpotWeather(training_plans=[_plan("ours"), _plan("recsys-plan", "recsys"), _plan("nobodys", None)]),
+        peers={PEER: SpotWeather(training_plans=[_plan("recsys-west", "recsys")])},
+    ) as local:
+        yield local
+
+
+def test_auto_takes_only_the_teams_plans_even_when_a_broad_pattern_matches_others(contested: LocalStack) -> None:
+    """capacity.trainingPlan: auto took another team's plan when a pattern was broad."""
+    spec = _spec("auto")
+    found = candidate_plans(spec, _allowing_plans(spec), [HOME, PEER])
+    assert [(p.name, p.region) for p in found] == [("ours", HOME)]
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "found"),
+    [
+        ("recsys-plan", HOME, "it is tagged spotline:team=recsys: team recsys's"),
+        ("recsys-west", PEER, "it is tagged spotline:team=recsys: team recsys's"),
+        ("nobodys", HOME, "it has no such tag"),
+    ],
+)
+def test_a_named_plan_not_tagged_for_the_team_is_refused_naming_its_owner(
+    contested: LocalStack, name: str, region: str, found: str
+) -> None:
+    spec = _spec(ARN.format(region=region, name=name))
+    (problem,) = plan_problems(spec, HOME)
+    assert problem.path == PLAN_PATH
+    assert problem.message == (
+        f"training plan {name} is not tagged spotline:team={TEAM} ({found}): a team uses only its own training plans"
+    )
+    assert candidate_plans(spec, _allowing_plans(spec), [HOME, PEER]) == []  # nor fallen back onto later
+
+
+def test_the_teams_named_plan_is_taken(contested: LocalStack) -> None:
+    spec = _spec(ARN.format(region=HOME, name="ours"))
+    assert plan_problems(spec, HOME) == []
+    assert [p.name for p in candidate_plans(spec, None, [HOME, PEER])] == ["ours"]
+
+
+def test_a_plan_gone_since_it_was_listed_is_nobodys(contested: LocalStack) -> None:
+    """ListTags on a plan that is not there answers ValidationException: the fallback looks elsewhere."""
+    spec = _spec("auto", regions=(HOME,))
+    (ours,) = candidate_plans(spec, _allowing_plans(spec), [HOME])
+    gone = replace(ours, arn=ARN.format(region=HOME, name="sold-back"), name="sold-back")
+    assert (teams_plan(spec, ours), teams_plan(spec, gone)) == (True, False)
+
+
+def test_a_plan_tagged_for_the_team_with_add_tags_becomes_the_teams(contested: LocalStack) -> None:
+    """What docs/teams/manifests.md tells a team to run: aws sagemaker add-tags --resource-arn <plan ARN>
+    --tags Key=spotline:team,Value=<team>."""
+    spec = _spec("auto", regions=(HOME,))
+    contested.client("sagemaker").add_tags(
+        ResourceArn=ARN.format(region=HOME, name="nobodys"), Tags=[{"Key": "spotline:team", "Value": TEAM}]
+    )
+    assert sorted(p.name for p in candidate_plans(spec, _allowing_plans(spec), [HOME])) == ["nobodys", "ours"]
 
 
 PLAN_READERS = ("ValidateResourcesFunction", "CheckTrainingStatusFunction")
 
 
 @pytest.mark.parametrize("function", PLAN_READERS)
-def test_plans_may_be_described_at_home_and_in_each_peer_region(function: str) -> None:
-    """DescribeTrainingPlan goes to the region of the plan's ARN: the home region or a peer's."""
+def test_plans_and_their_tags_may_be_read_at_home_and_in_each_peer_region(function: str) -> None:
+    """DescribeTrainingPlan and ListTags (whose the plan is) go to the region of the plan's ARN: the
+    home region or a peer's."""
     policies = load_template()["Resources"][function]["Properties"]["Policies"]
     (statement,) = [
         s for p in policies for s in p["Statement"] if "sagemaker:DescribeTrainingPlan" in json.dumps(s["Action"])
     ]
+    assert statement["Action"] == ["sagemaker:DescribeTrainingPlan", "sagemaker:ListTags"]
     home, *peers = statement["Resource"]
     assert home == {"Fn::Sub": "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:training-plan/*"}
     for index, peer in enumerate(peers):

@@ -15,6 +15,7 @@ import os
 
 from spotline.aws.clients import client, error_code, split_s3_uri
 from spotline.aws.resources import check_image, check_role
+from spotline.aws.sagemaker_tags import sagemaker_tags
 from spotline.core.errors import ManifestError
 from spotline.core.scoring import ScoringSpec, registered_model_name
 from spotline.core.scoring_policy import ModelFacts
@@ -41,17 +42,9 @@ def named_model_problems(spec: ScoringSpec) -> list[ManifestError]:
     model from parts get), so a broad role pattern cannot lend another team's model. The model's
     tags come from ListTags ("Returns the tags for the specified SageMaker resource", SageMaker API
     reference); DescribeModel has none."""
-    sagemaker, name, path = client("sagemaker"), str(spec.model.name), "spec.model.name"
-    described = sagemaker.describe_model(ModelName=name)
-    tags: dict[str, str] = {}
-    request: dict[str, str] = {"ResourceArn": described["ModelArn"]}
-    while True:
-        page = sagemaker.list_tags(**request)
-        tags |= {tag["Key"]: tag["Value"] for tag in page.get("Tags") or []}
-        if not page.get("NextToken"):
-            break
-        request["NextToken"] = page["NextToken"]
-    owner = tags.get(TEAM_TAG)
+    name, path = str(spec.model.name), "spec.model.name"
+    described = client("sagemaker").describe_model(ModelName=name)
+    owner = sagemaker_tags(described["ModelArn"]).get(TEAM_TAG)
     if owner != spec.team:
         found = f"it is {owner}'s" if owner else "it has no such tag"
         return [

@@ -12,7 +12,13 @@ Plans are regional: a plan's ARN names its region, and its capacity is in one Av
 of it (API reference, ReservedCapacitySummary: "AvailabilityZone: The availability zone for the
 reserved capacity"); DescribeTrainingPlan and ListTrainingPlans answer for their endpoint's
 region. A run falls back onto a plan only in one of the regions it may use, and the attempt on it
-runs there."""
+runs there.
+
+A plan is the team's when tagged `spotline:team=<team>`, as its roles and scoring models are: the
+team policy's patterns say which plans a team may name, the tag says whose a plan is, so a broad
+pattern cannot lend another team's plan. Neither DescribeTrainingPlan nor TrainingPlanSummary
+carries tags (botocore's sagemaker model); ListTags reads them ("Returns the tags for the
+specified SageMaker resource", SageMaker API reference)."""
 
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ used to schedule and run training jobs" (DescribeTrainingPlan, TrainingPlanSumma
 TERMINATION_NOTICE = timedelta(minutes=30)
 """Instances are terminated from this long before the plan's end."""
 PLAN_PATH = "spec.capacity.trainingPlan"
+TEAM_TAG = "spotline:team"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +116,21 @@ def named_plan_problems(spec: JobSpec, plan: PlanView | None) -> list[ManifestEr
             )
         ]
     return []
+
+
+def owner_problems(spec: JobSpec, plan: PlanView, tags: dict[str, str]) -> list[ManifestError]:
+    """Why the plan is not the team's ([] when tagged `spotline:team=<team>`): its tag and the owner it names."""
+    owner = tags.get(TEAM_TAG)
+    if owner == spec.team:
+        return []
+    found = f"it is tagged {TEAM_TAG}={owner}: team {owner}'s" if owner else "it has no such tag"
+    return [
+        ManifestError(
+            PLAN_PATH,
+            f"training plan {plan.name} is not tagged {TEAM_TAG}={spec.team} ({found}): "
+            "a team uses only its own training plans",
+        )
+    ]
 
 
 def fallback_plan(spec: JobSpec, plans: list[PlanView], now: datetime, *, min_seconds: float) -> PlanView | None:
