@@ -148,6 +148,8 @@ def render_status(run: Run, asked: str, now: datetime) -> str:
         f"  Progress   {percent(run.progress)} checkpointed; elapsed {duration(run.elapsed_seconds)}, "
         f"cost {format_usd(run.cost_usd)} so far, {run.interruptions} spot interruption(s)"
     )
+    if run.cost_unknown:
+        out.append(f"  Cost       unknown: {run.cost_unknown}")
     if run.explanation:
         out.append(f"  Why        {run.explanation}")
     if run.error:

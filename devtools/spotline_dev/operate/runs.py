@@ -19,7 +19,7 @@ from spotline.aws.billing import bill_for_state
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import slug
-from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
+from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.service_jobs import execution_name_of
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
 from spotline_dev.explain.scoring import ScoringNight, scoring_night
@@ -66,6 +66,7 @@ class Run:
     continued_as: str | None = None
     links: dict[str, str] = field(default_factory=dict)
     kind: str = "TrainingJob"  # or ScoringJob
+    cost_unknown: str | None = None  # why cost_usd is None for a run that trained (its bills not final or not read)
     scoring: ScoringNight | None = None  # a scoring run's night
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,14 +124,19 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     attempts = attempt_records(document)
     outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
     # An ended run that recorded no outcome (stopped, or failed before RecordOutcome): its bills,
-    # read now; a run under way: its cost so far, from each attempt's last check.
+    # read now (its cost unknown while a job has not ended); a run under way: its cost so far, from
+    # each attempt's last check.
     ended_unrecorded = status != "RUNNING" and not outcome.get("figures") and document.get("training")
-    counted = figures(
-        job,
-        attempts,
-        region=region_of(str(described["executionArn"])),
-        bill=bill_for_state(document, now) if ended_unrecorded else None,
-        switched=switched_to_on_demand(document),
+    bill = bill_for_state(document, now) if ended_unrecorded else None
+    counted = unknown_until_billed(
+        figures(
+            job,
+            attempts,
+            region=region_of(str(described["executionArn"])),
+            bill=bill,
+            switched=switched_to_on_demand(document),
+        ),
+        bill,
     )
     recorded = as_dict(outcome.get("figures"))
     training = as_dict(document.get("training"))
@@ -155,6 +161,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         ended_at=to_rfc3339(ended) if ended else None,
         elapsed_seconds=max(0, elapsed),
         cost_usd=recorded.get("cost_usd", counted.cost_usd),
+        cost_unknown=recorded.get("cost_unknown", counted.cost_unknown),
         interruptions=int(recorded.get("interruptions", counted.interruptions)),
         progress=float(progress) if isinstance(progress, int | float) else None,
         slack_seconds=as_dict(check.get("decision")).get("slackSeconds"),

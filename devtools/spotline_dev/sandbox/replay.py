@@ -197,6 +197,8 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
 def _cost_line(run: dict[str, Any]) -> str:
     """What it cost, against the whole job on-demand; a saving only for a run that finished the
     job (a failed run's low bill saved nothing: the work is not done)."""
+    if run["costUsd"] is None and run.get("costUnknown"):
+        return f"cost {format_usd(None)} ({run['costUnknown']})"
     if run["costUsd"] is None:
         unpriced = sorted({r for r in run.get("regions") or [] if r and r != price_region()})
         where = f" in {', '.join(unpriced)}" if unpriced else ""
@@ -344,6 +346,7 @@ def public_summary(
         "capacityTiers",
         "notifications",
         "costUsd",
+        "costUnknown",
         "onDemandCostUsd",
         "onDemandSeconds",
         "savingsPercent",

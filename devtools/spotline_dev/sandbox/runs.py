@@ -22,7 +22,7 @@ from spotline.aws import clock
 from spotline.aws.billing import bill_for_state
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
-from spotline.core.outcome import attempt_records, figures, switched_to_on_demand
+from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.regions import checkpoint_copies
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of, region_of
@@ -224,7 +224,9 @@ def summarize(
         "instanceType": job.get("instanceType"),
         "instanceTypes": [a.instance_type or None for a in attempts],
         "capacityTiers": [a.capacity for a in attempts],
-        "costUsd": figures.get("cost_usd", 0.0),
+        # No figures at all: nothing was submitted (nothing billed), or the run's state was not read.
+        "costUsd": figures.get("cost_usd", None if jobs else 0.0),
+        "costUnknown": figures.get("cost_unknown") or (None if figures or not jobs else "the run's state was not read"),
         "onDemandCostUsd": figures.get("on_demand_cost_usd"),
         "onDemandSeconds": figures.get("on_demand_seconds"),
         "savingsPercent": figures.get("savings_percent"),
@@ -257,7 +259,7 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
         bill=bill,
         switched=switched_to_on_demand(state),
     )
-    return asdict(counted)
+    return asdict(unknown_until_billed(counted, bill))
 
 
 def _latest_state(history: list[dict[str, Any]]) -> dict[str, Any]:

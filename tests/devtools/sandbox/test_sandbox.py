@@ -138,6 +138,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "capacityTiers",
         "notifications",
         "costUsd",
+        "costUnknown",
         "onDemandCostUsd",
         "onDemandSeconds",
         "savingsPercent",

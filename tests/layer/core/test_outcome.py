@@ -8,7 +8,15 @@ from typing import Any
 
 from spotline.core.billing import JobBill, RunBill
 from spotline.core.manifest import validate_bytes
-from spotline.core.outcome import RESOURCE_VALIDATION_FAILED, SUCCEEDED, TRAINING_FAILED, UNEXPECTED_ERROR, decide
+from spotline.core.outcome import (
+    RESOURCE_VALIDATION_FAILED,
+    SUCCEEDED,
+    TRAINING_FAILED,
+    UNEXPECTED_ERROR,
+    Figures,
+    decide,
+    unknown_until_billed,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
@@ -126,3 +134,18 @@ def test_resource_problems_and_unexpected_errors() -> None:
     assert (invalid.name, invalid.cause) == (RESOURCE_VALIDATION_FAILED, "1 error(s): spec.image: not found")
     crashed = decide(_state(failure={"Error": "States.Timeout", "Cause": "took too long"}), NOW, region=REGION)
     assert (crashed.name, crashed.cause) == (UNEXPECTED_ERROR, "States.Timeout: took too long")
+
+
+def test_an_ended_run_read_before_its_job_has_ended_costs_unknown_not_zero() -> None:
+    """SageMaker fills BillableTimeInSeconds once a job has ended: until then its bill is 0 seconds."""
+    job = {"training_seconds": 10800, "billable_seconds": 0, "in_training_seconds": 10700, "download_seconds": 60}
+    training = _bill(job | {"name": "AWSBatchranker-v2-a1-spot", "ended": False}, kept=10500)
+    numbers = unknown_until_billed(Figures(training_seconds=10800, cost_usd=0.0), training)
+    assert numbers.cost_usd is None and numbers.training_seconds == 10800
+    assert numbers.cost_unknown == (
+        "training job(s) AWSBatchranker-v2-a1-spot had not ended yet: SageMaker bills a training job once it has ended"
+    )
+    ended = _bill(job | {"billable_seconds": 3240}, kept=10500)
+    known = Figures(cost_usd=1.3635)
+    assert unknown_until_billed(known, ended) is known  # every job ended: the bill is final
+    assert unknown_until_billed(known, None) is known  # a run under way: its cost so far

@@ -14,22 +14,30 @@ from spotline.aws.s3_answers import is_missing, manifest_uri, unreadable
 from spotline.aws.spec_store import store_spec
 from spotline.core.errors import DOCUMENT, ManifestError
 from spotline.core.execution_state import JobSummary, rejection_for_state
-from spotline.core.loader import MAX_BYTES
-from spotline.core.manifest import validate_bytes
+from spotline.core.loader import MAX_BYTES, too_big
+from spotline.core.manifest import ValidationResult, validate_bytes
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
 
 
 def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
     """At most MAX_BYTES + 1 bytes of that exact version (enough to know it is too big)."""
+    return read_manifest_and_size(bucket, key, version_id)[0]
+
+
+def read_manifest_and_size(bucket: str, key: str, version_id: str | None) -> tuple[bytes, int]:
+    """`read_manifest`, and the version's whole size: GetObject's ContentLength ("Size of the body
+    in bytes"; no Range asked, so the whole object's), for the report of one too big."""
     request: dict[str, Any] = {"Bucket": bucket, "Key": key}
     if version_id and version_id != "null":
         request["VersionId"] = version_id
-    body = client("s3").get_object(**request)["Body"]
+    answer = client("s3").get_object(**request)
+    body = answer["Body"]
     try:
-        return body.read(MAX_BYTES + 1)  # type: ignore[no-any-return]
+        data: bytes = body.read(MAX_BYTES + 1)
     finally:
         body.close()
+    return data, int(answer.get("ContentLength") or len(data))
 
 
 def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) -> dict[str, Any]:
@@ -40,12 +48,14 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
     rejected one keeps its first errors in the state and all of them in the report."""
     bucket, key, version_id = source["bucket"], source["key"], source.get("versionId")
     try:
-        data = read_manifest(bucket, key, version_id)
+        data, size = read_manifest_and_size(bucket, key, version_id)
     except Exception as exc:
         if not is_missing(exc):
             raise unreadable(exc, manifest_uri(bucket, key, version_id), "LoadManifest") from exc
         return missing(bucket, key, version_id)
     result = validate_bytes(data, now=now, expected_team=source.get("team"))
+    if len(data) > MAX_BYTES:  # read only to the limit: the report gives the upload's own size
+        result = ValidationResult(None, [ManifestError(DOCUMENT, too_big(max(size, len(data))))])
     if result.spec is not None:
         return {
             "valid": True,

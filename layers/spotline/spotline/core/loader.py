@@ -218,10 +218,15 @@ def _printable(text: str) -> str:
 TOO_MANY_DIGITS = "a number has more than 4300 digits; no field takes a number that long"
 
 
+def too_big(size: int) -> str:
+    """Why a manifest of `size` bytes is refused (a reader that stops past the limit gives the whole size)."""
+    return f"manifest is {size} bytes; the limit is {MAX_BYTES} bytes (256 KiB)"
+
+
 def parse_manifest(data: bytes) -> dict[str, Any]:
     """The manifest document as a dict; ManifestLoadError says why it cannot be read."""
     if len(data) > MAX_BYTES:
-        raise ManifestLoadError(f"manifest is {len(data)} bytes; the limit is {MAX_BYTES} bytes (256 KiB)")
+        raise ManifestLoadError(too_big(len(data)))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

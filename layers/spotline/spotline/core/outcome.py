@@ -223,6 +223,20 @@ def without_bills(numbers: Figures, reason: str) -> Figures:
     return replace(numbers, cost_usd=None, on_demand_cost_usd=None, savings_percent=None, cost_unknown=reason)
 
 
+def unknown_until_billed(numbers: Figures, bill: RunBill | None) -> Figures:
+    """The figures of an ended run that recorded no outcome (stopped, timed out, or failed before
+    RecordOutcome), read while one of its training jobs has not ended: its cost is unknown, not
+    $0.00. SageMaker bills "for the time interval between the value of TrainingStartTime and"
+    TrainingEndTime (DescribeTrainingJob), set when the job ends: a job still training or stopping
+    has no bill yet, only a growing one."""
+    if bill is None or bill.settled:
+        return numbers
+    live = ", ".join(job.name for job in bill.jobs if not job.ended)
+    return without_bills(
+        numbers, f"training job(s) {live} had not ended yet: SageMaker bills a training job once it has ended"
+    )
+
+
 def decide(state: dict[str, Any], now: datetime, *, region: str, bill: RunBill | None = None) -> Outcome:
     """The outcome and its figures; `region` is the stack's (its prices: spotline.core.catalog),
     `bill` the run's training jobs read after they ended (`spotline.aws.billing`)."""
