@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from moto.events.models import EventPattern
 
 from conftest import emitted_metrics, sample_event
@@ -98,16 +99,7 @@ def test_unknown_fields_are_accepted_but_not_recorded(stack: LocalStack) -> None
 
 
 def test_events_through_the_rule_are_rejected_the_same_way(stack: LocalStack) -> None:
-    stack.client("events").put_events(
-        Entries=[
-            {
-                "Source": "spotline.preprocessing",
-                "DetailType": "Dataset Ready",
-                "Detail": json.dumps({"dataset": DATASET, "location": 7}),
-                "EventBusName": "default",
-            }
-        ]
-    )
+    stack.put_dataset_event("Dataset Ready", {"dataset": DATASET, "location": 7})
     (result,) = stack.deliver_events()
     assert result["status"] == "rejected"
     assert result["errors"] == [
@@ -136,8 +128,37 @@ def test_the_rules_take_events_of_this_account_only(stack: LocalStack) -> None:
     rules = {rule for _function, rule in stack.rule_taps.values()}
     assert rules == set(samples)
     events = stack.client("events")
+    buses = {
+        listed["Name"]: bus
+        for bus in ("default", stack.physical["DatasetEventBus"])
+        for listed in events.list_rules(EventBusName=bus)["Rules"]
+    }
+    dataset_rules = {"DatasetGateFunctionDatasetReady", "IntakeFunctionTrainingRequested"}
+    assert {rule for rule, bus in buses.items() if bus != "default"} == dataset_rules  # the stack's own bus
     for rule, event in samples.items():
-        pattern = EventPattern.load(events.describe_rule(Name=rule)["EventPattern"])  # as moto delivers
+        described = events.describe_rule(Name=rule, EventBusName=buses[rule])
+        pattern = EventPattern.load(described["EventPattern"])  # as moto delivers
         assert event["account"] == ACCOUNT
         assert pattern.matches_event(event), rule
         assert not pattern.matches_event(event | {"account": OTHER_ACCOUNT}), rule
+
+
+def test_dataset_events_come_through_the_stack_s_bus_only(stack: LocalStack) -> None:
+    """Issue 45: a Dataset Ready on the default bus, where anyone of the account may put events,
+    starts nothing; on the stack's bus a named publisher's does, and another principal's is refused
+    by the bus's policy (AccessDeniedException, nothing put)."""
+    detail = SAMPLE_DETAIL
+    stack.client("events").put_events(
+        Entries=[{"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}]
+    )
+    assert stack.deliver_events() == []
+
+    intruder = f"arn:aws:iam::{ACCOUNT}:role/media-recs-training"
+    with pytest.raises(ClientError) as refused:
+        stack.put_dataset_event("Dataset Ready", detail, publisher=intruder)
+    assert refused.value.response["Error"]["Code"] == "AccessDeniedException"
+    assert "OnlyNamedPublishersPutEvents" in refused.value.response["Error"]["Message"]
+    assert stack.deliver_events() == []
+
+    stack.put_dataset_event("Dataset Ready", detail)  # as DatasetEventPublishers' default names
+    assert stack.deliver_events() == [{"dataset": DATASET, "released": []}]

@@ -24,16 +24,7 @@ WITH_DEPENDENCY = (
 
 def _dataset_ready(stack: LocalStack, dataset: str = DATASET, **fields: Any) -> None:
     detail = sample_event("dataset_ready.json")["detail"] | {"dataset": dataset} | fields
-    stack.client("events").put_events(
-        Entries=[
-            {
-                "Source": "spotline.preprocessing",
-                "DetailType": "Dataset Ready",
-                "Detail": json.dumps(detail),
-                "EventBusName": "default",
-            }
-        ]
-    )
+    stack.put_dataset_event("Dataset Ready", detail)
 
 
 def _until(condition: Callable[[], bool], what: str) -> None:
@@ -142,16 +133,7 @@ def test_training_requested_runs_like_an_upload_with_the_same_name_and_dedupe(st
     version = upload(stack, EXAMPLE_KEY, EXAMPLE_MANIFEST.read_bytes())
     request = sample_event("training_requested.json")
     request["detail"] = {"bucket": stack.bucket, "key": EXAMPLE_KEY}
-    stack.client("events").put_events(
-        Entries=[
-            {
-                "Source": request["source"],
-                "DetailType": request["detail-type"],
-                "Detail": json.dumps(request["detail"]),
-                "EventBusName": "default",
-            }
-        ]
-    )
+    stack.put_dataset_event(request["detail-type"], request["detail"])
     results = stack.deliver_events()  # the upload's own event and the request, for the same version
     assert sorted(r["status"] for r in results) == ["duplicate", "started"]
     assert len({r["name"] for r in results}) == 1

@@ -129,8 +129,7 @@ def _fallback_stack() -> Iterator[LocalStack]:
     ) as local:
         prepare_account(local.client, spec)
         ready = sample_event("dataset_ready.json")["detail"] | {"dataset": DATASET}
-        entry = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(ready)}
-        local.client("events").put_events(Entries=[entry])
+        local.put_dataset_event("Dataset Ready", ready)
         local.deliver_events()
         yield local
 

@@ -9,7 +9,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 
 from conftest import SCORING_OBJECTS, emitted_metrics, entered_states, upload
@@ -116,19 +115,12 @@ def test_a_scoring_job_with_depends_on_is_registered_and_each_dataset_event_star
     )
     (registered,) = scoring_stack.deliver_events()
     assert registered == {"status": "registered", "datasets": ["media-pairs-nightly"]}
-    event = {
-        "Source": "spotline.preprocessing",
-        "DetailType": "Dataset Ready",
-        "Detail": json.dumps(
-            {
-                "dataset": "media-pairs-nightly",
-                "location": "s3://media-recs-data/pairs/2026-12-05/",
-                "producedAt": "2026-12-05T00:00:00Z",
-            }
-        ),
+    detail = {
+        "dataset": "media-pairs-nightly",
+        "location": "s3://media-recs-data/pairs/2026-12-05/",
+        "producedAt": "2026-12-05T00:00:00Z",
     }
-    events = boto3.client("events", region_name="us-east-1")
-    events.put_events(Entries=[event, event])  # delivered twice: one run
+    scoring_stack.put_dataset_event("Dataset Ready", detail, times=2)  # delivered twice: one run
     results = scoring_stack.deliver_events()
     names = {name for r in results for name in r.get("scoringRuns", [])}
     (name,) = names
@@ -153,8 +145,7 @@ def test_a_dataset_event_naming_a_prefix_outside_the_registered_input_is_refused
         "location": "s3://media-recs-scores/nightly/",
         "producedAt": "2026-12-05T00:00:00Z",
     }
-    event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
-    boto3.client("events", region_name="us-east-1").put_events(Entries=[event])
+    scoring_stack.put_dataset_event("Dataset Ready", detail)
     (name,) = {name for r in scoring_stack.deliver_events() for name in r.get("scoringRuns", [])}
     arn = f"arn:aws:states:us-east-1:123456789012:execution:spotline-local-scoring-run:{name}"
     execution = scoring_stack.wait_for_execution(arn, timeout=600)
@@ -256,8 +247,7 @@ def test_deleting_a_registered_scoring_manifest_stops_its_nights(scoring_stack: 
     scoring_stack.deliver_events()
     scoring_stack.client("s3").put_object(Bucket="media-recs-scores", Key="nightly/x.csv", Body=b"1\n")  # readable
     detail = {"dataset": "media-pairs-nightly", "producedAt": "2026-12-05T00:00:00Z"}
-    event = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
-    boto3.client("events", region_name="us-east-1").put_events(Entries=[event])
+    scoring_stack.put_dataset_event("Dataset Ready", detail)
     (gate,) = scoring_stack.deliver_events()
     assert "scoringRuns" not in gate  # no night started
     table = scoring_stack.client("dynamodb")

@@ -18,6 +18,7 @@ from moto.sagemaker import models as moto_sagemaker_models
 from moto.sqs.models import sqs_backends
 
 from spotline.aws.clients import reset_clients
+from spotline_dev.local.dataset_bus import put_dataset_event
 from spotline_dev.local.executions import ExecutionRecord, Executions, history_of
 from spotline_dev.local.faults import CallThrottles, Fault, Faults
 from spotline_dev.local.permissions.checker import PermissionCheck
@@ -215,6 +216,12 @@ class LocalStack:
                         on_error(rule, error)
                     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
         return results
+
+    def put_dataset_event(self, detail_type: str, detail: Any, *, publisher: str | None = None, times: int = 1) -> None:
+        """Put a "Dataset Ready" or "Training Requested" event on the stack's dataset event bus, as
+        the preprocessing pipeline would, as `publisher` (a principal ARN; default one the stack's
+        DatasetEventPublishers names), judged by the bus's policy (spotline_dev.local.dataset_bus)."""
+        put_dataset_event(self, detail_type, detail, publisher=publisher, times=times)
 
     def invoke(self, logical_id: str, event: Any) -> Any:
         response = self.client("lambda").invoke(FunctionName=self.functions[logical_id], Payload=json.dumps(event))

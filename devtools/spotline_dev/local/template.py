@@ -97,6 +97,10 @@ class Resolver:
         if name in self.pseudo:
             return self.pseudo[name]
         if name in self.template.get("Parameters", {}):
+            # A CommaDelimitedList is "An array of literal strings that are separated by commas"
+            # (CloudFormation, "Parameters"): its Ref is that list.
+            if self.template["Parameters"][name].get("Type") == "CommaDelimitedList":
+                return self.parameter(name).split(",")
             return self.parameter(name)
         return self.physical(name, None)
 

@@ -79,15 +79,7 @@ def run_scoring(
         if started.get("status") == "registered":
             for dataset in spec.depends_on:
                 detail = {"dataset": dataset, "location": spec.input_s3_uri, "producedAt": _rfc3339(scenario.start)}
-                stack.client("events").put_events(
-                    Entries=[
-                        {
-                            "Source": str(stack.template["Parameters"]["DatasetEventSource"]["Default"]),
-                            "DetailType": "Dataset Ready",
-                            "Detail": json.dumps(detail),
-                        }
-                    ]
-                )
+                stack.put_dataset_event("Dataset Ready", detail)
             names = [n for result in stack.deliver_events() for n in result.get("scoringRuns", [])]
             machine = stack.state_machine_arn("ScoringRun")
             started = {"executionArn": f"{machine.replace(':stateMachine:', ':execution:')}:{names[-1]}"}

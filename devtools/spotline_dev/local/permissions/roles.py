@@ -98,11 +98,12 @@ class ResourcePolicies:
     topics: dict[str, list[Statement]] = field(default_factory=dict)  # topic ARN -> statements
     queues: dict[str, list[Statement]] = field(default_factory=dict)  # queue ARN -> statements
     topic_keys: dict[str, str] = field(default_factory=dict)  # topic ARN -> its KMS key ARN
+    event_buses: dict[str, list[Statement]] = field(default_factory=dict)  # event bus ARN -> its policy
 
     def for_resource(self, arn: str) -> list[Statement]:
         if arn.startswith("arn:aws:s3:::"):
             return self.buckets.get(arn.removeprefix("arn:aws:s3:::").split("/", 1)[0], [])
-        return self.keys.get(arn) or self.topics.get(arn) or self.queues.get(arn) or []
+        return self.keys.get(arn) or self.topics.get(arn) or self.queues.get(arn) or self.event_buses.get(arn) or []
 
 
 @dataclass
@@ -195,6 +196,11 @@ def _resource_policies(resources: Mapping[str, Any], resolver: Resolver) -> Reso
                 name = str(url).rstrip("/").rsplit("/", 1)[-1]
                 arn = f"arn:aws:sqs:{resolver.pseudo['AWS::Region']}:{resolver.pseudo['AWS::AccountId']}:{name}"
                 policies.queues[arn] = statements_of(document, source)
+        elif kind == "AWS::Events::EventBus" and "Policy" in properties:
+            name = str(resolver.resolve(properties["Name"]))
+            region, account = resolver.pseudo["AWS::Region"], resolver.pseudo["AWS::AccountId"]
+            arn = f"arn:aws:events:{region}:{account}:event-bus/{name}"
+            policies.event_buses[arn] = statements_of(resolver.resolve(properties["Policy"]), source)
         elif kind == "AWS::SNS::Topic" and "KmsMasterKeyId" in properties:
             topic = str(resolver.resolve({"Ref": logical}))
             key_id = properties["KmsMasterKeyId"]
