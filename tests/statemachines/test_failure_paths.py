@@ -97,6 +97,16 @@ def test_a_clean_up_that_cannot_stop_the_job_says_so_and_the_run_still_ends_name
     assert "Spotline could not stop this run's training job" in execution["cause"]
     assert "reconciler" in execution["cause"]
     assert entered_states(history).count("StopTrainingJobAfterError") == 1
+    # The job still trains when the outcome is recorded: SageMaker has not billed it, so the cost is
+    # unknown (with the job named), never the $0.00 its empty bill would add up to.
+    assert "RecordOutcomeWithBillsPending" in entered_states(history)
+    report = json.loads(
+        stack.client("s3").get_object(Bucket=stack.bucket, Key=f"reports/{EXAMPLE_KEY}.outcome.json")["Body"].read()
+    )
+    figures = report["figures"]
+    assert (figures["cost_usd"], figures["billing_settled"]) == (None, False)
+    (job,) = stack.standin.jobs
+    assert figures["cost_unknown"].startswith(f"training job(s) {job.training_job_name} had not ended yet")
 
 
 def test_a_submission_killed_after_batch_took_it_leaves_no_job_behind(stack: LocalStack) -> None:

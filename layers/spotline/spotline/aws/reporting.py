@@ -22,7 +22,14 @@ from spotline.core.errors import BillsNotRead
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.naming import report_key
-from spotline.core.outcome import Outcome, attempt_records, decide, resource_problems, without_bills
+from spotline.core.outcome import (
+    Outcome,
+    attempt_records,
+    decide,
+    resource_problems,
+    unknown_until_billed,
+    without_bills,
+)
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:
@@ -135,6 +142,9 @@ def record_outcome(
     outcome = decide(state, now, region=region, bill=bill)
     if bill is None and attempt_records(state):  # billed, but for how much is unknown
         outcome = replace(outcome, figures=without_bills(outcome.figures, _unread_reason(state)))
+    # A job still training or stopping after BillingNotSettled's tries has no bill yet: its cost
+    # is unknown, not the ended jobs' part alone.
+    outcome = replace(outcome, figures=unknown_until_billed(outcome.figures, bill))
     summary = job_summary_of(state.get("manifest"))
     team = summary.team if summary else state.get("team", "unknown")
     job = summary.name if summary else state.get("key", "unknown")
