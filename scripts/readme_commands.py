@@ -41,7 +41,7 @@ SLOW = (
     "python benchmarks/burst.py",
 )
 MEASURED = re.compile(
-    r'("wallSeconds": |"quotaShareSeconds": |"python": "|replayed in \(wallSeconds\)[ \t]+)[\d.]+([ \t]+[\d.]+)?'
+    r'("wallSeconds": |"quotaShareSeconds": |"python": "|replayed in \(wallSeconds\)[ \t]+)[\d.]+((?:[ \t]+[\d.]+)*)'
 )
 IMPORT_TIMES = re.compile(r'("importMillisecondsMedianOf5": \{)([^}]*)')
 """Figures that are timings (they vary from run to run), compared as `#` only: wall seconds,

@@ -4,6 +4,7 @@ hence the exact pin)."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import threading
 import time
@@ -71,6 +72,7 @@ class VirtualClock:
         # nothing however many executions run (every waiting thread asks it at each change).
         self._unwoken: dict[str, int] = {}  # key -> its sleepers not yet woken
         self._asleep = 0  # participants with a sleeper not yet woken
+        self._deadlines: list[tuple[datetime, int, threading.Event]] = []  # heap: set when the clock passes
         self._mover: int | None = None  # the thread moving the clock (and running actions): one at a time
         self._closed = False
 
@@ -100,6 +102,21 @@ class VirtualClock:
             self._timers.append((moment.astimezone(UTC), next(self._serial), action))
             self._timers.sort(key=lambda timer: (timer[0], timer[1]))
             self._cv.notify_all()
+
+    def wake_at(self, moment: datetime, wake: threading.Event) -> None:
+        """Set `wake` once the clock has reached `moment` (at once if it has): how a thread that
+        waits in real time for something with a virtual deadline learns the deadline came, without
+        looking at the clock again and again."""
+        with self._cv:
+            if self._now >= moment:
+                wake.set()
+            else:
+                heapq.heappush(self._deadlines, (moment, next(self._serial), wake))
+
+    def _passed(self) -> None:
+        """The clock moved: set the wakes of the deadlines it reached."""
+        while self._deadlines and self._deadlines[0][0] <= self._now:
+            heapq.heappop(self._deadlines)[2].set()
 
     def watch(self, next_moment: Callable[[datetime], datetime | None], action: Callable[[], None]) -> None:
         """Stop at every moment `next_moment(now)` names (strictly after `now`) and run `action`
@@ -263,12 +280,14 @@ class VirtualClock:
                 moment, _, action = self._timers.pop(0)
             else:
                 self._now = max(self._now, limit)
+                self._passed()
                 due = next((s for s in pending if s.until <= self._now), None)
                 if due is not None:
                     self._wake(due)
                     return self._now
                 return None  # `end` reached
             self._now = max(self._now, moment)
+            self._passed()
             self._cv.release()
             try:
                 action()
@@ -322,10 +341,12 @@ class VirtualTimeoutEvent:
 
     def __init__(self, clock: VirtualClock) -> None:
         self._event = threading.Event()
+        self._wake = threading.Event()  # set with the event, or by the clock at the deadline
         self._clock = clock
 
     def set(self) -> None:
         self._event.set()
+        self._wake.set()
 
     def is_set(self) -> bool:
         return self._event.is_set()
@@ -334,14 +355,21 @@ class VirtualTimeoutEvent:
         if timeout is None:
             return self._event.wait()
         deadline = self._clock.now() + timedelta(seconds=timeout)
-        while not self._event.wait(POLL_SECONDS):  # the task thread ends a token wait at its timeout itself
+        self._wake.clear()
+        self._clock.wake_at(deadline, self._wake)
+        # Woken by the event or by the clock at the deadline; the rare look meanwhile is a safety
+        # net (a thousand executions' task threads looking often would cost more than their work).
+        while True:
+            self._wake.wait(SLEEPER_POLL_SECONDS)  # the task thread ends a token wait at its timeout itself
+            if self._event.is_set():
+                return True
             if self._clock.closed:
                 park()
             if self._clock.now() >= deadline:
                 # The task's own thread is told of its deadline too (a token wait ends there): what it
                 # makes of it comes first, or a token sent at that very moment would count twice.
                 return self._event.wait(TIMEOUT_GRACE_SECONDS)
-        return True
+            self._wake.clear()  # an earlier wait's deadline: not this one's
 
 
 def _time_with_sleep(sleep: Callable[[float], None]) -> SimpleNamespace:
