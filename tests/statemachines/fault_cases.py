@@ -42,7 +42,9 @@ FALLBACK_TASKS = (  # test_fault_matrix.py: a run with an on-demand fallback
     ("SubmitTrainingJob", 1),
     ("RecordOutcome", 0),
 )
-MATRIX = {"training_lifecycle": FALLBACK_TASKS, "scoring_run": ()}
+DATASET_WAIT_TASKS = (("WaitForDatasets", 0),)  # test_fault_matrix_training.py: a run that waits for its dataset
+CONTINUATION_TASKS = (("ContinueInNewExecution", 0),)  # ... a run that continues in a new execution
+MATRIX = {"training_lifecycle": FALLBACK_TASKS + DATASET_WAIT_TASKS + CONTINUATION_TASKS, "scoring_run": ()}
 
 
 def states_of(machine: str) -> dict[str, Any]:
