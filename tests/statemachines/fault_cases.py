@@ -44,7 +44,20 @@ FALLBACK_TASKS = (  # test_fault_matrix.py: a run with an on-demand fallback
 )
 DATASET_WAIT_TASKS = (("WaitForDatasets", 0),)  # test_fault_matrix_training.py: a run that waits for its dataset
 CONTINUATION_TASKS = (("ContinueInNewExecution", 0),)  # ... a run that continues in a new execution
-MATRIX = {"training_lifecycle": FALLBACK_TASKS + DATASET_WAIT_TASKS + CONTINUATION_TASKS, "scoring_run": ()}
+NO_CAPACITY_TASKS = (("StopJobWithoutCapacity", 0),)  # ... no capacity of any kind by the deadline
+AFTER_ERROR_TASKS = (("StopTrainingJobAfterError", 0),)  # ... CheckTrainingStatus failing past its retries
+SCORING_TASKS = (  # test_fault_matrix_scoring.py: a scoring run
+    ("PlanScoringRun", 0),
+    ("AdvanceScoringRun", 0),  # the look that starts the shards
+    ("AdvanceScoringRun", -1),  # the look that finds every shard scored
+    ("RecordScoringRun", 0),
+)
+MATRIX = {
+    "training_lifecycle": (
+        FALLBACK_TASKS + DATASET_WAIT_TASKS + CONTINUATION_TASKS + NO_CAPACITY_TASKS + AFTER_ERROR_TASKS
+    ),
+    "scoring_run": SCORING_TASKS,
+}
 
 
 def states_of(machine: str) -> dict[str, Any]:
