@@ -52,11 +52,12 @@ SCORING_TASKS = (  # test_fault_matrix_scoring.py: a scoring run
     ("AdvanceScoringRun", -1),  # the look that finds every shard scored
     ("RecordScoringRun", 0),
 )
+SCORING_FAILURE_TASKS = (("StopTheRunsTransformJobs", 0),)  # ... AdvanceScoringRun failing past its retries
 MATRIX = {
     "training_lifecycle": (
         FALLBACK_TASKS + DATASET_WAIT_TASKS + CONTINUATION_TASKS + NO_CAPACITY_TASKS + AFTER_ERROR_TASKS
     ),
-    "scoring_run": SCORING_TASKS,
+    "scoring_run": SCORING_TASKS + SCORING_FAILURE_TASKS,
 }
 
 
