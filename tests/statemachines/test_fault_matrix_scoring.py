@@ -1,7 +1,7 @@
 """The fault matrix (issue 45) for the scoring run's Lambda tasks: each task x one error, one timeout,
 one Lambda throttle and a burst of ten throttled AWS answers ends Scored with every shard's output
-of the run without faults, each shard scored once and no transform job left running; one in the
-clean-up after a failed step still stops the shards and ends named."""
+of the run without faults, each shard scored once and no transform job left running; a fault that
+stays ends in a named state (ScoringStepFailed) with the run's transform jobs stopped."""
 
 from __future__ import annotations
 
@@ -173,3 +173,24 @@ def test_one_transient_fault_in_the_scoring_clean_up_still_stops_every_shard_and
         _ends_in_scoring_step_failed(stack, ran)
         assert ran["failures"] == ["InjectedFault"] * 3 + [FAULTS[fault]], ran["failures"]
         assert _in_flight(stack) == []  # stopped by the clean-up itself, before the execution's end
+
+
+def test_a_scoring_clean_up_that_keeps_failing_still_ends_named_and_the_end_stops_the_shards(
+    scored: dict[str, Any],
+) -> None:
+    """StopTheRunsTransformJobs failing past its retries once ended the execution in no state at all,
+    its error the task's (Step Functions, "Handling errors": "When a state reports an error, Step
+    Functions defaults to failing the entire state machine execution"; a Catch is scanned when
+    "retries fail to resolve the error"). It ends in ScoringStepFailed, and the rule on the
+    execution's end (StopExecutionJobs) stops the transform jobs still in flight."""
+    with _failing_look_stack(scored) as stack:
+        inject(stack, "RecordScoringRunFunction", "error", stack.clock.now(), 100_000)
+        ran = _run(stack)
+
+        _ends_in_scoring_step_failed(stack, ran)
+        assert ran["failures"] == ["InjectedFault"] * 6  # 3 tries of the look, 3 of the clean-up
+        now = stack.clock.now().timestamp()
+        assert any(job.status(now) == "InProgress" for job in stack.standin.transforms.jobs.values())
+        (ended,) = stack.deliver_events(sources=("aws.states",))  # the end-of-execution rule
+        assert ended["stoppedTransformJobs"]
+        assert _in_flight(stack) == []
