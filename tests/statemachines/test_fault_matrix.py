@@ -17,6 +17,7 @@ from statemachines.fault_cases import (
     FALLBACK_TASKS,
     FAULTS,
     MACHINES,
+    MATRIX,
     case_ids,
     function_of,
     inject,
@@ -82,6 +83,15 @@ def test_every_lambda_task_retries_transient_faults_within_a_stated_budget(
             assert set(retrier["ErrorEquals"]) <= PERMANENT
             assert retry.index(retrier) < retry.index(general[0])  # else States.TaskFailed retries them
         assert _wait(retrier) <= BUDGET_SECONDS or retrier["ErrorEquals"] == ["CheckpointCopyIncomplete"]
+
+
+def test_the_matrix_puts_faults_into_every_lambda_task_of_every_state_machine() -> None:
+    """The Lambda tasks of the state machine files, and those the matrix's scenarios put faults into
+    (fault_cases.MATRIX: test_fault_matrix*.py), are the same: a task added to a state machine
+    fails this until a scenario passes through it and a case puts each kind of fault into it."""
+    for machine in MACHINES:
+        tasks, covered = set(lambda_tasks(machine)), {state for state, _nth in MATRIX[machine]}
+        assert covered == tasks, (machine, "without fault cases", sorted(tasks - covered), sorted(covered - tasks))
 
 
 # --- The matrix: every task of a run with an on-demand fallback x one fault of each kind --------
