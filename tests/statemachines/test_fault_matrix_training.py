@@ -159,8 +159,9 @@ def test_a_dataset_wait_that_keeps_timing_out_ends_named_and_the_late_event_rele
         assert ran["failures"] == ["Sandbox.Timedout"] * 3  # the first try and 2 retries
         assert entered_states(ran["history"])[-3:] == ["RecordOutcome", "WhatWasTheOutcome?", "UnexpectedError"]
         assert stack.standin.jobs == []
+        assert len(_waiters(stack)) == 1  # the last try's registration, its token spent
         stack.clock.advance((ARRIVES - stack.clock.now()).total_seconds() + 60)  # the event comes, delivered
-        assert stack.delivery_errors == []
+        assert _waiters(stack) == []  # DatasetGate met the spent token and forgot the waiter, raising nothing
 
 
 # --- ContinueInNewExecution: the watch handed over to a fresh execution -------------------------
