@@ -307,3 +307,31 @@ def _failure_named(cause: str) -> str:
     for sentence in ("Spotline stopped this run's training job", "No training job of this run"):
         cause = cause.split(sentence, maxsplit=1)[0]
     return cause
+
+
+@pytest.mark.parametrize("state", CLEAN_UPS)
+def test_a_clean_up_that_keeps_failing_ends_named_and_the_sweep_stops_what_it_left(state: str) -> None:
+    """StopExecutionJobs fails at every try (the end-of-execution rule's too): the run still ends
+    named, its cause says the job could not be stopped, and the 15-minute sweep stops it. A job
+    still training when the run was recorded has no bill yet: its cost is unknown, not $0.00."""
+    stack_of, manifest, _end, _failures = CLEAN_UPS[state]
+    with stack_of() as stack:
+        inject(stack, "StopExecutionJobsFunction", "error", NOW, count=100_000)
+        ran = _run(stack, manifest)
+
+        execution = ran["execution"]
+        assert (execution["status"], execution["error"]) == ("FAILED", "UnexpectedError"), execution.get("cause")
+        assert "Spotline could not stop this run's training job (InjectedFault)" in execution["cause"]
+        states = entered_states(ran["history"])
+        assert "StopTrainingJobAfterError" in states and states[-2:] == ["WhatWasTheOutcome?", "UnexpectedError"]
+        assert [j.status for j in stack.standin.jobs if j.status not in ("SUCCEEDED", "FAILED")]  # left running
+        figures = outcome_report(stack)["figures"]
+        stack.clock.advance(15 * 60)  # the next sweep
+        sweep = {"source": "aws.events", "detail-type": "Scheduled Event"}
+        swept = stack.invoke("ReconcileTrainingJobsFunction", sweep)
+        assert swept["executions"] == {execution["name"]: "FAILED"}
+        assert live_jobs(stack) == []
+        if figures["billing_settled"]:
+            reconcile(stack, execution["name"], figures)
+        else:  # recorded while the job it could not stop still ran: its cost unknown, never $0.00
+            assert figures["cost_usd"] is None and "had not ended" in figures["cost_unknown"], figures

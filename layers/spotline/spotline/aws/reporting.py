@@ -135,6 +135,10 @@ def record_outcome(
     outcome = decide(state, now, region=region, bill=bill)
     if bill is None and attempt_records(state):  # billed, but for how much is unknown
         outcome = replace(outcome, figures=without_bills(outcome.figures, _unread_reason(state)))
+    elif bill is not None and not bill.settled:  # a job not ended: no bill yet (spotline.core.billing), not $0.00
+        unended = ", ".join(job.name for job in bill.jobs if not job.ended)
+        reason = f"training job(s) {unended} had not ended when the run was recorded: SageMaker had not billed them"
+        outcome = replace(outcome, figures=without_bills(outcome.figures, reason))
     summary = job_summary_of(state.get("manifest"))
     team = summary.team if summary else state.get("team", "unknown")
     job = summary.name if summary else state.get("key", "unknown")
