@@ -10,11 +10,24 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from ledger_checks import assert_reconciled
+from statemachines.fault_cases import (
+    FALLBACK_TASKS,
+    FAULTS,
+    MACHINES,
+    MATRIX,
+    case_ids,
+    function_of,
+    inject,
+    invocation_times,
+    lambda_tasks,
+    live_jobs,
+    outcome_report,
+    reconcile,
+    task_failures,
+)
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, sample_event, team_policy_for
 from spotline_dev.local.handles import LocalStack
@@ -22,8 +35,6 @@ from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import prepare_account
 from spotline_dev.standin import SpotWeather, TrainingBehaviour
 
-ROOT = Path(__file__).parents[2]
-MACHINES = ("training_lifecycle", "scoring_run")
 # Step Functions' "Handle Lambda service exceptions": "Lambda.ClientExecutionTimeoutException",
 # "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException"; "When Lambda
 # hits the maximum number of invocations, the error is Lambda.TooManyRequestsException".
@@ -39,13 +50,11 @@ BUDGET_SECONDS = 15 * 60  # the most a task's retries may wait in all (before ji
 
 
 def _lambda_tasks() -> list[Any]:
-    tasks = []
-    for machine in MACHINES:
-        states = json.loads((ROOT / "statemachines" / f"{machine}.asl.json").read_text())["States"]
-        for name, state in states.items():
-            if str(state.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke"):
-                tasks.append(pytest.param(machine, name, state, id=f"{machine}.{name}"))
-    return tasks
+    return [
+        pytest.param(machine, name, state, id=f"{machine}.{name}")
+        for machine in MACHINES
+        for name, state in lambda_tasks(machine).items()
+    ]
 
 
 def _wait(retrier: dict[str, Any]) -> float:
@@ -76,6 +85,15 @@ def test_every_lambda_task_retries_transient_faults_within_a_stated_budget(
         assert _wait(retrier) <= BUDGET_SECONDS or retrier["ErrorEquals"] == ["CheckpointCopyIncomplete"]
 
 
+def test_the_matrix_puts_faults_into_every_lambda_task_of_every_state_machine() -> None:
+    """The Lambda tasks of the state machine files, and those the matrix's scenarios put faults into
+    (fault_cases.MATRIX: test_fault_matrix*.py), are the same: a task added to a state machine
+    fails this until a scenario passes through it and a case puts each kind of fault into it."""
+    for machine in MACHINES:
+        tasks, covered = set(lambda_tasks(machine)), {state for state, _nth in MATRIX[machine]}
+        assert covered == tasks, (machine, "without fault cases", sorted(tasks - covered), sorted(covered - tasks))
+
+
 # --- The matrix: every task of a run with an on-demand fallback x one fault of each kind --------
 
 # No spot capacity at all, a 1-hour training and a deadline 2 h 45 min away: the spot job waits in
@@ -90,32 +108,6 @@ FALLBACK_MANIFEST = (
     .replace(b"expectedDuration: 8h", b"expectedDuration: 1h")
     .replace(b'deadline: "2026-12-02T06:00:00Z"', b'deadline: "2026-11-29T10:45:00Z"')
 )
-TASKS = (  # (state, its n-th invocation in the run: 1 is SubmitTrainingJob's on-demand submission)
-    ("LoadManifest", 0),
-    ("CheckDatasets", 0),
-    ("ValidateResources", 0),
-    ("CheckNoLiveJob", 0),
-    ("SubmitTrainingJob", 0),
-    ("CheckTrainingStatus", 0),
-    ("WaitForTrainingEvent", 0),
-    ("StopSpotJob", 0),
-    ("SubmitTrainingJob", 1),
-    ("RecordOutcome", 0),
-)
-# How each one-off fault shows in the history: an error the handler raises, a function timeout after
-# its work was done, Lambda refusing one invocation, and ten throttled AWS answers in a row (botocore
-# absorbs 5 retries, the 6th answer is a TransientAwsError, the task's retry absorbs the other 4).
-FAULTS = {
-    "error": "InjectedFault",
-    "timeout": "Sandbox.Timedout",
-    "throttle": "Lambda.TooManyRequestsException",
-    "burst": "TransientAwsError",
-}
-
-
-def _function_of(state: str) -> str:
-    states = json.loads((ROOT / "statemachines" / "training_lifecycle.asl.json").read_text())["States"]
-    return str(states[state]["Parameters"]["FunctionName"]).removeprefix("${").removesuffix("Arn}")
 
 
 @contextmanager
@@ -142,58 +134,23 @@ def fault_free() -> dict[str, list[datetime]]:
         assert execution["status"] == "SUCCEEDED", execution.get("cause")
         states = entered_states(history)
         assert [states.count(s) for s in ("CheckDatasets", "WaitForDatasets", "StopSpotJob")] == [1, 0, 1]
-        times: dict[str, list[datetime]] = {}
-        for invocation in stack.invocations:
-            assert invocation.at is not None
-            times.setdefault(stack.logical_id(invocation.function), []).append(invocation.at)
-        return times
+        return invocation_times(stack)
 
 
 def _run(stack: LocalStack) -> dict[str, Any]:
     execution, history = run_upload(stack, FALLBACK_MANIFEST)
-    return {"execution": execution, "history": history, "failures": _task_failures(history)}
-
-
-def _task_failures(history: list[dict[str, Any]]) -> list[str]:
-    return [e["taskFailedEventDetails"]["error"] for e in history if e["type"] == "TaskFailed"]
-
-
-def _live_jobs(stack: LocalStack) -> list[str]:
-    stack.clock.advance(600)  # time for SageMaker to stop what was terminated
-    return [j.job_name for j in stack.standin.jobs if j.status not in ("SUCCEEDED", "FAILED")]
-
-
-def _reconcile(stack: LocalStack, execution: dict[str, Any], figures: dict[str, Any]) -> None:
-    """The reported figures are the stand-in's ledger's (tests/ledger_checks.py)."""
-    assert_reconciled(
-        {
-            "name": execution["name"],
-            "ledger": stack.standin.ledger().get(execution["name"]),
-            "billableSeconds": figures.get("billable_seconds", 0),
-            "trainingSeconds": figures.get("training_seconds", 0),
-            "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
-            "costUsd": figures.get("cost_usd"),
-            "lostWorkSeconds": figures.get("lost_work_seconds"),
-            "onDemandSeconds": figures.get("on_demand_seconds"),
-            "onDemandCostUsd": figures.get("on_demand_cost_usd"),
-            "savingsPercent": figures.get("savings_percent"),
-            "billingSettled": figures.get("billing_settled", False),
-        }
-    )
+    return {"execution": execution, "history": history, "failures": task_failures(history)}
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-@pytest.mark.parametrize(("state", "nth"), TASKS, ids=[f"{s}#{n}" for s, n in TASKS])
+@pytest.mark.parametrize(("state", "nth"), FALLBACK_TASKS, ids=case_ids(FALLBACK_TASKS))
 def test_one_transient_fault_in_any_task_is_absorbed(
     fault_free: dict[str, list[datetime]], state: str, nth: int, fault: str
 ) -> None:
-    function = _function_of(state)
+    function = function_of("training_lifecycle", state)
     start = fault_free[function][nth]  # the moment of that invocation in the run without faults
     with _fallback_stack() as stack:
-        if fault == "burst":
-            stack.throttle_calls(function, 10, start=start)
-        else:
-            stack.inject_fault(function, count=1, start=start, kind=fault)
+        inject(stack, function, fault, start)
         ran = _run(stack)
         execution = ran["execution"]
 
@@ -205,16 +162,11 @@ def test_one_transient_fault_in_any_task_is_absorbed(
         assert (output["outcome"]["name"], figures["on_demand_fallback"]) == ("TrainingSucceeded", True)
         # One spot job (stopped), one on-demand job, whatever was retried: every task is safe to repeat.
         assert [j.status for j in stack.standin.jobs] == ["FAILED", "SUCCEEDED"]
-        assert _live_jobs(stack) == []
-        _reconcile(stack, execution, figures)
+        assert live_jobs(stack) == []
+        reconcile(stack, execution["name"], figures)
 
 
 # --- What stays failed past the budget ends named, nothing left running, the cost never $0.00 --
-
-
-def _outcome_report(stack: LocalStack) -> dict[str, Any]:
-    key = "reports/manifests/search-ranking/ranker-v2.yaml.outcome.json"
-    return json.loads(stack.client("s3").get_object(Bucket=stack.bucket, Key=key)["Body"].read())  # type: ignore[no-any-return]
 
 
 def test_a_sustained_describe_service_job_throttle_stops_the_job_without_it_and_the_cost_is_unknown() -> None:
@@ -229,10 +181,10 @@ def test_a_sustained_describe_service_job_throttle_stops_the_job_without_it_and_
         assert states[-3:] == ["RecordOutcome", "WhatWasTheOutcome?", "UnexpectedError"]
         assert "ThrottlingException" in execution["cause"] and "DescribeServiceJob" in execution["cause"]
         # StopExecutionJobs terminated the job from the state's job id, DescribeServiceJob unread.
-        assert _live_jobs(stack) == []
+        assert live_jobs(stack) == []
         (job,) = stack.standin.jobs
         assert job.status_reason is not None and "unexpected error (TransientAwsError)" in job.status_reason
-        figures = _outcome_report(stack)["figures"]
+        figures = outcome_report(stack)["figures"]
         assert figures["cost_usd"] is None and "DescribeServiceJob" in figures["cost_unknown"]
 
 
@@ -253,8 +205,8 @@ def test_a_sustained_throttle_of_the_on_demand_submission_ends_named_with_the_sp
             "SubmitTrainingJob",
             "StopTrainingJobAfterError",
         ]
-        assert _live_jobs(stack) == [] and [j.status for j in stack.standin.jobs] == ["FAILED"]
-        _reconcile(stack, execution, _outcome_report(stack)["figures"])  # the spot job never ran: $0 is its bill
+        assert live_jobs(stack) == [] and [j.status for j in stack.standin.jobs] == ["FAILED"]
+        reconcile(stack, execution["name"], outcome_report(stack)["figures"])  # the spot job never ran: $0 is its bill
 
 
 @pytest.mark.parametrize("operation", ["sagemaker.DescribeTrainingJob", "s3.GetObject"])
@@ -279,4 +231,4 @@ def test_bills_that_stay_unreadable_record_a_succeeded_run_with_its_cost_unknown
         assert figures["cost_usd"] is None and figures["savings_percent"] is None
         assert operation.split(".")[1] in figures["cost_unknown"]
         assert stack.standin.ledger()[execution["name"]].cost_usd("us-east-1")  # it was billed: not $0.00
-        assert _live_jobs(stack) == []
+        assert live_jobs(stack) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -155,14 +156,23 @@ _PROTOCOLS: dict[str, str] = {}
 
 
 def _protocol(service_id: str) -> str:
-    """The wire protocol of a service, by the hyphenated service id the event names carry."""
+    """The wire protocol of a service, by the hyphenated service id the event names carry. The
+    service named like its id is read first (s3, batch, sagemaker, dynamodb, sns); the others (sfn
+    is stepfunctions' id) are found by reading the models in turn, each one read kept, so a process
+    reads a model once, not once per service looked up."""
     if service_id not in _PROTOCOLS:
-        loader = create_loader()
-        for name in loader.list_available_services("service-2"):
+        loader = _loader()
+        names = sorted(loader.list_available_services("service-2"), key=lambda name: name != service_id)
+        for name in names:
             metadata = loader.load_service_model(name, "service-2")["metadata"]
-            if metadata.get("serviceId", "").lower().replace(" ", "-") == service_id:
-                _PROTOCOLS[service_id] = metadata["protocol"]
+            _PROTOCOLS.setdefault(metadata.get("serviceId", "").lower().replace(" ", "-"), metadata["protocol"])
+            if service_id in _PROTOCOLS:
                 break
         else:
             _PROTOCOLS[service_id] = ""
     return _PROTOCOLS[service_id]
+
+
+@cache
+def _loader() -> Any:
+    return create_loader()
