@@ -47,10 +47,8 @@ CHECKS = 4  # status checks per execution: a 3-hour training hands its watch ove
 
 
 def _dataset_ready(stack: LocalStack) -> None:
-    """The pipeline announces the dataset (as test_dependencies.py puts it) and EventBridge delivers it."""
-    detail = sample_event("dataset_ready.json")["detail"] | {"dataset": DATASET}
-    entry = {"Source": "spotline.preprocessing", "DetailType": "Dataset Ready", "Detail": json.dumps(detail)}
-    stack.client("events").put_events(Entries=[entry | {"EventBusName": "default"}])
+    """The pipeline announces the dataset on the stack's dataset bus and EventBridge delivers it."""
+    stack.put_dataset_event("Dataset Ready", sample_event("dataset_ready.json")["detail"] | {"dataset": DATASET})
     stack.deliver_events(sources=("spotline.preprocessing",))
 
 
