@@ -141,12 +141,11 @@ class TrainingPlans:
     def _tags_of(self, arn: str) -> dict[str, str]:
         plan = self.by_arn(arn)
         if plan is None:
-            # AWS: sagemaker ListTags and AddTags on a resource that is not there answer ValidationException
-            # ("An error occurred (ValidationException) when calling the ListTags operation", reported in
-            # aws/amazon-sagemaker-feedback#108; the API reference's Common Errors: ValidationError, "The input
-            # fails to satisfy the constraints specified by an AWS service"). A plan ARN of another region or
-            # account at this endpoint is not one of its plans either.
-            # Stand-in: the message's wording.
+            # Stand-in: the API reference documents no error for ListTags or AddTags on a resource
+            # that is not there; SageMaker answers ValidationException ("An error occurred
+            # (ValidationException) when calling the ListTags operation", aws/amazon-sagemaker-feedback#108).
+            # A plan ARN of another region or account at this endpoint is not one of its plans either.
+            # The message's wording is the stand-in's.
             raise ApiError("ValidationException", f"Could not find training-plan {arn}")
         return self.tags[plan.name]
 
