@@ -191,7 +191,7 @@ def deadline_at_risk(
     """DeadlineAtRisk, once per run, as soon as no capacity tier can meet the deadline while it is
     still ahead: cause, what was tried, what is left. Returns the notice kept in the state."""
     earlier = (state.get("status") or {}).get("deadlineAtRisk")
-    if earlier or not no_option_left(clock, running=status.state == "training"):
+    if earlier or status.finished or not no_option_left(clock, running=status.state == "training"):
         return earlier or None
     tried = _tried(spec, state, status)
     left = (clock.deadline - clock.now).total_seconds() if clock.deadline else 0.0

@@ -183,7 +183,10 @@ def no_option_left(job: JobClock, *, running: bool) -> bool:
     if job.deadline is None:
         return False
     left = (job.deadline - job.now).total_seconds()
-    return 0 < left < best_remaining_work(job) + (0.0 if running else best_restart_seconds(job))
+    work = best_remaining_work(job)
+    if work <= 0:  # nothing left to do: no restart is needed either
+        return False
+    return 0 < left < work + (0.0 if running else best_restart_seconds(job))
 
 
 def best_restart_seconds(job: JobClock) -> float:
