@@ -221,6 +221,8 @@ def test_no_option_left_only_while_the_deadline_is_ahead() -> None:
     assert not no_option_left(clock(4.01, 0.5), running=True)  # running: no restart needed
     assert no_option_left(clock(3.99, 0.5), running=True)
     assert not no_option_left(clock(-1, 0.5), running=False)  # passed: DeadlineMissed's business
+    # Completed (nothing left): no restart to pay for, so no page however close the deadline.
+    assert not no_option_left(clock(0.1, 1.0), running=False)
 
 
 def test_the_queues_time_limit_on_an_on_demand_attempt_is_a_capacity_event_not_a_failure() -> None:

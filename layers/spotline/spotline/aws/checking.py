@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from spotline.aws.billing import describe_training_job
 from spotline.aws.clients import client, in_region
+from spotline.aws.observability import add_team_dimension, metrics
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
 from spotline.aws.region_moves import copy_seconds, look_elsewhere
@@ -24,13 +27,16 @@ from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
     Decision,
     JobClock,
-    best_remaining_work,
     decide,
+    describe_work_left,
+    estimate_spread,
     measured_work_seconds,
     no_option_left,
     on_demand_needs,
     out_of_reach,
     remaining_work,
+    training_since_checkpoint,
+    work_left_at_best,
 )
 from spotline.core.polling import next_check
 from spotline.core.queue import escalation, queue_wait_now
@@ -74,10 +80,25 @@ def is_spot_missing(status: TrainingStatus, seconds_since_submit: float, overhea
     )
 
 
+def _checkpointed_at(saved: dict[str, Any]) -> datetime | None:
+    """progress.json's updatedAt (when the training code wrote the last checkpoint); None if unreadable."""
+    try:
+        at = datetime.fromisoformat(str(saved["updatedAt"]))
+    except (KeyError, ValueError):
+        return None
+    return at if at.tzinfo else None
+
+
 def progress_of(
-    spec: JobSpec, status: TrainingStatus, previous: list[dict[str, Any]], region: str | None = None
+    spec: JobSpec,
+    status: TrainingStatus,
+    previous: list[dict[str, Any]],
+    region: str | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """`spec` as the attempt runs in `region` (its checkpoint there)."""
+    """`spec` as the attempt runs in `region` (its checkpoint there). With `now`, a job training
+    since its last checkpoint also gets `estimatedFraction`: the checkpointed fraction plus the
+    seconds trained since (`training_since_checkpoint`) at the measured pace on its type."""
     saved = read_progress(spec.checkpoint_s3_uri, region)
     if saved:
         fraction = min(1.0, saved["step"] / saved["totalSteps"])
@@ -85,6 +106,13 @@ def progress_of(
         by_type = saved.get("byInstanceType") if isinstance(saved.get("byInstanceType"), dict) else None
         if spec.alternatives and (throughput := primary_throughput(spec, measured_throughputs(by_type))):
             measured = saved["totalSteps"] / throughput  # in seconds on the primary type
+        speeds = [s.to_dict() for s in type_speeds(spec, by_type)] if spec.alternatives else None
+        since = 0.0
+        if now is not None and status.state == "training" and status.secondary_status == "Training":
+            interval = spec.checkpoint_interval_minutes * 60.0
+            since = training_since_checkpoint(now, _checkpointed_at(saved), status.state_since, interval)
+        work = measured or spec.expected_duration_seconds or spec.max_runtime_seconds  # on the primary type
+        speed = next((float(s["speed"]) for s in speeds or [] if s["instanceType"] == status.instance_type), 1.0)
         return {
             "fraction": fraction,
             "step": saved["step"],
@@ -92,7 +120,9 @@ def progress_of(
             "source": "progress.json",
             "trainingSeconds": saved.get("trainingSeconds"),
             "estimatedWorkSeconds": round(measured) if measured is not None else None,
-            "speeds": [s.to_dict() for s in type_speeds(spec, by_type)] if spec.alternatives else None,
+            "speeds": speeds,
+            "trainingSinceCheckpointSeconds": int(since),
+            "estimatedFraction": min(1.0, fraction + since * speed / work) if work else fraction,
         }
     total = spec.expected_duration_seconds or spec.max_runtime_seconds
     # Without checkpoints, earlier attempts' work is lost: Spotline's and Batch's own retries alike.
@@ -108,6 +138,8 @@ def progress_of(
         "trainingSeconds": None,
         "estimatedWorkSeconds": None,
         "speeds": [s.to_dict() for s in type_speeds(spec, None)] if spec.alternatives else None,
+        "trainingSinceCheckpointSeconds": None,
+        "estimatedFraction": None,
     }
 
 
@@ -191,15 +223,24 @@ def deadline_at_risk(
     """DeadlineAtRisk, once per run, as soon as no capacity tier can meet the deadline while it is
     still ahead: cause, what was tried, what is left. Returns the notice kept in the state."""
     earlier = (state.get("status") or {}).get("deadlineAtRisk")
-    if earlier or not no_option_left(clock, running=status.state == "training"):
+    running = status.state == "training"
+    if earlier or status.finished or not no_option_left(clock, running=running):
         return earlier or None
     tried = _tried(spec, state, status)
     left = (clock.deadline - clock.now).total_seconds() if clock.deadline else 0.0
-    work = format_duration(best_remaining_work(clock))
+    work = work_left_at_best(clock, running=running)
+    spread = work * estimate_spread(clock)
     cause = (
-        f"{format_duration(left)} left before the deadline, less than the {work} of work left (on the fastest "
-        f"type) plus a restart, on any capacity (tried: {tried})"
+        f"{format_duration(left)} left before the deadline; {describe_work_left(clock, running=running)}"
+        f"{'' if running else ', plus a restart'}: even at best it ends after the deadline, on any capacity "
+        f"(tried: {tried})"
     )
+    # The metric's record carries how sure the work left is (searchable in Logs Insights).
+    add_team_dimension(spec.team)
+    metrics.add_metric(name="DeadlinesAtRisk", unit=MetricUnit.Count, value=1)
+    metrics.add_metadata("workLeftSeconds", round(work))
+    metrics.add_metadata("workLeftSpreadSeconds", round(spread))
+    metrics.add_metadata("workLeftEstimated", clock.pace_measured_seconds > 0)
     notified = bool(settings.alert_topic_arn) and try_publish_alert(
         str(settings.alert_topic_arn),
         kind="DeadlineAtRisk",
@@ -209,10 +250,18 @@ def deadline_at_risk(
         what="Spotline can no longer meet a training job's deadline on any capacity.",
         cause=cause,
         next_step="Decide now: move the deadline, or accept a late model (the job keeps going on "
-        f"{clock.capacity}); a job that has no capacity at its deadline is stopped (CapacityUnavailable).",
+        f"{clock.capacity}); a job that has no capacity at its deadline is stopped (CapacityUnavailable). "
+        "The work left is the figure in Why, with how sure it is; docs/runbook.md, DeadlineAtRisk.",
         links_=links_,
     )
-    return {"at": to_rfc3339(clock.now), "cause": clip(cause, MAX_REASON), "notified": notified}
+    return {
+        "at": to_rfc3339(clock.now),
+        "cause": clip(cause, MAX_REASON),
+        "notified": notified,
+        "workLeftSeconds": round(work),
+        "workLeftSpreadSeconds": round(spread),
+        "workLeftEstimated": clock.pace_measured_seconds > 0,
+    }
 
 
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
@@ -240,7 +289,7 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
     queue = arn_in_region(settings.job_queue, where) if settings.job_queue else None
     wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
     overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
-    progress = progress_of(here, status, previous, where)
+    progress = progress_of(here, status, previous, where, now)
     copy, size = copy_seconds(state, here, where) if capacity == "spot" else (0.0, 0)
     since_submit = (now - submitted).total_seconds()
     clock = JobClock(
@@ -258,6 +307,10 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
         restart_overhead_seconds=overhead + copy,  # a move to another region copies the checkpoint first
         queue_wait_seconds=wait_now,
         work_measured=progress["estimatedWorkSeconds"] is not None,
+        trained_since_checkpoint=(progress["estimatedFraction"] or progress["fraction"]) - progress["fraction"],
+        since_checkpoint_seconds=float(progress["trainingSinceCheckpointSeconds"] or 0),
+        pace_measured_seconds=float(progress["trainingSeconds"] or 0) if progress["estimatedWorkSeconds"] else 0.0,
+        checkpoint_interval_seconds=spec.checkpoint_interval_minutes * 60.0,
     )
     decision = decide(clock)
     raised = _raise_priority_if_at_risk(

@@ -23,6 +23,12 @@ traces (`spotline simulate`, docs/simulation.md) it made most switches and raise
 by 14 % without saving a deadline the margin covers. `uniform_progress_line` remains as the
 job's even schedule, for reports.
 
+**DeadlineAtRisk** (`no_option_left`) tells on-call when no capacity can meet the deadline any
+more. A job training now has trained past its last checkpoint: its work left is estimated at the
+pace measured up to that checkpoint (`estimated_work_left`), and the page fires only when even the
+estimate's optimistic end (`estimate_spread`) misses the deadline. A restart resumes from the
+checkpoint, so the switch rule and a job not training count the work left from there.
+
 Spotline's Lambdas, the sandbox and `spotline simulate` all call `decide` with the same inputs;
 time is passed in.
 """
@@ -50,6 +56,11 @@ SAFETY_MARGIN_FRACTION = 0.05
 MIN_MEASURED_MARGIN_SECONDS = 600.0
 MEASURED_MARGIN_FRACTION = 0.02
 MAX_BACKOFF_SECONDS = 3600.0
+ESTIMATE_SPREAD_AT_ONE_INTERVAL = 0.10
+"""How far off a work-left estimate may be, as a share of the work left, when its pace rests on
+one checkpoint interval of training; it shrinks with the square root of the intervals measured,
+down to MEASURED_MARGIN_FRACTION (`estimate_spread`)."""
+DEFAULT_CHECKPOINT_INTERVAL_SECONDS = 900.0
 OUT_OF_REACH = "deadline out of reach"
 """How the reason of a decision that finds the deadline out of reach even for on-demand starts."""
 
@@ -81,6 +92,18 @@ class JobClock:
     """A job with instance-type alternatives: `total_work_seconds` is on its slowest type (the
     switch comes in time for whichever type on-demand gets); the fastest type's speed relative
     to it (>= 1) judges whether the deadline is out of reach (even the best type cannot make it)."""
+    trained_since_checkpoint: float = 0.0
+    """Fraction of the work the attempt running now has trained since the last checkpoint (or since
+    it resumed), estimated at the measured pace; 0 when not training. Kept only while it runs: a
+    restart resumes from `progress`, so `remaining_work` (what a move or an interruption leaves)
+    does not count it, `estimated_work_left` (what the running attempt still has to do) does."""
+    since_checkpoint_seconds: float = 0.0
+    """The training seconds behind `trained_since_checkpoint` (SageMaker's Training status since
+    progress.json's updatedAt, at most one checkpoint interval)."""
+    pace_measured_seconds: float = 0.0
+    """The training seconds the pace is measured over (progress.json's trainingSeconds at the last
+    checkpoint); 0 when the work is the declared expectedDuration."""
+    checkpoint_interval_seconds: float = DEFAULT_CHECKPOINT_INTERVAL_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +199,83 @@ def best_remaining_work(job: JobClock) -> float:
     return remaining_work(job) / max(1.0, job.fastest_speed)
 
 
+def training_since_checkpoint(
+    now: datetime, checkpoint_at: datetime | None, training_since: datetime | None, interval_seconds: float
+) -> float:
+    """Seconds the attempt running now has trained since the last checkpoint: since the later of
+    progress.json's updatedAt and the start of SageMaker's current Training status (a resumed
+    attempt trains from its restore), at most one checkpoint interval (the training code saves
+    every interval: progress beyond it is not in evidence, and a stalled job must not look busy)."""
+    if checkpoint_at is None or training_since is None:
+        return 0.0
+    since = (now - max(checkpoint_at, training_since)).total_seconds()
+    return min(max(0.0, interval_seconds), max(0.0, since))
+
+
+def estimated_work_left(job: JobClock) -> float:
+    """The work the attempt running now still has to do: `remaining_work` less what it has trained
+    since the last checkpoint at the measured pace (an estimate; the same as `remaining_work` for a
+    job not training)."""
+    done = min(1.0, max(0.0, job.progress) + max(0.0, job.trained_since_checkpoint))
+    return max(0.0, job.total_work_seconds * (1.0 - done))
+
+
+def estimate_spread(job: JobClock) -> float:
+    """How far off the work left may be, as a share of it: 0 for declared work (the team's
+    expectedDuration is taken as it is), else 10 % when the pace rests on one checkpoint interval
+    of training, shrinking with the square root of the intervals measured, to at least 2 %."""
+    if job.pace_measured_seconds <= 0:
+        return 0.0
+    intervals = max(1.0, job.pace_measured_seconds / max(1.0, job.checkpoint_interval_seconds))
+    return max(MEASURED_MARGIN_FRACTION, ESTIMATE_SPREAD_AT_ONE_INTERVAL / math.sqrt(intervals))
+
+
+def work_left_at_best(job: JobClock, *, running: bool) -> float:
+    """The work left on the fastest type: the running attempt's estimate, else from the last
+    checkpoint (what a restart resumes from)."""
+    work = estimated_work_left(job) if running else remaining_work(job)
+    return work / max(1.0, job.fastest_speed)
+
+
 def no_option_left(job: JobClock, *, running: bool) -> bool:
     """No capacity tier can meet the deadline any more, while it is still ahead: the time left is
-    less than the work left (plus a restart for a job not running now) even at best. On-call hears
-    of it at once (DeadlineAtRisk), not only at the end."""
+    less than the work left (plus a restart for a job not running now) even at best, i.e. even if
+    the job runs faster than measured by the estimate's spread. On-call hears of it at once
+    (DeadlineAtRisk), not only at the end."""
     if job.deadline is None:
         return False
     left = (job.deadline - job.now).total_seconds()
-    return 0 < left < best_remaining_work(job) + (0.0 if running else best_restart_seconds(job))
+    work = work_left_at_best(job, running=running)
+    if work <= 0:  # nothing left to do: no restart is needed either
+        return False
+    return 0 < left < work * (1.0 - estimate_spread(job)) + (0.0 if running else best_restart_seconds(job))
+
+
+def describe_work_left(job: JobClock, *, running: bool) -> str:
+    """The work left as on-call reads it, saying how sure it is: declared, or estimated from the
+    measured pace (and how much training that pace rests on), with the spread."""
+    work = work_left_at_best(job, running=running)
+    fastest = " on the fastest type" if job.fastest_speed > 1.0 else ""
+    if job.pace_measured_seconds <= 0:
+        return (
+            f"{format_duration(work)} of work left{fastest} (from the declared expectedDuration: no pace measured yet)"
+        )
+    measured = format_duration(job.pace_measured_seconds)
+    spread = format_duration(work * estimate_spread(job))
+    if not running:
+        return (
+            f"about {format_duration(work)} of work left{fastest} from the last checkpoint (at the pace measured "
+            f"over {measured} of training to it; it may be {spread} less)"
+        )
+    since = (
+        f", less the {format_duration(job.since_checkpoint_seconds)} trained since it"
+        if job.since_checkpoint_seconds >= 1
+        else ""
+    )
+    return (
+        f"about {format_duration(work)} of work left{fastest} (estimated at the pace measured over {measured} of "
+        f"training to the last checkpoint{since}; it may be {spread} less)"
+    )
 
 
 def best_restart_seconds(job: JobClock) -> float:
