@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
@@ -28,7 +29,7 @@ from moto.s3 import models as moto_s3_models
 from moto.utilities.utils import get_partition
 
 from spotline.aws import clients as spotline_aws
-from spotline.aws import pricing, team_registry
+from spotline.aws import team_registry
 from spotline.core import catalog
 from spotline.core.quota_shares import format_capacity
 from spotline_dev.local.cloudformation import install_stack_description
@@ -136,6 +137,15 @@ def _put_event(stack: LocalStack, entry: dict[str, Any]) -> None:
 
 def _stop_execution(stack: LocalStack, execution_arn: str, cause: str) -> None:
     stack.client("stepfunctions").stop_execution(executionArn=execution_arn, cause=cause)
+
+
+def _forget_prices() -> None:
+    """The Lambda containers' cached prices (spotline.aws.pricing), if a handler loaded it: not
+    imported here, since its logger reads Powertools' settings when made, and the handlers'
+    environment sets them first."""
+    loaded = sys.modules.get("spotline.aws.pricing")
+    if loaded is not None:
+        loaded.forget_cached()
 
 
 def table_prices() -> dict[tuple[str, str], float]:
@@ -262,8 +272,8 @@ def start_local_stack(
         spotline_aws.reset_clients()
         exits.callback(team_registry.forget_cached)  # a team's entry read in one stack is not the next's
         team_registry.forget_cached()
-        exits.callback(pricing.forget_cached)  # nor a price: each stack's Price List is its own
-        pricing.forget_cached()
+        exits.callback(_forget_prices)  # nor a price: each stack's Price List is its own
+        _forget_prices()
         create_resources(stack, lambdas.handlers, exits, environment or {})
         install_service_events(stack)
         install_stack_description(stack, STACK, region=region, account=account, created=clock.now())

@@ -5,9 +5,9 @@ Where the API is: botocore's endpoints.json lists `api.pricing` in us-east-1, eu
 ap-south-1 only, so the call goes to the nearest of those, whatever the stack's region; the
 product's region is a filter (`regionCode`).
 
-Cached per Lambda container for a day: the Price List changes a few times a month, RecordOutcome
-runs once per run, and a container's cache already spares the API every call but the first of
-each (region, type). A shared cache (DynamoDB or S3, with a TTL) would save a few calls a day at
+Cached per Lambda container for a day: on-demand prices change rarely, RecordOutcome runs once
+per run, and a container's cache already spares the API every call but the first of each
+(region, type) per day. A shared cache (DynamoDB or S3, with a TTL) would save a few calls a day at
 the price of a table, its IAM and its failure modes: not worth it. When the API cannot be reached
 (or refuses) the bundled table is the fallback, in its own region only; when the API lists no
 such product, the table's price is used if it has one. Every price says which source it came
