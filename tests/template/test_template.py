@@ -56,6 +56,7 @@ RESOURCE_WILDCARD_ONLY = {
     "sagemaker:ListTransformJobs",
     "states:SendTaskSuccess",  # a task token names no resource: a state machine ARN never matches
     "ec2:DescribeNetworkInterfaceAttribute",  # EFS DescribeMountTargetSecurityGroups' dependent action
+    "pricing:GetProducts",  # the Price List API names no resource (RecordOutcome's prices)
 }
 
 

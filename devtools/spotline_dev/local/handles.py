@@ -25,6 +25,7 @@ from spotline_dev.local.permissions.checker import PermissionCheck
 from spotline_dev.local.virtual_time import VirtualClock
 from spotline_dev.standin import BatchSageMakerStandIn, TrainingBehaviour
 from spotline_dev.standin.file_systems import FileSystemsStandIn
+from spotline_dev.standin.price_list import PriceListStandIn
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -74,6 +75,7 @@ class LocalStack:
     region: str = REGION
     attributes: dict[tuple[str, str | None], str] = field(default_factory=dict)  # (logical id, attribute) -> value
     permissions: PermissionCheck | None = None  # every call of a function, checked against its role
+    price_list: PriceListStandIn | None = None  # AWS's Price List API (GetProducts), set by start_local_stack
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     _call_throttles: CallThrottles | None = field(default=None, repr=False)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from moto.utilities.utils import get_partition
 
 from spotline.aws import clients as spotline_aws
 from spotline.aws import team_registry
+from spotline.core import catalog
 from spotline.core.quota_shares import format_capacity
 from spotline_dev.local.cloudformation import install_stack_description
 from spotline_dev.local.custom_resources import with_parameters
@@ -53,6 +55,7 @@ from spotline_dev.local.template import (
 from spotline_dev.local.virtual_time import VirtualClock, install_time_hooks
 from spotline_dev.standin import BatchSageMakerStandIn, SpotWeather, TrainingBehaviour
 from spotline_dev.standin.file_systems import FileSystemsStandIn
+from spotline_dev.standin.price_list import PriceListStandIn
 
 RANDOM_SEED = 12
 STOP_TASKS_SECONDS = 30.0
@@ -136,6 +139,25 @@ def _stop_execution(stack: LocalStack, execution_arn: str, cause: str) -> None:
     stack.client("stepfunctions").stop_execution(executionArn=execution_arn, cause=cause)
 
 
+def _forget_prices() -> None:
+    """The Lambda containers' cached prices (spotline.aws.pricing), if a handler loaded it: not
+    imported here, since its logger reads Powertools' settings when made, and the handlers'
+    environment sets them first."""
+    loaded = sys.modules.get("spotline.aws.pricing")
+    if loaded is not None:
+        loaded.forget_cached()
+
+
+def table_prices() -> dict[tuple[str, str], float]:
+    """What the local Price List lists by default: the bundled table's prices, in its region."""
+    region = catalog.price_region()
+    return {
+        (region, name): known.usd_per_hour
+        for name in catalog.tabled_instance_type_names()
+        if (known := catalog.known_facts(name)) is not None and known.usd_per_hour is not None
+    }
+
+
 @contextmanager
 def start_local_stack(
     start: datetime | None = None,
@@ -150,6 +172,7 @@ def start_local_stack(
     peers: Mapping[str, SpotWeather] | None = None,
     team_policy: str | Mapping[str, Any] | None = None,
     network: bool = False,
+    prices: Mapping[tuple[str, str], float] | None = None,
 ) -> Iterator[LocalStack]:
     """Start moto and the Batch/SageMaker stand-in, create the stack from template.yaml, and
     yield handles to it. `environment` overrides function variables (e.g. POWERTOOLS_LOG_LEVEL);
@@ -160,7 +183,9 @@ def start_local_stack(
     `account` and `region` the AWS account and region it plays; `parameters` the stack's
     parameter values where they differ from the template's defaults (e.g. TrainingRolePath);
     `peers` the spot weather of each peer region (the stack's PeerRegions, `spotline_dev.local.peers`;
-    with `network`, the stack there has a VPC of its own, its DescribeStacks parameters say so)."""
+    with `network`, the stack there has a VPC of its own, its DescribeStacks parameters say so);
+    `prices` the on-demand training prices AWS's Price List API lists beyond the bundled table's
+    ((region, instance type) -> USD per instance-hour: a sandbox scenario's `prices:`)."""
     overrides = dict(parameters or {}) | ({"TrainingCapacity": format_capacity(capacity)} if capacity else {})
     if peers:
         overrides["PeerRegions"] = ",".join(r for r in peers if r != region)
@@ -199,6 +224,8 @@ def start_local_stack(
         standin.install(session)
         file_systems = FileSystemsStandIn(account, region, clock.now().timestamp())
         file_systems.install(session)
+        price_list = PriceListStandIn({**table_prices(), **(prices or {})}, clock.now())
+        price_list.install(session)
         built = build_network(session, region) if network else {}
         if built:
             template = with_parameters(template, network_parameters(built))
@@ -212,7 +239,7 @@ def start_local_stack(
             account=account,
             region=region,
         )
-        stack.file_systems, stack.network = file_systems, built
+        stack.file_systems, stack.network, stack.price_list = file_systems, built, price_list
         # The layer's clients come from this session whatever becomes of boto3.DEFAULT_SESSION: a
         # thread of an earlier stack calling boto3.client() while moto had cleared it once made a
         # session of its own there, and the custom resource's calls missed the stand-in. Every call
@@ -245,6 +272,8 @@ def start_local_stack(
         spotline_aws.reset_clients()
         exits.callback(team_registry.forget_cached)  # a team's entry read in one stack is not the next's
         team_registry.forget_cached()
+        exits.callback(_forget_prices)  # nor a price: each stack's Price List is its own
+        _forget_prices()
         create_resources(stack, lambdas.handlers, exits, environment or {})
         install_service_events(stack)
         install_stack_description(stack, STACK, region=region, account=account, created=clock.now())

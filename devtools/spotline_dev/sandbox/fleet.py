@@ -176,6 +176,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
                 region=played.region,
                 parameters={"TrainingRolePath": played.role_path},
                 peers=peer_weathers(scenario),
+                prices=scenario.prices,
             )
         )
         if not verbose:

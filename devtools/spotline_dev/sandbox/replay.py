@@ -132,6 +132,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
                 region=played.region,
                 parameters={"TrainingRolePath": played.role_path},
                 peers=peer_weathers(scenario),
+                prices=scenario.prices,
             )
         )
         if not verbose:
@@ -354,6 +355,7 @@ def public_summary(
         "regions",
         "checkpointCopies",
         "billingSettled",
+        "prices",
         "stateTransitions",
         "historyEvents",
         "maxStateBytes",

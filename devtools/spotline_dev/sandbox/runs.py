@@ -236,6 +236,7 @@ def summarize(
         or checkpoint_copies(attempt_records(_latest_state(history)))
         or {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},
         "billingSettled": figures.get("billing_settled", False),
+        "prices": report.get("prices") or [],  # what RecordOutcome priced the figures with, and from where
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),
         "maxStateBytes": max_state_bytes(history),

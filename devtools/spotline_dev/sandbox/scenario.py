@@ -132,6 +132,7 @@ class Scenario:
     regions: dict[str, RegionSpec] = field(default_factory=dict)  # `regions:`, the stack's peer regions
     zones: dict[str, Capacity] = field(default_factory=dict)  # `zones:`, where a zone of the home region differs
     transform: TransformSpec | None = None  # `transform:`, the stand-in's Batch Transform
+    prices: dict[tuple[str, str], float] = field(default_factory=dict)  # `prices:`, (region, type) -> USD/h
 
     @property
     def shares_a_queue(self) -> bool:
@@ -218,6 +219,11 @@ def load_scenario(path: Path | None) -> Scenario:
             for zone, e in (raw.get("zones") or {}).items()
         },
         transform=_transform(raw["transform"]) if raw.get("transform") else None,
+        prices={
+            (str(region), str(kind)): float(usd)
+            for region, types in (raw.get("prices") or {}).items()
+            for kind, usd in types.items()
+        },
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
         missing=[str(m) for m in raw.get("missing") or []],

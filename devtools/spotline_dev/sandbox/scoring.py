@@ -199,6 +199,7 @@ def _summary(
         "regions": [],
         "checkpointCopies": {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},
         "billingSettled": True,
+        "prices": [],  # no training price: Batch Transform is not priced
         "stateTransitions": sum(1 for e in history if e["type"].endswith("StateEntered")),
         "historyEvents": len(history),
         "maxStateBytes": max_state_bytes(history),

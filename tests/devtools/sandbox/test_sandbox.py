@@ -146,6 +146,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "regions",
         "checkpointCopies",
         "billingSettled",
+        "prices",
         "stateTransitions",
         "historyEvents",
         "maxStateBytes",

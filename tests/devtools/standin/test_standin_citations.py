@@ -30,7 +30,14 @@ STANDIN = Path(__file__).resolve().parents[3] / "devtools" / "spotline_dev" / "s
 REFUSALS = {"ApiError", "_reject", "reject"}  # ApiError and the modules' helpers that build one
 MARKERS = ("# AWS: ", "# AWS guide: ", "# Stand-in: ")
 MODEL_CITATION = re.compile(r'# AWS: (?P<service>[a-z-]+) (?P<item>[A-Za-z]+(?:\.[A-Za-z]+)?): "(?P<quote>.+)"$')
-SERVICES = {"batch": "batch", "sagemaker": "sagemaker", "logs": "logs", "fsx": "fsx", "efs": "efs"}
+SERVICES = {
+    "batch": "batch",
+    "sagemaker": "sagemaker",
+    "logs": "logs",
+    "fsx": "fsx",
+    "efs": "efs",
+    "pricing": "pricing",
+}
 
 
 def _refusals(tree: ast.Module) -> list[tuple[ast.Raise, int]]:

@@ -178,3 +178,16 @@ def test_a_stack_in_a_region_the_table_does_not_price_has_unknown_costs() -> Non
     """The table's prices are us-east-1's: elsewhere they would be made-up figures."""
     assert cost_usd("ml.g5.2xlarge", 1, 3600, region="eu-west-1") is None
     assert cost_usd("ml.g5.2xlarge", 1, 3600, region=catalog.price_region()) is not None
+
+
+def test_a_run_s_price_book_prices_each_region_at_its_own_price() -> None:
+    """The adapter's prices (catalog.priced_by) come first; a region the book and the table leave
+    out stays unknown, never priced as the table's region."""
+    book = {("us-west-2", "ml.g5.2xlarge"): catalog.Price(1.212, catalog.PRICE_LIST_API, "SKU X")}
+    with catalog.priced_by(book):
+        assert cost_usd("ml.g5.2xlarge", 1, 3600, region="us-west-2") == 1.212
+        assert cost_usd("ml.g5.2xlarge", 1, 3600, region=REGION) == 1.515  # not in the book: the table's
+        assert cost_usd("ml.g5.2xlarge", 1, 3600, region="eu-west-1") is None
+    assert cost_usd("ml.g5.2xlarge", 1, 3600, region="us-west-2") is None  # the book ends with its block
+    tabled = catalog.tabled_price("ml.g5.2xlarge", REGION)
+    assert tabled is not None and tabled.source == catalog.BUNDLED_TABLE and "2026-09-25" in tabled.detail

@@ -48,12 +48,14 @@ REGIONAL = frozenset({"batch", "sagemaker", "logs"})
 _ATTEMPT_REGION: ContextVar[str | None] = ContextVar("attempt_region", default=None)
 
 
-def client(service: str, region: str | None = None) -> Any:
+def client(service: str, region: str | None = None, *, config: Config = RETRY_CONFIG) -> Any:
     """The process's client of `service` in `region`; for Batch, SageMaker and Logs without a
-    region, in the region of the attempt being handled (`in_region`), else the Lambda's."""
+    region, in the region of the attempt being handled (`in_region`), else the Lambda's.
+    `config`: another retry budget, for a call whose failure has a fallback (a module constant:
+    clients are cached per config)."""
     if region is None and service in REGIONAL:
         region = _ATTEMPT_REGION.get()
-    return _client(service, region)
+    return _client(service, region, config)
 
 
 @contextmanager
@@ -67,8 +69,8 @@ def in_region(region: str | None) -> Iterator[None]:
 
 
 @cache
-def _client(service: str, region: str | None) -> Any:
-    made = boto3.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
+def _client(service: str, region: str | None, config: Config = RETRY_CONFIG) -> Any:
+    made = boto3.client(service, region_name=region, config=config)  # type: ignore[call-overload]
     made.meta.events.register("after-call", raise_transient)
     return made
 

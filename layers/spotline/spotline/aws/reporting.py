@@ -11,13 +11,14 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from spotline.aws import clock
+from spotline.aws import clock, pricing
 from spotline.aws.billing import BillingNotSettled, bill_for_state
 from spotline.aws.clients import client
 from spotline.aws.observability import add_team_dimension, logger, metrics
 from spotline.aws.reports import write_report
 from spotline.core import links
 from spotline.core.billing import RunBill
+from spotline.core.catalog import priced_by
 from spotline.core.errors import BillsNotRead
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
@@ -139,7 +140,9 @@ def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> dict[str, Any]:
     bill = settled_bill(state, now)
-    outcome = decide(state, now, region=region, bill=bill)
+    prices = pricing.run_prices(state, bill, region=region, now=now.timestamp())
+    with priced_by(prices):  # each job at its region's price, from the Price List API or the table
+        outcome = decide(state, now, region=region, bill=bill)
     if bill is None and attempt_records(state):  # billed, but for how much is unknown
         outcome = replace(outcome, figures=without_bills(outcome.figures, _unread_reason(state)))
     # A job still training or stopping after BillingNotSettled's tries has no bill yet: its cost
@@ -167,6 +170,7 @@ def record_outcome(
         "figures": outcome.to_dict()["figures"],
         "attempts": attempt_records(state),
         "bills": [job.to_dict() for job in bill.jobs] if bill else None,
+        "prices": pricing.described(prices),
         "resourceProblems": resource_problems(state),
         "cleanup": state.get("cleanup") or state.get("cleanupFailure"),
         "links": links_,
@@ -187,4 +191,9 @@ def record_outcome(
             links_=links_,
             report=location,
         )
-    return {**outcome.to_dict(), "report": location, "notified": not outcome.succeeded}
+    return {
+        **outcome.to_dict(),
+        "prices": pricing.described(prices),
+        "report": location,
+        "notified": not outcome.succeeded,
+    }

@@ -4,11 +4,18 @@ Validity is the API's own: botocore's SageMaker service model (pinned in the lay
 training instance type as the enum `TrainingInstanceType`. What Spotline adds, where it is known,
 is in `data/sagemaker_training_instances.json`: the on-demand training price per hour in the
 stack's region and the hardware (accelerators, memory), each figure naming its source and date.
-A valid type without a price is still accepted; its costs are unknown, never guessed."""
+A valid type without a price is still accepted; its costs are unknown, never guessed.
+
+Prices per region: a deployed stack reads them from AWS's Price List API (`spotline.aws.pricing`)
+and hands them in as a price book (`priced_by`); the bundled table is the fallback, and only for
+its own region. Every price names its source (`Price.source`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -113,6 +120,64 @@ def instance_type(name: str) -> InstanceType | None:
     if name not in training_instance_type_names():
         return None
     return _facts().get(name) or InstanceType(name)
+
+
+PRICE_LIST_API = "price-list-api"
+"""`Price.source` of a price read from AWS's Price List API (GetProducts)."""
+BUNDLED_TABLE = "table"
+"""`Price.source` of a price from the bundled table (`data/sagemaker_training_instances.json`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """The on-demand training price of one instance type in one region, per instance-hour."""
+
+    usd_per_hour: float
+    source: str
+    """PRICE_LIST_API or BUNDLED_TABLE."""
+    detail: str = ""
+    """What exactly: the Price List product (SKU, publication date) or the table's dated source."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"usdPerHour": self.usd_per_hour, "source": self.source, "detail": self.detail}
+
+
+PriceBook = Mapping[tuple[str, str], Price]
+"""(region, instance type) -> its price, as read for one run."""
+
+_BOOK: ContextVar[PriceBook | None] = ContextVar("spotline_price_book", default=None)
+
+
+@contextmanager
+def priced_by(book: PriceBook) -> Iterator[None]:
+    """Inside, `training_price` answers from `book` first (the prices an adapter read for this
+    run), then from the bundled table. A context variable, so the cost functions keep their
+    signatures and concurrent runs (the local stack's threads) each see their own book."""
+    token = _BOOK.set(book)
+    try:
+        yield
+    finally:
+        _BOOK.reset(token)
+
+
+def tabled_price(name: str, region: str) -> Price | None:
+    """The bundled table's price of `name`: only in the table's own region (elsewhere a price
+    would be another region's, made up)."""
+    known = _facts().get(name) if region == price_region() else None
+    if known is None or known.usd_per_hour is None:
+        return None
+    source = known.price_source
+    detail = f"{source.title} ({source.date})" if source else ""
+    return Price(known.usd_per_hour, BUNDLED_TABLE, detail)
+
+
+def training_price(name: str, region: str) -> Price | None:
+    """The on-demand training price of `name` in `region`: the run's price book (`priced_by`),
+    else the bundled table; None: unknown there."""
+    book = _BOOK.get()
+    if book is not None and (region, name) in book:
+        return book[(region, name)]
+    return tabled_price(name, region)
 
 
 def family_of(name: str) -> str:

@@ -1,19 +1,20 @@
-"""What a training run cost and what it would have cost on-demand (pure). A type without a
-price in the table, or a stack in a region the table does not price, has no cost: None, shown
-as unknown, never a made-up figure."""
+"""What a training run cost and what it would have cost on-demand (pure). Prices come from
+`catalog.training_price`: the run's price book (the Price List API's, read by the adapter), else
+the bundled table in its own region. A type or region without a price has no cost: None, shown
+as unknown, never a made-up figure and never another region's price."""
 
 from __future__ import annotations
 
-from spotline.core.catalog import known_facts, price_region
+from spotline.core.catalog import training_price
 
 
 def hourly_price(instance: str, count: int, *, region: str) -> float | None:
-    known = known_facts(instance) if region == price_region() else None
-    return known.usd_per_hour * count if known and known.usd_per_hour is not None else None
+    price = training_price(instance, region)
+    return price.usd_per_hour * count if price is not None else None
 
 
 def cost_usd(instance: str, count: int, billable_seconds: float, *, region: str) -> float | None:
-    """SageMaker bills BillableTimeInSeconds at the on-demand rate of the stack's region; managed
+    """SageMaker bills BillableTimeInSeconds at the on-demand rate of the job's region; managed
     spot already shows its discount as a shorter billable time."""
     if count <= 0 or billable_seconds <= 0:
         return 0.0  # nothing billed costs nothing, priced or not (a run that never trained)

@@ -77,8 +77,18 @@ def test_the_efs_run_passes_the_check_with_the_template_as_it_is(monkeypatch: py
             without_action("RecordOutcomeFunctionRole", "s3:ListBucket"),
             "RecordOutcomeFunction: s3.GetObject of a missing key needs s3:ListBucket",
         ),
+        (
+            "missing-image.yaml",  # priced even so: RecordOutcome reads the manifest type's price
+            without_action("RecordOutcomeFunctionRole", "pricing:GetProducts"),
+            "RecordOutcomeFunction: pricing.GetProducts in us-east-1 needs pricing:GetProducts on *",
+        ),
     ],
-    ids=["efs-without-describe-network-interface-attribute", "a-deny-catches-a-submission", "404-becomes-403"],
+    ids=[
+        "efs-without-describe-network-interface-attribute",
+        "a-deny-catches-a-submission",
+        "404-becomes-403",
+        "prices-without-get-products",
+    ],
 )
 def test_a_planted_fault_fails_the_run_naming_function_call_and_cause(
     monkeypatch: pytest.MonkeyPatch, scenario: str, plant: Plant, expected: str
