@@ -14,7 +14,7 @@ from ledger_checks import assert_reconciled
 from conftest import EXAMPLE_MANIFEST
 from spotline_dev.local import stack as local_aws
 from spotline_dev.sandbox.fleet import uploads_of
-from spotline_dev.sandbox.fleet_figures import capacity_by_team, percentile, queue_wait_seconds
+from spotline_dev.sandbox.fleet_figures import capacity_by_team, percentile, queue_wait_seconds, render_fleet
 from spotline_dev.sandbox.replay import ScenarioError, draw, load_scenario, public_summary, run_scenario
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
@@ -328,3 +328,31 @@ def test_a_team_under_its_quota_for_a_type_gets_it_back_while_its_job_of_another
     kinds = fleet["instanceTypes"]
     assert all(k["peakInstances"] <= k["capacityInstances"] for k in kinds.values()), kinds
     assert summary["leftRunning"] == []
+
+
+def test_instance_hours_held_while_sagemaker_waits_for_spot_are_shown_apart_from_running_ones(tmp_path: Path) -> None:
+    """Issue 46: Batch holds a job's capacity from SCHEDULED while SageMaker waits for spot with no
+    instance running; the fleet table showed that as the team's "instance-hours", undefined. Now
+    held and running instance-hours are two figures, each defined under the table."""
+    wide = _manifest(tmp_path, "wide", hours=2)
+    wide.write_text(wide.read_text().replace("instanceCount: 1", "instanceCount: 2"))
+    scenario = _scenario(tmp_path, f"manifests: [{wide.name}]\nqueue: {{capacity: {{ml.g5.2xlarge: 2}}}}\n")
+    scenario.write_text(scenario.read_text().replace("spot: {startDelay: 5m}", GAP_FIRST_HOUR))
+
+    summary = run_scenario(load_scenario(scenario))
+
+    (team,) = summary["fleet"]["teams"].values()
+    # By hand: uploaded at 0, Batch schedules it 30 s later (00:00:30) and holds 2 instances from
+    # then; no spot until 01:00, then the 5 min start (its last 60 s downloading), 2 h of training
+    # and 60 s of upload: it ends at 03:06:00. Held: 2 x (03:06:00 - 00:00:30) = 2 x 11,130 s.
+    assert team["instanceSeconds"] == 22_260
+    # Running: 2 x (60 s downloading + 7,200 s training + 60 s uploading) = 2 x 7,320 s.
+    assert team["runningInstanceSeconds"] == 14_640
+    text = render_fleet(summary["fleet"])
+    (row,) = [line for line in text if line.strip().startswith("search-ranking")]
+    assert row.split()[2:4] == ["6.2", "4.1"]  # 22,260 s and 14,640 s in hours
+    assert any(line.strip().startswith("held inst-h: instance-hours of queue capacity Batch held") for line in text)
+    assert any(line.strip().startswith("running inst-h: instance-hours the instances ran") for line in text)
+
+
+GAP_FIRST_HOUR = "spot: {startDelay: 5m, capacityGaps: [{from: 0h, to: 1h}]}"
