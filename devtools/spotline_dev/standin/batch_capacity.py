@@ -50,7 +50,9 @@ guide documents quota management:
   not make room for it). A stopped attempt holds its instances until its training job stopped.
 - "Jobs stuck in RUNNABLE due to misconfiguration": a job larger than its share's limits (plus
   what it may borrow) or than the service environment waits with the documented statusReason,
-  holding back its share's line of its instance type.
+  holding back its share's line of its instance type ("Jobs stuck in a RUNNABLE status": "a
+  RUNNABLE job blocking the front of the queue"; terminating it allows "the next job to advance
+  to the head of the job queue").
 """
 
 from __future__ import annotations
