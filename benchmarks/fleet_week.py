@@ -48,7 +48,8 @@ def rows(fleet: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(
             (
                 f"  {team}",
-                f"{figures['jobs']} jobs, {figures['instanceSeconds'] / 3600:.0f} instance-h, "
+                f"{figures['jobs']} jobs, {figures['instanceSeconds'] / 3600:.0f} held / "
+                f"{figures['runningInstanceSeconds'] / 3600:.0f} running instance-h, "
                 f"queue wait p95 {_wait(figures['queueWaitP95Seconds'])}, missed {figures['deadlinesMissed']}, "
                 f"starved {_wait(figures.get('starvedSeconds', 0))}",
             )
@@ -67,11 +68,11 @@ def main(path: Path) -> None:
     left = (len(spotline["leftRunning"]), len(plain["leftRunning"]))
     shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
     print(f"Fleet benchmark: {scenario.name} ({shown})")
-    print(f"{'':<30} {'Spotline':<72} plain Batch")
+    print(f"{'':<30} {'Spotline':<92} plain Batch")
     for (label, ours), (_, theirs) in zip(rows(spotline["fleet"]), rows(plain["fleet"]), strict=True):
-        print(f"{label:<30} {ours:<72} {theirs}")
-    print(f"{'left running':<30} {left[0]:<72} {left[1]}")
-    print(f"{'replayed in (wallSeconds)':<30} {spotline_wall:<72.1f} {plain_wall:.1f}")
+        print(f"{label:<30} {ours:<92} {theirs}")
+    print(f"{'left running':<30} {left[0]:<92} {left[1]}")
+    print(f"{'replayed in (wallSeconds)':<30} {spotline_wall:<92.1f} {plain_wall:.1f}")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,15 @@ SageMaker attempts), not from what the executions noticed:
 - a job's *queue wait* is the time each of its service jobs spent RUNNABLE before an attempt
   started: from submission to the first attempt, and from an attempt's end to the next one
   (Batch's own retries, preemptions); one figure per service job (each Spotline attempt is one).
-- *busy instance-seconds* count an attempt's instances from its creation (Batch hands it to
-  SageMaker: it holds its capacity) to its end; utilization is that over capacity x the fleet's
-  span (from the scenario's start to the last attempt's end). Quota management counts capacity per
-  instance type, so capacity, peak, utilization, each team's instance-seconds and starvation are
-  also given per type (`instanceTypes`, `instanceSecondsByType`).
+- *busy instance-seconds* (a team's `instanceSeconds`, "held" in the table) count an attempt's
+  instances from its creation (Batch hands it to SageMaker: it holds its capacity) to its end,
+  including the time SageMaker waits for spot capacity with no instance running; utilization is
+  that over capacity x the fleet's span (from the scenario's start to the last attempt's end).
+  Quota management counts capacity per instance type, so capacity, peak, utilization, each team's
+  instance-seconds and starvation are also given per type (`instanceTypes`, `instanceSecondsByType`).
+- *running instance-seconds* (`runningInstanceSeconds`, "running" in the table) count only the
+  time the instances ran: each attempt's Downloading, Training and Uploading seconds (SageMaker
+  bills from TrainingStartTime, once the instances are acquired) times its instance count.
 """
 
 from __future__ import annotations
@@ -148,6 +152,7 @@ def fleet_figures(
     span = max((last_end - start).total_seconds(), 1.0)
     waits: dict[str, list[float]] = defaultdict(list)
     instance_seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))  # team -> type ->
+    running: dict[str, float] = defaultdict(float)  # team -> instance-seconds with instances running
     sizes = {  # the type and count the job ran on (an alternative's), else the manifest's
         job.job_id: (job.attempts[-1].instance_type, job.attempts[-1].instance_count)
         if job.attempts and job.attempts[-1].instance_type
@@ -161,6 +166,7 @@ def fleet_figures(
         waits[team].append(queue_wait_seconds(job, end))
         unit, count = sizes.get(job.job_id, ("", 1))
         instance_seconds[team][unit] += sum((b - a).total_seconds() for a, b in busy_intervals(job, end)) * count
+        running[team] += sum(a.training_seconds * a.instance_count for a in job.attempts)
     all_waits = [w for team_waits in waits.values() for w in team_waits]
     starved = starved_seconds(jobs, sizes, quotas or {}, end)
     by_type: dict[str, float] = defaultdict(float)
@@ -202,6 +208,7 @@ def fleet_figures(
                 "jobs": sum(1 for run in runs if run["team"] == team),
                 "instanceSeconds": round(sum(instance_seconds[team].values())),
                 "instanceSecondsByType": {unit: round(n) for unit, n in sorted(instance_seconds[team].items())},
+                "runningInstanceSeconds": round(running[team]),
                 "queueWaitP95Seconds": round(percentile(waits[team], 95)),
                 "deadlinesMissed": sum(1 for run in missed if run["team"] == team),
                 # Only a team with a quota share can be starved of it: null for one without.
@@ -253,16 +260,25 @@ def render_fleet(fleet: dict[str, Any]) -> list[str]:
         f"{capacity}; {fleet['preemptions']} preemption(s)",
         f"  queue wait p50 {_short(waits['p50'])}, p95 {_short(waits['p95'])}, max {_short(waits['max'])}",
         "",
-        f"  {'team':<24} {'jobs':>5} {'instance-hours':>15} {'queue wait p95':>15} {'deadlines missed':>17}"
-        f" {'starved':>8}",
+        f"  {'team':<24} {'jobs':>5} {'held inst-h':>12} {'running inst-h':>15} {'queue wait p95':>15}"
+        f" {'deadlines missed':>17} {'starved':>8}",
     ]
     for team, figures in fleet["teams"].items():
         starved = _short(figures["starvedSeconds"]) if figures.get("starvedSeconds") is not None else "-"
         out.append(
-            f"  {team:<24} {figures['jobs']:>5} {figures['instanceSeconds'] / 3600:>15.1f} "
+            f"  {team:<24} {figures['jobs']:>5} {figures['instanceSeconds'] / 3600:>12.1f} "
+            f"{figures['runningInstanceSeconds'] / 3600:>15.1f} "
             f"{_short(figures['queueWaitP95Seconds']):>15} {figures['deadlinesMissed']:>17} {starved:>8}"
         )
-    return out
+    return [*out, *HOURS_LEGEND]
+
+
+HOURS_LEGEND = (
+    "  held inst-h: instance-hours of queue capacity Batch held for the team's jobs, from each attempt's",
+    "    start to its end, waits for spot capacity with no instance running included",
+    "  running inst-h: instance-hours the instances ran (SageMaker's Downloading, Training and Uploading)",
+    "  starved: time a job waited although it fit in what its team's quota share left unused of its type",
+)
 
 
 def _short(seconds: float) -> str:

@@ -22,10 +22,17 @@ A queue with quota shares (`batch_shares`) is scheduled by `quota_schedule`, as 
 guide documents quota management:
 
 - "Creating quota shares": quota shares "function as virtual queues within the associated job
-  queue that the AWS Batch scheduler iterates between when scheduling": each share is its own
-  queue (schedulingPriority, then submission order, no backfilling), and the shares' front jobs
-  are looked at in submission order (API reference, QuotaSharePolicy: idle resources are
-  assigned to borrowing shares "FIFO").
+  queue that the AWS Batch scheduler iterates between when scheduling". A share's capacity is
+  counted per instance type: each capacity limit is "the type and maximum quantity of a
+  particular resource that can be allocated to jobs in the quota share without borrowing" (API
+  reference, QuotaShareCapacityLimit), and Batch restores "borrowed capacity back to a quota
+  share when jobs arrive" ("Preemption"). So each capacity limit of a share is its own line
+  (schedulingPriority, then submission order, no backfilling within it), and the lines' front
+  jobs are looked at in submission order (API reference, QuotaSharePolicy: idle resources are
+  assigned to borrowing shares "FIFO"). The guides do not say whether a job waiting for one
+  instance type holds back its share's jobs of another; the stand-in's does not, so a share
+  under its limit for a type gets the next instance of that type (taken back from a borrowing
+  share if need be), the fairness the guide promises.
 - A job first uses its own share's capacity limit; beyond it, a LEND_AND_BORROW share borrows
   the idle capacity of LEND and LEND_AND_BORROW shares ("Quota shares"), within its borrowLimit
   (a percentage of its own limit; -1 unlimited). Everything borrowed stays within the idle
@@ -43,7 +50,9 @@ guide documents quota management:
   not make room for it). A stopped attempt holds its instances until its training job stopped.
 - "Jobs stuck in RUNNABLE due to misconfiguration": a job larger than its share's limits (plus
   what it may borrow) or than the service environment waits with the documented statusReason,
-  holding back its share.
+  holding back its share's line of its instance type ("Jobs stuck in a RUNNABLE status": "a
+  RUNNABLE job blocking the front of the queue"; terminating it allows "the next job to advance
+  to the head of the job queue").
 """
 
 from __future__ import annotations
@@ -259,15 +268,15 @@ def quota_schedule(jobs: list[ServiceJob], queue: Queue, t: float) -> QuotaDecis
     waiting (see the module's docstring). Sets each waiting job's `blocked_reason`."""
     mine = [j for j in jobs if j.queue is queue]
     held = _Held(j for j in mine if holds(j, t))
-    lines: dict[str, list[ServiceJob]] = {}
+    lines: dict[tuple[str, str], list[ServiceJob]] = {}  # one line per share and capacity unit
     for job in sorted((j for j in mine if j.awaiting_capacity and j.quota_share), key=share_order):
         job.blocked_reason = None
-        lines.setdefault(job.quota_share.name if job.quota_share else "", []).append(job)
+        lines.setdefault(_line_of(job), []).append(job)
     decision = QuotaDecision()
     while True:
         for line in lines.values():
             if line:
-                line[0].blocked_reason = misconfiguration(line[0])  # it holds back its share
+                line[0].blocked_reason = misconfiguration(line[0])  # it holds back its line
         waiting = [j for line in lines.values() for j in line if j.blocked_reason is None]
         heads = sorted(
             (line[0] for line in lines.values() if line and line[0].blocked_reason is None),
@@ -278,12 +287,17 @@ def quota_schedule(jobs: list[ServiceJob], queue: Queue, t: float) -> QuotaDecis
             break
         decision.admitted.append(chosen)
         held = held.plus(chosen)
-        lines[chosen.quota_share.name if chosen.quota_share else ""].pop(0)
+        lines[_line_of(chosen)].pop(0)
     stopping = [j for j in held.jobs if _releasing(j, t)]
     for head in heads:
         gone = stopping + [v for v, _ in decision.preempted]
         decision.preempted.extend(_victims(head, held.minus(gone), waiting, t))
     return decision
+
+
+def _line_of(job: ServiceJob) -> tuple[str, str]:
+    """The line a waiting job queues in: its share's, of its capacity unit (see the module's docstring)."""
+    return (job.quota_share.name if job.quota_share else "", unit_of(job))
 
 
 def _releasing(job: ServiceJob, t: float) -> bool:

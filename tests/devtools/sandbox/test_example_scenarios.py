@@ -1,6 +1,7 @@
-"""Every example scenario (examples/scenarios), replayed once and checked twice: every figure the
+"""Every example scenario (examples/scenarios), replayed once and checked: every figure the
 sandbox reports of each run is the stand-in's ledger (ledger_checks), and each execution ends
-within a minute (virtual) of its training job, leaving nothing running (timeliness_checks). The
+within a minute (virtual) of its training job, leaving nothing running (timeliness_checks), and in
+a fleet example (a shared queue) no team is starved of its quota share (`starvedSeconds` 0). The
 random scenarios of the same checks are in test_billing_ledger.py and test_sandbox_timeliness.py."""
 
 from __future__ import annotations
@@ -25,3 +26,6 @@ def test_every_example_scenario_reports_what_the_stand_in_billed_and_ends_with_i
     for run in summary["executions"]:
         assert_reconciled(run)
     assert_timely(summary)
+    # Issue 46: in a shared queue no team waits while its quota share has room of the job's type.
+    teams = (summary.get("fleet") or {}).get("teams", {})
+    assert {team: f["starvedSeconds"] for team, f in teams.items() if f.get("starvedSeconds")} == {}

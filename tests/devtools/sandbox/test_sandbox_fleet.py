@@ -14,7 +14,7 @@ from ledger_checks import assert_reconciled
 from conftest import EXAMPLE_MANIFEST
 from spotline_dev.local import stack as local_aws
 from spotline_dev.sandbox.fleet import uploads_of
-from spotline_dev.sandbox.fleet_figures import capacity_by_team, percentile
+from spotline_dev.sandbox.fleet_figures import capacity_by_team, percentile, queue_wait_seconds, render_fleet
 from spotline_dev.sandbox.replay import ScenarioError, draw, load_scenario, public_summary, run_scenario
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
@@ -273,3 +273,86 @@ def test_quotas_admit_borrow_and_preempt_per_instance_type(tmp_path: Path) -> No
     assert set(fleet["teams"]["vision"]["instanceSecondsByType"]) == {"ml.g5.2xlarge", "ml.p4d.24xlarge"}
     assert {team: f["starvedSeconds"] for team, f in fleet["teams"].items()} == {"nlp": 0, "vision": 0}
     assert summary["leftRunning"] == []
+
+
+def test_a_team_under_its_quota_for_a_type_gets_it_back_while_its_job_of_another_type_waits(tmp_path: Path) -> None:
+    """Issue 46: two teams with g5 and p4d quotas, one borrowing. nlp fills the queue's g5 (its own
+    one and two of vision's idle ones) and holds its own p4d. Vision's 2-instance p4d job must borrow
+    nlp's p4d: it waits. Vision's g5 job, uploaded after it, is within vision's g5 quota (vision
+    holds 0 of its 2): it gets the next g5, by preempting one of nlp's borrowing jobs, rather than
+    waiting behind vision's p4d job until nlp's p4d job ends 4 h in (starved about 3 h before)."""
+    p4d = "instanceType: ml.p4d.24xlarge"
+    jobs = {
+        "nlp-p4d": _manifest(tmp_path, "nlp-p4d", team="nlp", priority=10, hours=4),
+        **{f"nlp-g5-{n}": _manifest(tmp_path, f"nlp-g5-{n}", team="nlp", priority=10, hours=4) for n in range(3)},
+        "vision-p4d": _manifest(tmp_path, "vision-p4d", team="vision", priority=100, hours=1),
+        "vision-g5": _manifest(tmp_path, "vision-g5", team="vision", priority=100, hours=1),
+    }
+    for name in ("nlp-p4d", "vision-p4d"):
+        jobs[name].write_text(jobs[name].read_text().replace("instanceType: ml.g5.2xlarge", p4d))
+    jobs["vision-p4d"].write_text(jobs["vision-p4d"].read_text().replace("instanceCount: 1", "instanceCount: 2"))
+    entry = (
+        "    {team}: {{instanceFamilies: [g5, p4d], maxInstances: 4, maxPriority: 500, quotas: {quotas}, "
+        'roles: ["arn:aws:iam::123456789012:role/spotline/{team}-training"], '
+        f'images: ["{IMAGE}"]{{shares}}, '
+        's3Prefixes: ["s3://{team}-data/", "s3://{team}-models/", "s3://{team}-checkpoints/"]}}\n'
+    )
+    scenario = _scenario(
+        tmp_path,
+        "queue: {capacity: {ml.g5.2xlarge: 3, ml.p4d.24xlarge: 2}}\nsubmissions:\n"
+        + "".join(f"  - {{manifest: {jobs[n].name}, at: 0h}}\n" for n in jobs if n.startswith("nlp-"))
+        + f"  - {{manifest: {jobs['vision-p4d'].name}, at: 30m}}\n"
+        + f"  - {{manifest: {jobs['vision-g5'].name}, at: 1h}}\n"
+        + "teamPolicy:\n  teams:\n"
+        + entry.format(
+            team="nlp", quotas="{ml.g5.2xlarge: 1, ml.p4d.24xlarge: 1}", shares=f', shares: {{"{IMAGE}": [vision]}}'
+        )
+        + entry.format(team="vision", quotas="{ml.g5.2xlarge: 2, ml.p4d.24xlarge: 1}", shares=""),
+    )
+
+    summary = run_scenario(load_scenario(scenario))
+
+    runs = {run["job"]: run for run in summary["executions"]}
+    assert {name: run["status"] for name, run in runs.items()} == dict.fromkeys(jobs, "SUCCEEDED")
+    fleet = summary["fleet"]
+    assert {team: f["starvedSeconds"] for team, f in fleet["teams"].items()} == {"nlp": 0, "vision": 0}
+    by_id = {job.job_id: job for job in summary["jobs"]}
+    (vision_g5,) = [by_id[j] for j in runs["vision-g5"]["jobIds"]]
+    # Uploaded at 1h: the scheduler takes it up 30 s after submission and the preempted nlp attempt
+    # holds its instance 30 s more while it stops, so it waits 60 s (by hand: 30 + 30), not ~3 h.
+    assert queue_wait_seconds(vision_g5, summary["virtualEnd"]) == 60
+    preempted = [job for job in summary["jobs"] if job.preemptions]
+    assert len(preempted) == 1 and preempted[0].job_id in {
+        j for n in ("nlp-g5-0", "nlp-g5-1", "nlp-g5-2") for j in runs[n]["jobIds"]
+    }  # a borrowing nlp g5 job, never nlp's p4d job on its own quota
+    kinds = fleet["instanceTypes"]
+    assert all(k["peakInstances"] <= k["capacityInstances"] for k in kinds.values()), kinds
+    assert summary["leftRunning"] == []
+
+
+def test_instance_hours_held_while_sagemaker_waits_for_spot_are_shown_apart_from_running_ones(tmp_path: Path) -> None:
+    """Issue 46: Batch holds a job's capacity from SCHEDULED while SageMaker waits for spot with no
+    instance running; the fleet table showed that as the team's "instance-hours", undefined. Now
+    held and running instance-hours are two figures, each defined under the table."""
+    wide = _manifest(tmp_path, "wide", hours=2)
+    wide.write_text(wide.read_text().replace("instanceCount: 1", "instanceCount: 2"))
+    scenario = _scenario(tmp_path, f"manifests: [{wide.name}]\nqueue: {{capacity: {{ml.g5.2xlarge: 2}}}}\n")
+    scenario.write_text(scenario.read_text().replace("spot: {startDelay: 5m}", GAP_FIRST_HOUR))
+
+    summary = run_scenario(load_scenario(scenario))
+
+    (team,) = summary["fleet"]["teams"].values()
+    # By hand: uploaded at 0, Batch schedules it 30 s later (00:00:30) and holds 2 instances from
+    # then; no spot until 01:00, then the 5 min start (its last 60 s downloading), 2 h of training
+    # and 60 s of upload: it ends at 03:06:00. Held: 2 x (03:06:00 - 00:00:30) = 2 x 11,130 s.
+    assert team["instanceSeconds"] == 22_260
+    # Running: 2 x (60 s downloading + 7,200 s training + 60 s uploading) = 2 x 7,320 s.
+    assert team["runningInstanceSeconds"] == 14_640
+    text = render_fleet(summary["fleet"])
+    (row,) = [line for line in text if line.strip().startswith("search-ranking")]
+    assert row.split()[2:4] == ["6.2", "4.1"]  # 22,260 s and 14,640 s in hours
+    assert any(line.strip().startswith("held inst-h: instance-hours of queue capacity Batch held") for line in text)
+    assert any(line.strip().startswith("running inst-h: instance-hours the instances ran") for line in text)
+
+
+GAP_FIRST_HOUR = "spot: {startDelay: 5m, capacityGaps: [{from: 0h, to: 1h}]}"

@@ -2,7 +2,8 @@
 borrowed (cross-share), a higher-priority job displaces a lower one of its share (in-share, when
 enabled); the preempted job goes back to RUNNABLE, is counted in preemptionSummary, keeps its
 retryStrategy attempts and resumes from its checkpoint in a new training job. Capacity is never
-exceeded, at any change moment of a busy run."""
+exceeded, at any change moment of a busy run. Each capacity limit (instance type) of a share is
+its own line: a job waiting to borrow one type does not hold back its share's job of another."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from devtools.standin.quota_rig import (
     START,
     STOPPING,
     TRAINING,
+    payload,
     quota_rig,
     submit,
     training_names,
@@ -100,6 +102,44 @@ def test_the_owners_job_reclaims_borrowed_capacity_by_preempting_the_borrowing_j
     assert [a.restored_from_step for a in view.attempts] == [None, int(saved), int(saved)]
     assert rig.status_at(own_end * 3, owner)[0] == "SUCCEEDED"
     check_shapes(rig)
+
+
+P4D = "ml.p4d.24xlarge"
+
+
+def test_a_share_under_its_limit_for_a_type_reclaims_it_although_its_job_of_another_type_waits(
+    make_rig: RigFactory,
+) -> None:
+    """team-a: 2 g5 and 1 p4d; team-b: 1 g5 and 1 p4d; the environment 3 g5 and 2 p4d. team-b runs
+    its own p4d job and three g5 jobs, two of them on team-a's idle g5. team-a's 2-instance p4d job
+    must borrow team-b's p4d, which team-b uses: it waits. team-a's g5 job, behind it in team-a's
+    share, is within team-a's g5 limit: it gets team-a's g5 back by cross-share preemption of
+    team-b's borrowing job started last, as "Preemption" promises ("restore borrowed capacity back
+    to a quota share when jobs arrive"), instead of waiting 4 hours behind a job of another type."""
+    rig = quota_rig(make_rig, capacity={G5: 3, P4D: 2}, duration=4 * HOUR)
+    rig.standin.register_quota_share(QUEUE, "team-a", {G5: 2, P4D: 1})
+    rig.standin.register_quota_share(QUEUE, "team-b", {G5: 1, P4D: 1})
+
+    def job(name: str, share: str, instance_type: str, instances: int = 1) -> str:
+        return rig.submit(payload(name, instances, instance_type), name=name, quotaShareName=share)
+
+    b_p4d = job("b-p4d", "team-b", P4D)
+    b_g5 = [job(f"b-g5-{n}", "team-b", G5) for n in range(3)]
+    rig.clock.at(ARRIVES)
+    assert [rig.batch_job(j)["status"] for j in (b_p4d, *b_g5)] == ["RUNNING"] * 4  # team-a is idle
+    a_p4d = job("a-p4d", "team-a", P4D, 2)
+    rig.clock.at(2 * ARRIVES)
+    a_g5 = job("a-g5", "team-a", G5)
+
+    # Submitted at 2 * ARRIVES, its attempt would start START later; the borrowed attempt stops then
+    # and holds its instance STOPPING more: a-g5 starts at 2 * 600 + 30 + 30 = 1260 s.
+    stopped = 2 * ARRIVES + START + STOPPING
+    rig.clock.at(stopped + 10)
+    assert rig.batch_job(a_g5)["scheduledAt"] == ms(stopped)
+    assert rig.batch_job(a_p4d)["status"] == "RUNNABLE"  # still waiting to borrow team-b's p4d
+    preempted = rig.batch_job(b_g5[2])  # team-b's borrowing jobs started together: the last submitted
+    assert (preempted["status"], preempted["statusReason"]) == ("RUNNABLE", CROSS_SHARE)
+    assert [rig.batch_job(j)["status"] for j in (b_p4d, b_g5[0], b_g5[1])] == ["RUNNING"] * 3
 
 
 def test_borrowed_capacity_is_kept_while_the_owner_has_no_waiting_job(make_rig: RigFactory) -> None:
