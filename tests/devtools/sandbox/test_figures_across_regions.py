@@ -1,10 +1,13 @@
 """Issue 46: a run in two regions. Its cost shows the part that is known (us-east-1's, priced) and
 names the part that is not (us-west-2 has no price), and its saving is never us-west-2 priced as
 us-east-1. Figures are computed by hand from the scenario's inputs; the run is replayed through
-the stand-in's ledger too."""
+the stand-in's ledger too. Three replays of a region move print the same `--json`."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +53,25 @@ def test_a_run_in_two_regions_shows_the_known_part_and_names_the_unknown_one(tmp
     assert (run["onDemandSeconds"], run["onDemandCostUsd"]) == (28920, 12.1705)
     assert run["savingsPercent"] is None
     assert_reconciled(run)
+
+
+def test_three_replays_of_a_region_move_print_the_same_json_apart_from_wall_seconds() -> None:
+    """Each replay in a process of its own, as a user runs it (the stacks of one process draw their ids
+    from seeds that follow one another). The checkpoint copy's seconds were the host's time."""
+    scenario = PROJECT_ROOT / "examples" / "scenarios" / "spot-in-another-region.yaml"
+    outputs = []
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-m", "spotline_dev.cli", "sandbox", "--scenario", str(scenario), "--json"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        assert summary.pop("wallSeconds") > 0
+        outputs.append(summary)
+    (run,) = outputs[0]["executions"]
+    assert run["checkpointCopies"]["count"] == 1  # the region move copied its checkpoint
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
