@@ -202,8 +202,9 @@ def _costs(
         known = by_region.get(part.region, 0.0)
         by_region[part.region] = None if known is None or price is None else round(known + price, 4)
     for copy in (a["checkpointCopy"] for a in attempts if a.get("checkpointCopy")):
-        # AWS: S3 pricing, data transfer: "Data Transfer OUT From Amazon S3 To" another region is billed
-        # by the source region: a copy's transfer is its source region's part.
+        # AWS: Data Exports user guide, "Understanding data transfer charges": "There's no charge for the
+        # data transferred into the destination Region. The data transfer charge is determined by the data
+        # transferred out from the source Region." A copy's transfer is its source region's part.
         source = str(copy["fromRegion"])
         usd = transfer_usd(int(copy["bytes"]), source, str(copy["toRegion"]))
         known = by_region.get(source, 0.0)
