@@ -199,6 +199,11 @@ def _cost_line(run: dict[str, Any]) -> str:
     """What it cost, against the whole job on-demand; a saving only for a run that finished the
     job (a failed run's low bill saved nothing: the work is not done)."""
     if run["costUsd"] is None and run.get("costUnknown"):
+        parts = run.get("costByRegion") or {}
+        known = " + ".join(f"{format_usd(usd)} in {region}" for region, usd in parts.items() if usd is not None)
+        unknown = ", ".join(region for region, usd in parts.items() if usd is None)
+        if known and unknown:  # the known part, never dropped; the rest named
+            return f"cost {known} + {format_usd(None)} in {unknown} ({run['costUnknown']})"
         return f"cost {format_usd(None)} ({run['costUnknown']})"
     if run["costUsd"] is None:
         unpriced = sorted({r for r in run.get("regions") or [] if r and r != price_region()})
@@ -348,6 +353,7 @@ def public_summary(
         "notifications",
         "costUsd",
         "costUnknown",
+        "costByRegion",
         "onDemandCostUsd",
         "onDemandSeconds",
         "savingsPercent",

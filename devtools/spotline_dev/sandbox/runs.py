@@ -227,6 +227,7 @@ def summarize(
         # No figures at all: nothing was submitted (nothing billed), or the run's state was not read.
         "costUsd": figures.get("cost_usd", None if jobs else 0.0),
         "costUnknown": figures.get("cost_unknown") or (None if figures or not jobs else "the run's state was not read"),
+        "costByRegion": figures.get("cost_by_region") or {},
         "onDemandCostUsd": figures.get("on_demand_cost_usd"),
         "onDemandSeconds": figures.get("on_demand_seconds"),
         "savingsPercent": figures.get("savings_percent"),

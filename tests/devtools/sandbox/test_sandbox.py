@@ -139,6 +139,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "notifications",
         "costUsd",
         "costUnknown",
+        "costByRegion",
         "onDemandCostUsd",
         "onDemandSeconds",
         "savingsPercent",

@@ -40,7 +40,8 @@ def test_a_type_without_a_price_runs_and_its_cost_is_unknown(result: dict[str, A
     assert run["status"] == "SUCCEEDED" and run["billableSeconds"] > 0
     assert run["costUsd"] is None and run["onDemandCostUsd"] is None
     text = render_text(result, 0.0)
-    assert "cost unknown (no price for ml.m8i.4xlarge in Spotline's table)" in text
+    assert "cost unknown (no price for ml.m8i.4xlarge in us-east-1: training job(s) AWSBatch" in text
+    assert run["costByRegion"] == {"us-east-1": None} and "ml.m8i.4xlarge" in run["costUnknown"]
     for line in text.splitlines():  # the priced runs show dollars; the unpriced one none
         if "ml.m8i.4xlarge" in line:
             assert not re.search(r"\$\d", line), line

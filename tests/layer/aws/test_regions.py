@@ -15,7 +15,7 @@ from unittest import mock
 import pytest
 
 from conftest import NOW, example_spec, team_policy_for
-from spotline.aws import billing, checking, continuation, progress, region_moves, regions, service_jobs
+from spotline.aws import billing, checking, clock, continuation, progress, region_moves, regions, service_jobs
 from spotline.aws.clients import in_region
 from spotline.aws.region_checks import plan_regions
 from spotline.aws.regions import SIGHTINGS_TABLE, recent_sightings, record_sighting
@@ -220,6 +220,18 @@ def test_a_copy_starts_no_object_after_the_first_past_its_time_budget(peered: Lo
         regions.copy_checkpoint(
             f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/west/", "us-east-1", PEER, until=0.0
         )
+
+
+def test_a_copys_seconds_are_read_on_the_handlers_clock_not_the_hosts(
+    peered: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: the seconds were the host's (0.021, 0.038, 0.033 s on three replays of one scenario).
+    On a clock that moves 4.5 s at each reading, the copy took 4.5 s, however long the host took."""
+    peered.client("s3").put_object(Bucket=peered.bucket, Key="ckpt/model.pt", Body=b"weights")
+    readings = iter(NOW + timedelta(seconds=4.5 * n) for n in range(100))
+    monkeypatch.setattr(clock, "_source", lambda: next(readings))
+    copied = regions.copy_checkpoint(f"s3://{peered.bucket}/ckpt/", f"s3://{peered.bucket}/w/", "us-east-1", PEER)
+    assert (copied.objects, copied.seconds) == (1, 4.5)
 
 
 def test_an_object_of_another_size_at_the_target_is_copied_again(peered: LocalStack) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from spotline.core.billing import JobBill, RunBill, bill_of
+from spotline.core.billing import JobBill, RunBill, bill_of, kept_by_type_of
 from spotline.core.execution_state import attempt_history
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -103,6 +103,34 @@ def test_a_fallback_run_counts_its_stopped_spot_attempt_and_the_baseline_bills_o
     assert bill.lost_work_seconds == 5400 + 3600 - 7200
     assert bill.on_demand_seconds == 7200 + 60 + 60  # work, one download, the upload
     assert bill.savings_percent == round(100 * (1 - 5358 / 7320), 2)
+
+
+def test_a_run_on_two_types_counts_each_types_kept_work_in_its_own_seconds() -> None:
+    """Issue 46: 3870 s trained on ml.g5.2xlarge (checkpoint at 3600 s), then the rest of an 8-hour job
+    (28800 - 3600 = 25200 s of g5 work) on ml.g6.2xlarge at 0.8 the speed: 25200 / 0.8 = 31500 s there.
+    progress.json's total (36000 s, the whole job in g6 seconds) is in no single type's seconds."""
+    g5 = _job(instance_type="ml.g5.2xlarge", in_training_seconds=3870)
+    g6 = _job(instance_type="ml.g6.2xlarge", completed=True, in_training_seconds=31500, upload_seconds=60)
+    kept = kept_by_type_of(
+        {
+            "byInstanceType": {
+                "ml.g5.2xlarge": {"steps": 1250, "seconds": 3600.0},
+                "ml.g6.2xlarge": {"steps": 8750, "seconds": 31500.0},
+            }
+        }
+    )
+    bill = RunBill((g5, g6), checkpointed=True, kept_work_seconds=36000.0, kept_by_type=kept)
+
+    assert bill.lost_work_seconds == 3870 - 3600  # 270 on g5, none on g6
+    # A type that kept nothing (no checkpoint there) lost all it trained.
+    assert RunBill((g5,), checkpointed=True, kept_work_seconds=0.0, kept_by_type={}).lost_work_seconds == 3870
+
+
+def test_a_progress_without_a_usable_per_type_record_falls_back_to_its_total() -> None:
+    assert kept_by_type_of({"step": 3}) is None  # an older helper
+    assert kept_by_type_of({"byInstanceType": {"ml.g5.2xlarge": {"steps": 3}}}) is None
+    assert kept_by_type_of({"byInstanceType": {"ml.g5.2xlarge": {"steps": 3, "seconds": True}}}) is None
+    assert kept_by_type_of(None) is None
 
 
 def test_without_checkpoints_only_the_completing_stretch_is_kept() -> None:

@@ -6,6 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from spotline.core import outcome
 from spotline.core.billing import JobBill, RunBill
 from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import (
@@ -149,3 +152,69 @@ def test_an_ended_run_read_before_its_job_has_ended_costs_unknown_not_zero() -> 
     known = Figures(cost_usd=1.3635)
     assert unknown_until_billed(known, ended) is known  # every job ended: the bill is final
     assert unknown_until_billed(known, None) is known  # a run under way: its cost so far
+
+
+def _two_regions(west_price: float | None, monkeypatch: pytest.MonkeyPatch) -> Figures:
+    """Issue 46: 1179 s billed on spot ml.g5.2xlarge in us-east-1, then 8694 s in us-west-2 that completes
+    the job (28800 s of work kept, 60 s download, 60 s upload: a baseline of 28920 s)."""
+    priced = outcome.cost_usd
+
+    def cost_usd(instance: str, count: int, seconds: float, *, region: str) -> float | None:
+        if region != "us-west-2":
+            return priced(instance, count, seconds, region=region)
+        return None if west_price is None else round(west_price * count * seconds / 3600, 4)
+
+    monkeypatch.setattr(outcome, "cost_usd", cost_usd)
+    g5 = {"instance_type": "ml.g5.2xlarge", "instance_count": 1, "download_seconds": 60}
+    east = g5 | {
+        "name": "east",
+        "training_seconds": 3930,
+        "billable_seconds": 1179,
+        "in_training_seconds": 3870,
+        "region": "us-east-1",
+    }
+    west = g5 | {
+        "name": "west",
+        "completed": True,
+        "training_seconds": 28980,
+        "billable_seconds": 8694,
+        "in_training_seconds": 25200,
+    }
+    bill = _bill(east, west | {"region": "us-west-2"}, kept=28800)
+    copy = {"bytes": 2**30, "seconds": 12.5, "fromRegion": "us-east-1", "toRegion": "us-west-2"}
+    attempts = [{"attempt": 1, "region": "us-east-1"}, {"attempt": 2, "region": "us-west-2", "checkpointCopy": copy}]
+    return outcome.figures(None, attempts, region=REGION, bill=bill)
+
+
+def test_a_region_without_a_price_keeps_the_known_part_and_claims_no_saving(monkeypatch: pytest.MonkeyPatch) -> None:
+    numbers = _two_regions(None, monkeypatch)
+    # us-east-1: 1179 s x $1.515/h / 3600 = $0.49616, plus the copy out of it: 1 GiB x $0.02 = $0.02.
+    assert numbers.cost_by_region == {"us-east-1": 0.5162, "us-west-2": None}
+    assert numbers.cost_usd is None
+    assert numbers.cost_unknown == "no price for ml.g5.2xlarge in us-west-2: training job(s) west"
+    # The baseline at home, 28920 s x 1.515 / 3600 = $12.1705; no saving without us-west-2's part.
+    assert (numbers.on_demand_cost_usd, numbers.savings_percent) == (12.1705, None)
+
+
+def test_a_region_with_its_own_price_is_priced_with_it_not_with_the_home_regions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    numbers = _two_regions(1.6, monkeypatch)  # a made-up us-west-2 price, unlike us-east-1's $1.515/h
+    # us-west-2: 8694 s x $1.6/h / 3600 = $3.864; total 0.5162 + 3.864 = $4.3802.
+    assert numbers.cost_by_region == {"us-east-1": 0.5162, "us-west-2": 3.864}
+    assert (numbers.cost_usd, numbers.cost_unknown) == (4.3802, None)
+    # 1 - 4.3802 / 12.1705 = 64.01 %, where billed seconds against the baseline's (us-west-2 priced as
+    # us-east-1) would say 1 - (1179 + 8694) / 28920 = 65.86 %.
+    assert numbers.savings_percent == 64.01
+
+
+def test_a_run_at_the_baselines_rate_keeps_its_billed_time_saving() -> None:
+    g5 = {"instance_type": "ml.g5.2xlarge", "instance_count": 1, "download_seconds": 60}
+    bill = _bill(
+        g5 | {"training_seconds": 3930, "billable_seconds": 1179, "in_training_seconds": 3870},
+        g5 | {"completed": True, "training_seconds": 28980, "billable_seconds": 8694, "in_training_seconds": 25200},
+        kept=28800,
+    )
+    numbers = outcome.figures(None, [{"attempt": 1}, {"attempt": 2}], region=REGION, bill=bill)
+    # (1179 + 8694) s x 1.515 / 3600 = $4.1549; 1 - 9873 / 28920 = 65.86 %.
+    assert (numbers.cost_by_region, numbers.cost_usd, numbers.savings_percent) == ({REGION: 4.1549}, 4.1549, 65.86)

@@ -12,7 +12,7 @@ from spotline.aws.clients import client, error_code, in_region
 from spotline.aws.progress import read_progress
 from spotline.aws.regions import spec_at
 from spotline.aws.spec_store import SpecUnavailable, spec_of
-from spotline.core.billing import JobBill, RunBill, bill_of
+from spotline.core.billing import JobBill, RunBill, bill_of, kept_by_type_of
 from spotline.core.execution_state import attempt_history
 from spotline.core.status import earlier_training_job_names, training_job_name_of
 
@@ -76,6 +76,7 @@ def run_bill_of(
         tuple(job_bills(attempts, now)),
         checkpointed=checkpoint_s3_uri is not None or bool(last_progress and last_progress.get("step") is not None),
         kept_work_seconds=float(kept) if isinstance(kept, int | float) else None,
+        kept_by_type=kept_by_type_of(progress),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
+from spotline.aws import clock
 from spotline.aws.clients import client, resource, split_s3_uri
 from spotline.aws.team_registry import allowance_of
 from spotline.core.model import JobSpec, to_rfc3339
@@ -162,8 +163,11 @@ def copy_checkpoint(
     after `until` (time.monotonic()); then CheckpointCopyIncomplete, and the next call goes on (each
     call copies one object at least, so the copy always ends). A target object of
     the same size written since its source (LastModified) is the copy already made, so it is
-    skipped; any other is copied (again), so a retried or resumed copy never keeps a stale object."""
-    began = time.monotonic()
+    skipped; any other is copied (again), so a retried or resumed copy never keeps a stale object.
+
+    Its `seconds` are read on the handlers' clock (`spotline.aws.clock`): the real time deployed, the
+    virtual clock in the sandbox and tests, so two replays of a scenario report the same copy."""
+    began = clock.now()
     src_bucket, src_prefix = split_s3_uri(source_uri)
     dst_bucket, dst_prefix = split_s3_uri(target_uri)
     made = _objects_under(dst_bucket, dst_prefix, target_region)
@@ -184,7 +188,8 @@ def copy_checkpoint(
                 copied += 1
             objects += 1
             size += item_size
-    return CheckpointCopy(source_uri, target_uri, source_region, target_region, objects, size, time.monotonic() - began)
+    seconds = (clock.now() - began).total_seconds()
+    return CheckpointCopy(source_uri, target_uri, source_region, target_region, objects, size, seconds)
 
 
 def _objects_under(bucket: str, prefix: str, region: str) -> dict[str, tuple[int, datetime]]:

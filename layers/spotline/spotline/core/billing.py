@@ -94,6 +94,21 @@ def bill_of(training_job: Mapping[str, Any], now: datetime) -> JobBill:
     )
 
 
+def kept_by_type_of(progress: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """progress.json's `byInstanceType` as {type: seconds kept there}; None when it has none (an
+    older helper, or one outside SageMaker: no $SM_CURRENT_INSTANCE_TYPE) or it is malformed."""
+    by_type = (progress or {}).get("byInstanceType")
+    if not isinstance(by_type, Mapping):
+        return None
+    kept = {}
+    for name, entry in by_type.items():
+        seconds = entry.get("seconds") if isinstance(entry, Mapping) else None
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            return None
+        kept[str(name)] = float(seconds)
+    return kept
+
+
 def _seconds_by_status(transitions: list[dict[str, Any]], now: datetime) -> list[tuple[str, float]]:
     """(SecondaryStatus, seconds spent in it) for each transition, in order."""
     spent = []
@@ -114,6 +129,9 @@ class RunBill:
     checkpointed: bool
     kept_work_seconds: float | None = None
     """progress.json's `trainingSeconds` at the end (the work the checkpoints hold), if any."""
+    kept_by_type: Mapping[str, float] | None = None
+    """progress.json's `byInstanceType` seconds at the end: the work kept on each type, in that
+    type's own time (a type 0.8 as fast takes 1.25 s for a second of the primary's work)."""
 
     @property
     def settled(self) -> bool:
@@ -153,7 +171,14 @@ class RunBill:
     @property
     def lost_work_seconds(self) -> int | None:
         """Training done and not kept: back to the last checkpoint at each interruption,
-        preemption or stop, and all of it for a job without checkpoints that did not finish."""
+        preemption or stop, and all of it for a job without checkpoints that did not finish. A run
+        on several types counts each type's training against the work kept there, both in that
+        type's seconds (the total kept is in no single type's seconds)."""
+        if self.checkpointed and self.kept_by_type is not None:
+            trained: dict[str, int] = {}
+            for job in self.jobs:
+                trained[job.instance_type] = trained.get(job.instance_type, 0) + job.in_training_seconds
+            return sum(max(0, round(seconds - self.kept_by_type.get(kind, 0.0))) for kind, seconds in trained.items())
         kept = self.work_kept_seconds
         return None if kept is None else max(0, sum(job.in_training_seconds for job in self.jobs) - kept)
 

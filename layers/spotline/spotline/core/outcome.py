@@ -18,7 +18,7 @@ from spotline.core.durations import format_duration
 from spotline.core.errors import ManifestError, summarize
 from spotline.core.execution_state import JobSummary, attempt_history, job_summary_of
 from spotline.core.model import to_rfc3339
-from spotline.core.regions import checkpoint_copies
+from spotline.core.regions import checkpoint_copies, transfer_usd
 
 SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
@@ -58,7 +58,11 @@ class Figures:
     billable_seconds: int = 0
     queue_wait_seconds: int | None = None
     cost_usd: float | None = 0.0
-    """None: the instance type has no price in Spotline's table (unknown, not zero)."""
+    """The whole run's cost; None when a part of it is unknown (a type or region without a price, bills
+    not read): `cost_by_region` keeps the known parts and `cost_unknown` names the rest."""
+    cost_by_region: dict[str, float | None] = field(default_factory=dict)
+    """Each region's part of the cost (its training jobs, and the checkpoint copies out of it); None
+    for a region whose part is unknown. The known parts add up to `cost_usd` when it is known."""
     on_demand_cost_usd: float | None = None
     """The whole job on-demand from the start (`on_demand_seconds`); None for a run that did not
     finish, or a type without a price."""
@@ -79,7 +83,8 @@ class Figures:
     """Copies of the checkpoint to another region (count, bytes, seconds, usd); their transfer is in
     `cost_usd`. None for a run that stayed in one region."""
     cost_unknown: str | None = None
-    """Why `cost_usd` is None for a run that was billed: its bills could not be read."""
+    """What is unknown of the cost and why, when `cost_usd` is None for a run that was billed: a
+    type without a price in a region (naming its training jobs), or bills that could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +118,6 @@ def figures(
     `switched`: the run stopped its spot job for on-demand (StopSpotJob), whether or not the
     on-demand attempt was submitted before the run ended."""
     statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
-    instance, count = (job.instance_type, job.instance_count) if job else ("", 0)
     deadline = job.deadline_at if job else None
     if bill is not None:
         training, billable, interruptions = bill.training_seconds, bill.billable_seconds, bill.interruptions
@@ -123,19 +127,18 @@ def figures(
         billable = sum(int(s.get("billableSeconds") or 0) for s in statuses)
         interruptions = sum(int(s.get("interruptions") or 0) for s in statuses)
         baseline = None
-    run_cost, on_demand_cost, savings = _costs(bill, instance, count, billable, baseline, region=region)
-    copies = checkpoint_copies(attempts)
-    if copies and run_cost is not None:
-        run_cost = round(run_cost + copies["usd"], 4)  # the data transfer between regions
+    costs = _costs(bill, job, attempts, baseline, region=region)
     return Figures(
         attempts=len(attempts),
         interruptions=interruptions,
         training_seconds=training,
         billable_seconds=billable,
         queue_wait_seconds=statuses[0].get("queueWaitSeconds") if statuses else None,
-        cost_usd=run_cost,
-        on_demand_cost_usd=on_demand_cost,
-        savings_percent=savings,
+        cost_usd=costs.total,
+        cost_by_region=costs.by_region,
+        cost_unknown=costs.unknown,
+        on_demand_cost_usd=costs.on_demand,
+        savings_percent=costs.savings,
         on_demand_fallback=bool(
             job and job.uses_spot and (switched or any(a.get("capacity") == "on-demand" for a in attempts))
         ),
@@ -146,38 +149,114 @@ def figures(
         on_demand_seconds=baseline,
         billing_settled=bill.settled if bill is not None else False,
         training_plan_seconds=bill.training_plan_seconds if bill is not None else 0,
-        checkpoint_copies=copies,
+        checkpoint_copies=checkpoint_copies(attempts),
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One billed piece of a run: a training job (from its bill) or, for a run under way, an attempt."""
+
+    name: str
+    instance_type: str
+    count: int
+    billable_seconds: int
+    region: str
+    training_plan: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Costs:
+    total: float | None
+    by_region: dict[str, float | None]
+    unknown: str | None
+    on_demand: float | None
+    savings: float | None
+
+
 def _costs(
-    bill: RunBill | None, instance: str, count: int, billable: int, baseline: int | None, *, region: str
-) -> tuple[float | None, float | None, float | None]:
-    """(cost, on-demand baseline cost, saving %). Each training job is priced at the type and count
-    it was billed for (a job with alternatives may run on several); the baseline at the type that
-    completed the job; a job on a training plan costs nothing of its own (the plan was paid up
-    front). Without bills (a run under way): the manifest's type."""
-    if bill is None or not bill.jobs or not all(job.instance_type for job in bill.jobs):
-        on_demand = cost_usd(instance, count, baseline, region=region) if baseline else None
-        return cost_usd(instance, count, billable, region=region), on_demand, bill.savings_percent if bill else None
-    costs = [
-        0.0
-        if job.training_plan
-        else cost_usd(job.instance_type, job.instance_count, job.billable_seconds, region=job.region or region)
-        for job in bill.jobs
-    ]
-    total = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
-    last = bill.jobs[-1]
-    on_demand = cost_usd(last.instance_type, last.instance_count, baseline, region=region) if baseline else None
-    one_type = {(job.instance_type, job.instance_count) for job in bill.jobs} == {
+    bill: RunBill | None,
+    job: JobSummary | None,
+    attempts: list[dict[str, Any]],
+    baseline: int | None,
+    *,
+    region: str,
+) -> _Costs:
+    """Each part at the type, count and region it was billed for (a job with alternatives may run on
+    several types, a run on several regions); a job on a training plan costs nothing of its own (the
+    plan was paid up front). A part without a price leaves the total unknown, never its region's
+    price taken from another: its region shows None in `by_region`, the known regions their cost,
+    and `unknown` names it. The baseline is the type that completed the job, on-demand in the
+    stack's region; the saving compares costs, unknown when a part is."""
+    parts = _parts(bill, job, attempts, region)
+    by_region: dict[str, float | None] = {}
+    unpriced: dict[tuple[str, str], list[str]] = {}
+    for part in parts:
+        price = (
+            0.0
+            if part.training_plan
+            else cost_usd(part.instance_type, part.count, part.billable_seconds, region=part.region)
+        )
+        if price is None:
+            unpriced.setdefault((part.instance_type, part.region), []).append(part.name)
+        known = by_region.get(part.region, 0.0)
+        by_region[part.region] = None if known is None or price is None else round(known + price, 4)
+    for copy in (a["checkpointCopy"] for a in attempts if a.get("checkpointCopy")):
+        # AWS: Data Exports user guide, "Understanding data transfer charges": "There's no charge for the
+        # data transferred into the destination Region. The data transfer charge is determined by the data
+        # transferred out from the source Region." A copy's transfer is its source region's part.
+        source = str(copy["fromRegion"])
+        usd = transfer_usd(int(copy["bytes"]), source, str(copy["toRegion"]))
+        known = by_region.get(source, 0.0)
+        by_region[source] = None if known is None else round(known + usd, 4)
+    total = None if unpriced else round(sum(c or 0.0 for c in by_region.values()), 4)
+    unknown = (
+        "; ".join(
+            f"no price for {kind or 'an unknown instance type'} in {where}: training job(s) {', '.join(names)}"
+            for (kind, where), names in unpriced.items()
+        )
+        or None
+    )
+    last = bill.jobs[-1] if bill is not None and bill.jobs else None
+    kind, count = (
         (last.instance_type, last.instance_count)
-    }
-    if any(job.training_plan for job in bill.jobs):
-        return total, on_demand, None  # the plan's fee was paid up front, elsewhere: no saving to claim
-    if one_type:
-        return total, on_demand, bill.savings_percent  # one type: billed time against the baseline's
+        if last is not None and last.instance_type
+        else (job.instance_type, job.instance_count)
+        if job
+        else ("", 0)
+    )
+    on_demand = cost_usd(kind, count, baseline, region=region) if baseline else None
+    if bill is None or any(part.training_plan for part in parts):
+        return _Costs(total, by_region, unknown, on_demand, None)  # under way, or a plan's fee paid up front
+    if {(p.instance_type, p.count, p.region) for p in parts if p.billable_seconds} <= {(kind, count, region)}:
+        # Every part at the baseline's rate: billed time against the baseline's, priced or not.
+        return _Costs(total, by_region, unknown, on_demand, bill.savings_percent)
     saving = round(100 * (1 - total / on_demand), 2) if total is not None and on_demand else None
-    return total, on_demand, saving
+    return _Costs(total, by_region, unknown, on_demand, saving)
+
+
+def _parts(bill: RunBill | None, job: JobSummary | None, attempts: list[dict[str, Any]], region: str) -> list[_Part]:
+    """The run's billed parts: each training job from its bill when the bills were read and name
+    their types; else (a run under way) each attempt's last status check, at the manifest's type."""
+    if bill is not None and bill.jobs and all(j.instance_type for j in bill.jobs):
+        return [
+            _Part(j.name, j.instance_type, j.instance_count, j.billable_seconds, j.region or region, j.training_plan)
+            for j in bill.jobs
+        ]
+    instance, count = (job.instance_type, job.instance_count) if job else ("", 0)
+    if bill is not None and bill.jobs:  # bills without a type: priced as the manifest's, each in its region
+        return [_Part(j.name, instance, count, j.billable_seconds, j.region or region) for j in bill.jobs]
+    return [
+        _Part(
+            str(a.get("trainingJobName") or f"of attempt {a.get('attempt')}"),
+            instance,
+            count,
+            int((a.get("finalStatus") or {}).get("billableSeconds") or 0),
+            str(a.get("region") or region),
+        )
+        for a in attempts
+        if a.get("finalStatus")
+    ] or [_Part("", instance, count, 0, region)]
 
 
 def switched_to_on_demand(state: dict[str, Any]) -> bool:
@@ -220,7 +299,14 @@ def cleanup_report(state: dict[str, Any]) -> str:
 def without_bills(numbers: Figures, reason: str) -> Figures:
     """The figures of a run whose bills could not be read: what it cost is unknown, not the last
     status check's figure (a job may have trained since) and never $0.00."""
-    return replace(numbers, cost_usd=None, on_demand_cost_usd=None, savings_percent=None, cost_unknown=reason)
+    return replace(
+        numbers,
+        cost_usd=None,
+        cost_by_region=dict.fromkeys(numbers.cost_by_region),
+        on_demand_cost_usd=None,
+        savings_percent=None,
+        cost_unknown=reason,
+    )
 
 
 def unknown_until_billed(numbers: Figures, bill: RunBill | None) -> Figures:
