@@ -192,6 +192,7 @@ def _summary(
         "instanceCount": 0,
         "capacityTiers": [],
         "costUsd": None,
+        "costUnknown": None,  # no training job, no training cost (the `--json` contract has the key)
         "onDemandCostUsd": None,
         "onDemandSeconds": None,
         "savingsPercent": None,
