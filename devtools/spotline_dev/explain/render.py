@@ -7,7 +7,7 @@ from spotline.core.durations import format_duration
 from spotline_dev.explain.history import LINK_LABELS, parse_time, summarize
 from spotline_dev.explain.story import Story
 from spotline_dev.explain.timeline import TimelineEntry, format_entry
-from spotline_dev.explain.words import saving_words
+from spotline_dev.explain.words import BILLED_LEGEND, billed_words, saving_words
 
 
 def render_text(story: Story) -> str:
@@ -86,9 +86,12 @@ def _training_lines(story: Story) -> list[str]:
         against = saving_words(
             figures.get("savings_percent"), figures.get("on_demand_cost_usd"), figures.get("training_plan_seconds")
         )
+        billed = billed_words(
+            int(figures.get("billable_seconds") or 0), figures.get("training_plan_seconds"), story.instance_count
+        )
         out.append(
             f"  Cost                {format_usd(figures.get('cost_usd', 0))}: "
-            f"{format_duration(figures['training_seconds'])} of training billed as "
-            f"{format_duration(figures.get('billable_seconds', 0))}; {against}"
+            f"{format_duration(figures['training_seconds'])} of training, {billed}; {against}"
         )
+        out.append(f"                      ({BILLED_LEGEND})")
     return out

@@ -125,6 +125,7 @@ class Story:
     kind: str = "TrainingJob"  # or ScoringJob: a scoring run's night is in `scoring`
     scoring: ScoringNight | None = None
     moves: list[CapacityMove] = field(default_factory=list)
+    instance_count: int = 1  # the manifest's: "billed" is per instance
 
     def to_dict(self) -> dict[str, Any]:
         """camelCase keys, times RFC 3339, as the sandbox's `--json`."""
@@ -411,6 +412,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         kind="ScoringJob" if night is not None else "TrainingJob",
         scoring=night,
         moves=moves,
+        instance_count=int(job.get("instanceCount") or 1),
     )
 
 

@@ -28,7 +28,7 @@ from spotline.core.manifest import validate_bytes
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.timeline import offset
-from spotline_dev.explain.words import saving_words
+from spotline_dev.explain.words import BILLED_LEGEND, billed_words, saving_words
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
@@ -237,6 +237,8 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         out.append(f"Plays {next(iter(played))}")
     if any("slack" in line for run in summary["executions"] for line in run.get("timeline") or ()):
         out.append(SLACK_LEGEND)
+    if not summary.get("sharedQueue") and any(run.get("trainingSeconds") for run in summary["executions"]):
+        out.append(BILLED_LEGEND)
     out += [_team_change_line(change, summary["start"]) for change in summary.get("teamChanges") or ()]
     if summary.get("sharedQueue"):
         out += ["", *_fleet_runs(summary), "", *render_fleet(summary["fleet"])]
@@ -259,7 +261,8 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         out += _moves(run)
         if run["trainingSeconds"]:
             out.append(
-                f"          trained {_hours(run['trainingSeconds'])}, billed {_hours(run['billableSeconds'])}, "
+                f"          trained {_hours(run['trainingSeconds'])}, "
+                f"{billed_words(run['billableSeconds'], run.get('trainingPlanSeconds'), run.get('instanceCount'))}, "
                 f"lost work {_hours(run['lostWorkSeconds']) if run['lostWorkSeconds'] is not None else 'unknown'}; "
                 f"{_cost_line(run)}"
             )

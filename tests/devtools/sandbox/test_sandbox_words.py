@@ -114,3 +114,41 @@ def test_a_move_to_another_region_is_told_as_one(across_regions: tuple[dict[str,
     assert f"stopped by Spotline to move to {moved} at 2026-12-01T07:30:00Z" in story
     assert "to move to on-demand" not in story
     assert [d.label for d in run_picture(run["history"]).decisions][1].startswith("move to another region:")
+
+
+# --- "billed": per instance, a training plan's prepaid time apart ------------------------------
+
+BILLED = "billed = the time SageMaker charges at the hourly rate, per instance (BillableTimeInSeconds"
+
+
+@pytest.fixture(scope="module")
+def two_instances() -> tuple[dict[str, Any], str, str]:
+    return _replayed("framework-code-and-warm-pool")
+
+
+def test_billed_leaves_out_the_prepaid_plan_time_and_shows_it_apart(plan_ends: tuple[dict[str, Any], str, str]) -> None:
+    _, text, story = plan_ends
+    # The plan's job is created 30 s after its submission at 09:22Z (Batch's dispatch), starts after
+    # the 8m start delay and is billed from its download (the delay's last 60 s): from 09:29:30Z. The
+    # plan's instances end at 16:00Z: 6h30m30s on the plan, prepaid. It trained from 09:30:30Z to
+    # 16:00Z; its last checkpoint (every 15 minutes) came 6h15m in, so 8h - 6h15m = 1h45m is left for
+    # on-demand, billed 60 s of download + 1h45m + 60 s of upload = 1h47m (6,420 s), the run's only
+    # billed time: at ml.p4d.24xlarge's $25.2512883/h, 6,420 s cost $45.03.
+    figures = "billed 1h47m per instance, plus 6h30m30s on a training plan (prepaid)"
+    assert f"trained 8h17m30s, {figures}, lost work 14m30s; cost $45.03 vs " in text
+    assert f"  Cost                $45.03: 8h17m30s of training, {figures}; " in story
+    assert "billed 8h17m30s" not in text and "billed as 8h17m30s" not in story
+    assert BILLED in text and BILLED in story  # "billed" is explained where it is printed
+
+
+def test_billed_is_per_instance_and_says_what_all_instances_were_charged(
+    two_instances: tuple[dict[str, Any], str, str],
+) -> None:
+    _, text, story = two_instances
+    # ml.g5.2xlarge x2 on on-demand, 40m of work (expectedDuration): each instance bills 60 s of
+    # download + 40m + 60 s of upload = 42m; the two are charged 84m = 1h24m, at $1.515/h each:
+    # 2 x 0.7 h x $1.515 = $2.12.
+    figures = "billed 42m per instance x2 = 1h24m"
+    assert f"trained 42m, {figures}, lost work 0s; cost $2.12 vs $2.12 all on-demand" in text
+    assert f"42m of training, {figures}; $2.12 all on-demand" in story
+    assert BILLED in text
