@@ -152,3 +152,26 @@ def test_billed_is_per_instance_and_says_what_all_instances_were_charged(
     assert f"trained 42m, {figures}, lost work 0s; cost $2.12 vs $2.12 all on-demand" in text
     assert f"42m of training, {figures}; $2.12 all on-demand" in story
     assert BILLED in text
+
+
+# --- a region move's reason cites what was observed ---------------------------------------------
+
+
+def test_a_region_move_cites_the_one_interruption_it_saw_and_calls_the_other_regions_figures_priors(
+    across_regions: tuple[dict[str, Any], str, str],
+) -> None:
+    run, text, story = across_regions
+    (move,) = run["story"].moves
+    # us-east-1's spot attempt trains from 06:16Z and is checked every 15 minutes until the
+    # interruption at 07:30Z: sightings at 06:16, 06:31, 06:46, 07:01, 07:16 (spot) and 07:30 (the
+    # interruption): 1 interruption in 1h14m, 5 of 6 checks with spot. Spot hours: 5/6 x 74 min =
+    # 61.7 min, so 1 / 1.028 h = 0.97 interruptions per spot hour; the mean outage is
+    # 3600 s x (1/6) / (0.97 x 5/6) = 740 s, about 12 min. us-west-2 was never observed: its wait
+    # (20 min) and rate (0.25 per spot hour) are the defaults, said to be priors.
+    assert move.reason.startswith(
+        "spot interrupted in us-east-1: waits here for spot capacity (about 12 min more), seen: 1 interruption "
+        "in 1h14m, 5 of 6 checks with spot, so 0.97 interruptions per spot hour; the spot attempt moves to "
+        "us-west-2: about 87 min lost to restarts and waits (not yet observed: a 20 min wait assumed (prior), no "
+        "record: 0.25 interruptions per spot hour assumed (prior); checkpoint copy from us-east-1)"
+    )
+    assert "no spot capacity in us-east-1" not in text + story  # nothing observed that
