@@ -362,7 +362,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         job, instance = {"name": night.job}, night.instance_type
         deadline, finished_at, deadline_met = night.window_end, night.finished_at, night.window_met
         deadline_note, fallback = night.window_note(), "no: Batch Transform runs on-demand only"
-        other = {k: v for k, v in other.items() if k != "scoring"}
+        other = {k: v for k, v in other.items() if k not in ("scoring", "readyAt", "dataset")}  # in the night
         figures = {}
     return Story(
         execution_arn=arn,

@@ -5,6 +5,7 @@ scenario's inputs in the comments, never by calling Spotline's code."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -175,3 +176,23 @@ def test_a_region_move_cites_the_one_interruption_it_saw_and_calls_the_other_reg
         "record: 0.25 interruptions per spot hour assumed (prior); checkpoint copy from us-east-1)"
     )
     assert "no spot capacity in us-east-1" not in text + story  # nothing observed that
+
+
+# --- scoring: what the night was sized with, and no `None` where a fact is missing ---------------
+
+
+def test_a_scoring_night_that_was_not_planned_says_so_and_where_its_data_came_from_never_none(tmp_path: Path) -> None:
+    manifest = ROOT / "examples" / "scoring" / "scores-with-its-own-model.yaml"
+    # The same night with the team out of the registry: PlanScoringRun rejects it, no window is planned.
+    rejected = tmp_path / "rejected.yaml"
+    rejected.write_text(
+        f'name: rejected\nstart: "2026-12-04T23:55:00Z"\nmanifests: [{manifest}]\nteamPolicy: {{teams: {{}}}}\n'
+        "transform: {recordsPerSecond: 1500}\n"
+    )
+    summary = run_scenario(load_scenario(rejected))
+    text, story = render_text(summary, 0.0), render_story(summary["executions"][0]["story"])
+    assert "  result: FAILED (ScoringManifestRejected); no window: the night was not planned, finished -" in text
+    assert "  Window      not planned" in story
+    # Uploaded without dependsOn: its data was ready when the upload arrived (the scenario's start).
+    assert "  Data ready  2026-12-04T23:55:00Z (the upload: no dataset event)" in story
+    assert "None" not in text + story
