@@ -17,7 +17,7 @@ from spotline.aws import clock
 from spotline.aws.clients import client, in_region
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.reporting import try_publish_alert
-from spotline.core.capacity_moves import MOVES
+from spotline.core.capacity_moves import move_of
 from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 
@@ -35,9 +35,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     job_id = state["training"]["jobId"]
     status = state["status"]
     tier = str(status.get("nextCapacity") or "on-demand")
-    move = MOVES["region"] if status.get("action") == "move-to-another-region" else MOVES.get(tier, MOVES["on-demand"])
-    plan = (status.get("nextTrainingPlan") or {}).get("name")
-    where = move.where.format(type=status.get("nextInstanceType"), plan=plan, region=status.get("nextRegion"))
+    _kind, move, where = move_of(status)
     reason = f"Spotline: moving to {where}: {status['explanation']}"[:REASON_LIMIT]
     already_ended = status["finished"]
     if not already_ended:

@@ -37,14 +37,15 @@ def test_a_scoring_manifest_runs_once_on_upload_and_ends_before_its_deadline(
     assert states[:3] == ["PlanScoringRun", "IsThePlanValid?", "WaitForTheWindowToOpen"]
     assert states[-3:] == ["RecordScoringRun", "DidEveryShardSucceed?", "Scored"]
     outcome = json.loads(execution["output"])["outcome"]
-    assert outcome["windowMet"] is True and outcome["instances"] == 4, outcome
+    # 5 instances: each scores 6 shards in turn, 6 start-ups of 8 min (tests/layer/core/test_scoring_plan.py)
+    assert outcome["windowMet"] is True and outcome["instances"] == 5, outcome
     assert outcome["finishedAt"] <= "2026-12-05T03:00:00Z"
     report = json.loads(
         scoring_stack.client("s3")
         .get_object(Bucket=scoring_stack.bucket, Key=outcome["report"].split("/", 3)[3])["Body"]
         .read()
     )
-    assert report["kind"] == "ScoringJob" and report["sizing"]["instances"] == 4
+    assert report["kind"] == "ScoringJob" and report["sizing"]["instances"] == 5
     # The night's margin, per job and stack-wide (the trend alarm's: the service dimension only).
     margins = [m for m in emitted_metrics(capsys.readouterr().out) if "ScoringWindowMarginSeconds" in m]
     dimensions = sorted(tuple(sorted(m["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0])) for m in margins)
@@ -308,13 +309,13 @@ def test_a_night_due_in_a_week_ends_within_the_history_limit_with_every_shards_o
 def test_a_night_sized_above_the_transform_quota_paces_with_it_and_ends_with_every_shard(
     scoring_stack: LocalStack,
 ) -> None:
-    # Sized at 4 instances (3 h window); the account may run 2 ml.c5.2xlarge transform instances at once:
+    # Sized at 5 instances (3 h window); the account may run 2 ml.c5.2xlarge transform instances at once:
     # CreateTransformJob answers ResourceLimitExceeded for the rest, which start as the first ones end.
     scoring_stack.standin.transforms.instance_quota["ml.c5.2xlarge"] = 2
     execution, _history = _upload_backfill(scoring_stack)
     assert execution["status"] == "SUCCEEDED", execution.get("cause")
     outcome = json.loads(execution["output"])["outcome"]
-    assert outcome["instances"] == 4 and outcome["failedShards"] == [], outcome
+    assert outcome["instances"] == 5 and outcome["failedShards"] == [], outcome
     jobs = list(scoring_stack.standin.transforms.jobs.values())
     moments = sorted({t for job in jobs for t in (job.created, job.ended_at())})
     assert max(sum(1 for j in jobs if j.created <= t < j.ended_at()) for t in moments) == 2  # never above it

@@ -13,6 +13,7 @@ with the key the state added or changed, never a crash.
 - `timeline`: one line per meaningful change;
 - `story`: the `Story` and building it from the facts, with the next step to take;
 - `render`: the story as text;
+- `words`: a run's figures in words, shared with the sandbox's output (the saving, or why none);
 - `plot`: the run as a picture (`--plot`): capacity over time, checkpointed progress against the
   deadline and the policy's switch line, each decision marked (matplotlib, loaded only when drawing).
 """

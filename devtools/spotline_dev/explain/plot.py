@@ -1,6 +1,7 @@
-"""A picture of one run: where it ran (spot, waiting for capacity, interrupted, on-demand), how
-far its checkpoints got against the policy's switch line (the moment each check would move the job
-to on-demand if no more work were saved), the deadline, and each decision Spotline took.
+"""A picture of one run: where it ran (spot, waiting for capacity, interrupted, on-demand, a training
+plan), how far its checkpoints got against the policy's switch line (the moment each check would
+move the job to on-demand if no more work were saved), the deadline, and each decision Spotline
+took (each move as what it was: another instance type, another region, a training plan, on-demand).
 
 `run_picture(history)` is pure: it reads what the states stored under their own keys
 ($.training, $.status, $.fallback, $.manifest, $.outcome) on the handlers' clock (the virtual one
@@ -17,19 +18,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from spotline.core.capacity_moves import WHAT, move_of
 from spotline.core.durations import format_duration
 from spotline_dev.explain.history import END_EVENTS, HistoryEvent, as_dict, job_of, load_document, parse_time
+from spotline_dev.explain.story import MOVE_ACTIONS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-Kind = Literal["spot", "waiting for capacity", "interrupted", "on-demand"]
-KINDS: tuple[Kind, ...] = ("spot", "on-demand", "waiting for capacity", "interrupted")
+Kind = Literal["spot", "waiting for capacity", "interrupted", "on-demand", "training plan"]
+KINDS: tuple[Kind, ...] = ("spot", "on-demand", "training plan", "waiting for capacity", "interrupted")
 DecisionKind = Literal["submit", "switch", "resubmit", "end"]
 COLOURS: dict[str, str] = {
     "spot": "#2ca02c",
     "on-demand": "#1f5fbf",
+    "training plan": "#7b4fa6",
     "waiting for capacity": "#f0b429",
     "interrupted": "#d62728",
 }
@@ -127,7 +131,7 @@ def _kind(status: dict[str, Any], capacity: str) -> Kind | None:
     if state in ("queued", "starting"):
         return "waiting for capacity"
     if state == "training":
-        return "on-demand" if capacity == "on-demand" else "spot"
+        return "on-demand" if capacity == "on-demand" else ("training plan" if capacity == "training-plan" else "spot")
     if state == "interrupted":
         return "interrupted"
     if state == "failed" and status.get("action") == "resubmit-on-spot":
@@ -176,9 +180,11 @@ def _check(reading: _Reading, status: dict[str, Any], training: dict[str, Any]) 
                 ProgressPoint(at + timedelta(seconds=slack), min(max(float(fraction), 0.0), 1.0))
             )
     action = status.get("action")
-    if action == "switch-to-on-demand":
+    if action in MOVE_ACTIONS:  # each move as what it was: another type, a region, a plan, on-demand
         reason = _first_words(status.get("explanation"))
-        reading.decisions.append(Decision(at, "switch to on-demand" + (f": {reason}" if reason else ""), "switch"))
+        kind, _, _ = move_of(status)
+        what = "switch to on-demand" if kind == "on-demand" else f"move to {WHAT[kind]}"
+        reading.decisions.append(Decision(at, what + (f": {reason}" if reason else ""), "switch"))
     elif action == "resubmit-on-spot":
         backoff = status.get("backoffSeconds")
         wait = f" after {format_duration(backoff)} back-off" if isinstance(backoff, int) and backoff > 0 else ""

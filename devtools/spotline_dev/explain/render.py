@@ -7,6 +7,7 @@ from spotline.core.durations import format_duration
 from spotline_dev.explain.history import LINK_LABELS, parse_time, summarize
 from spotline_dev.explain.story import Story
 from spotline_dev.explain.timeline import TimelineEntry, format_entry
+from spotline_dev.explain.words import BILLED_LEGEND, billed_words, saving_words
 
 
 def render_text(story: Story) -> str:
@@ -72,6 +73,9 @@ def _training_lines(story: Story) -> list[str]:
         width = max(len(a.training_job_name or "-") for a in story.attempts)
         for a in story.attempts:
             out.append(f"  Attempt {a.number}  {a.capacity:<9} {(a.training_job_name or '-'):<{width}}  {a.ending}")
+        for move in story.moves:
+            reason = f": {move.reason}" if move.reason else ""
+            out.append(f"  Moved               to {move.to} at {move.at or '?'} (after attempt {move.after}){reason}")
         out.append(f"  Spot interruptions  {story.spot_interruptions}")
         out.append(f"  On-demand fallback  {story.fallback}")
     else:
@@ -79,15 +83,15 @@ def _training_lines(story: Story) -> list[str]:
     out.append(f"  Deadline            {story.deadline_note}")
     figures = story.figures
     if figures.get("training_seconds"):
-        saved = figures.get("savings_percent")
-        against = (
-            f"{format_usd(figures.get('on_demand_cost_usd'))} all on-demand ({saved:.0f}% saved)"
-            if saved is not None
-            else "no saving: the job did not finish"
+        against = saving_words(
+            figures.get("savings_percent"), figures.get("on_demand_cost_usd"), figures.get("training_plan_seconds")
+        )
+        billed = billed_words(
+            int(figures.get("billable_seconds") or 0), figures.get("training_plan_seconds"), story.instance_count
         )
         out.append(
             f"  Cost                {format_usd(figures.get('cost_usd', 0))}: "
-            f"{format_duration(figures['training_seconds'])} of training billed as "
-            f"{format_duration(figures.get('billable_seconds', 0))}; {against}"
+            f"{format_duration(figures['training_seconds'])} of training, {billed}; {against}"
         )
+        out.append(f"                      ({BILLED_LEGEND})")
     return out

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from spotline.core.durations import format_duration
+from spotline.core.scoring_plan import STARTUP_SECONDS
 from spotline_dev.explain.history import as_dict, parse_time
 
 SCORING_NEXT_STEPS = {
@@ -58,6 +59,9 @@ class ScoringNight:
     output: str | None
     report: str | None
     notifications: list[dict[str, str]] = field(default_factory=list)
+    startups: int | None = None  # the transform jobs each sized instance runs in turn, each with its start-up
+    ready_at: str | None = None  # when the night's data was ready (the upload, or the Dataset Ready event)
+    dataset: str | None = None  # the dataset whose Dataset Ready event gave the night's input; None: the upload's
 
     def to_dict(self) -> dict[str, Any]:
         return {_camel(k): v for k, v in asdict(self).items()}
@@ -97,13 +101,16 @@ class ScoringNight:
         """The `Scoring` section of `explain`, and the figures `status` prints (the window as it
         stands `now`)."""
         out = [f"  Window      {self.window_note(now)}"]
+        if self.ready_at:
+            source = f"Dataset Ready for {self.dataset}" if self.dataset else "the upload: no dataset event"
+            out.append(f"  Data ready  {self.ready_at} ({source})")
         if self.records is not None:
             out.append(f"  Records     {self.records:,} in {self.shards} shards of {self.objects} object(s)")
         if self.instances is not None and self.sized_records_per_second is not None:
             out.append(
                 f"  Sized       {self.instances} {self.instance_type or ''} instance(s) at "
                 f"{self.sized_records_per_second:,.0f} records/s each ({self.throughput_source}), "
-                f"{self.headroom_percent}% headroom; up to {self.peak_instances} at once"
+                f"{self.headroom_percent}% headroom{self._startups()}; up to {self.peak_instances} at once"
             )
         measured = self.measured_records_per_second
         out.append(f"  Measured    {f'{measured:,.0f} records/s per instance' if measured else 'not yet'}")
@@ -117,6 +124,13 @@ class ScoringNight:
         if self.output:
             out.append(f"  Output      {self.output}")
         return out
+
+    def _startups(self) -> str:
+        """Sizing counts the start-up of every transform job an instance runs in turn."""
+        if not self.startups:
+            return ""
+        jobs = f"{self.startups} transform job{'s' * (self.startups > 1)}"
+        return f", each instance {jobs} in turn ({format_duration(STARTUP_SECONDS)} start-up each)"
 
 
 def scoring_night(state: dict[str, Any]) -> ScoringNight | None:
@@ -158,6 +172,9 @@ def scoring_night(state: dict[str, Any]) -> ScoringNight | None:
         output=run.get("output"),
         report=outcome.get("report"),
         notifications=[as_dict(n) for n in run.get("notifications") or []],
+        startups=sizing.get("startupsPerInstance"),
+        ready_at=state.get("readyAt"),
+        dataset=as_dict(state.get("dataset")).get("name"),
     )
 
 

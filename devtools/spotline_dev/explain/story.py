@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from spotline.core.capacity_moves import WHAT, move_of
 from spotline.core.durations import format_duration
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
@@ -28,6 +29,8 @@ from spotline_dev.explain.scoring import ScoringNight, scoring_headline, scoring
 from spotline_dev.explain.timeline import offset, status_line, timeline_entries
 
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
+MOVE_ACTIONS = ("move-to-another-type", "move-to-another-region", "switch-to-training-plan", "switch-to-on-demand")
+"""The checks' actions that move a job (StopSpotJob stops its attempt, the next one runs elsewhere)."""
 NEXT_STEPS = {
     "ManifestInvalid": "Fix every error listed (each names its manifest field; `spotline validate` checks locally) "
     "and upload the manifest again.",
@@ -51,6 +54,18 @@ class Attempt:
     ending: str  # how it ended, in words
     interruptions: int
     links: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CapacityMove:
+    """One move Spotline made: from attempt `after` to the next, `kind` (spot: another instance
+    type; region; training-plan; on-demand), where to in words, when, and the check's reason."""
+
+    after: int
+    kind: str
+    to: str
+    at: str | None
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,8 @@ class Story:
     other: dict[str, Any]
     kind: str = "TrainingJob"  # or ScoringJob: a scoring run's night is in `scoring`
     scoring: ScoringNight | None = None
+    moves: list[CapacityMove] = field(default_factory=list)
+    instance_count: int = 1  # the manifest's: "billed" is per instance
 
     def to_dict(self) -> dict[str, Any]:
         """camelCase keys, times RFC 3339, as the sandbox's `--json`."""
@@ -136,7 +153,33 @@ def _progress(status: dict[str, Any]) -> str:
     return f", {fraction:.0%} done" if isinstance(fraction, int | float) else ""
 
 
-def _attempt(record: AttemptRecord, *, last: bool, running: bool) -> Attempt:
+def _move(record: AttemptRecord) -> CapacityMove | None:
+    """The move that ended this attempt (StopSpotJob's `$.fallback`), as the check that asked for it
+    tells it; None for an attempt Spotline did not move."""
+    stop = record.stop
+    if stop is None:
+        return None
+    status = next((s for s in reversed(record.statuses) if s.get("action") in MOVE_ACTIONS), None)
+    stated = str(stop.get("reason") or "").removeprefix("Spotline: moving to ")
+    if status is not None:
+        kind, _, where = move_of(status)
+        reason = status.get("explanation") or stated.partition(": ")[2] or None
+    else:  # a history without the check: the stop's own words (cut at 256 characters)
+        kind = str(stop.get("capacity") or "on-demand")
+        kind = kind if kind in WHAT else "on-demand"
+        where, _, reason_text = stated.partition(": ")
+        reason = reason_text or None
+    to = where if kind in ("training-plan", "on-demand") else f"{WHAT[kind]} ({where})"
+    return CapacityMove(
+        after=int(record.training.get("attempt") or 0),
+        kind=kind,
+        to=to,
+        at=stop.get("at") or (status or {}).get("checkedAt"),
+        reason=reason,
+    )
+
+
+def _attempt(record: AttemptRecord, *, last: bool, running: bool, move: CapacityMove | None = None) -> Attempt:
     training = record.training
     status = record.statuses[-1] if record.statuses else {}
     state = status.get("state")
@@ -152,9 +195,10 @@ def _attempt(record: AttemptRecord, *, last: bool, running: bool) -> Attempt:
         ending = f"ended by spot ({reason_class}): {reason}; no spot attempts left"
     elif state == "failed":
         ending = f"failed ({reason_class}): {reason}"
-    elif record.stop is not None:
-        ending = "stopped by Spotline to move to on-demand" + (
-            f" at {record.stop['at']}" if record.stop.get("at") else ""
+    elif move is not None:
+        ended = record.stop is not None and record.stop.get("terminated") is False  # nothing left to stop
+        ending = ("had ended; Spotline moved the job" if ended else "stopped by Spotline to move") + (
+            f" to {move.to}" + (f" at {move.at}" if move.at else "")
         )
     elif not status:
         ending = "submitted, no status check yet" if running and last else "submitted, never checked"
@@ -231,8 +275,11 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     outcome = as_dict(state.get("outcome"))
     figures = as_dict(outcome.get("figures"))
     running = status == "RUNNING"
+    moved = [_move(record) for record in walk.attempts]
+    moves = [m for m in moved if m is not None]
     attempts = [
-        _attempt(record, last=i == len(walk.attempts) - 1, running=running) for i, record in enumerate(walk.attempts)
+        _attempt(record, last=i == len(walk.attempts) - 1, running=running, move=moved[i])
+        for i, record in enumerate(walk.attempts)
     ]
     failure = _failure(walk, status, describe)
 
@@ -241,17 +288,16 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     fallback_yes = bool(figures.get("on_demand_fallback")) or (
         first_capacity == "spot" and any(a.capacity == "on-demand" for a in attempts)
     )
+    # the move to on-demand, not the first move (which may have been to another type, a plan or a region)
     switch = walk.switches[-1] if walk.switches else {}
-    stop = next((r.stop for r in walk.attempts if r.stop), None) or {}
-    fallback_reason = switch.get("explanation") or (
-        str(stop["reason"]).removeprefix("Spotline: ").removeprefix("moving to on-demand: ")
-        if stop.get("reason")
-        else None
-    )
-    fallback_at = stop.get("at") or switch.get("checkedAt")
+    to_on_demand = next((m for m in moves if m.kind == "on-demand"), None)
+    fallback_reason = to_on_demand.reason if to_on_demand else switch.get("explanation")
+    fallback_at = to_on_demand.at if to_on_demand else switch.get("checkedAt")
     strategy = job.get("strategy")
     if fallback_yes:
         fallback = f"yes, at {fallback_at}: {fallback_reason}" if fallback_at else f"yes: {fallback_reason}"
+    elif moves:
+        fallback = "no: " + "; ".join(f"moved to {m.to} at {m.at}" for m in moves) + ", never to on-demand"
     elif strategy == "on-demand":
         fallback = "no: on-demand from the start (strategy on-demand)"
     elif not attempts:
@@ -316,7 +362,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         job, instance = {"name": night.job}, night.instance_type
         deadline, finished_at, deadline_met = night.window_end, night.finished_at, night.window_met
         deadline_note, fallback = night.window_note(), "no: Batch Transform runs on-demand only"
-        other = {k: v for k, v in other.items() if k != "scoring"}
+        other = {k: v for k, v in other.items() if k not in ("scoring", "readyAt", "dataset")}  # in the night
         figures = {}
     return Story(
         execution_arn=arn,
@@ -365,6 +411,8 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         other=other,
         kind="ScoringJob" if night is not None else "TrainingJob",
         scoring=night,
+        moves=moves,
+        instance_count=int(job.get("instanceCount") or 1),
     )
 
 

@@ -28,6 +28,7 @@ from spotline.core.manifest import validate_bytes
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.timeline import offset
+from spotline_dev.explain.words import BILLED_LEGEND, billed_words, saving_words
 from spotline_dev.local.peers import every_job, every_ledger
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
@@ -197,7 +198,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
 
 def _cost_line(run: dict[str, Any]) -> str:
     """What it cost, against the whole job on-demand; a saving only for a run that finished the
-    job (a failed run's low bill saved nothing: the work is not done)."""
+    job (a failed run's low bill saved nothing: the work is not done) and used no training plan."""
     if run["costUsd"] is None and run.get("costUnknown"):
         parts = run.get("costByRegion") or {}
         known = " + ".join(f"{format_usd(usd)} in {region}" for region, usd in parts.items() if usd is not None)
@@ -210,9 +211,8 @@ def _cost_line(run: dict[str, Any]) -> str:
         where = f" in {', '.join(unpriced)}" if unpriced else ""
         return f"cost {format_usd(None)} (no price for {run['instanceType']}{where} in Spotline's table)"
     cost = f"cost {format_usd(run['costUsd'])}"
-    if run["savingsPercent"] is None or run["onDemandCostUsd"] is None:
-        return f"{cost} (no saving: the job did not finish)"
-    return f"{cost} vs {format_usd(run['onDemandCostUsd'])} all on-demand ({run['savingsPercent']:.0f}% saved)"
+    against = saving_words(run["savingsPercent"], run["onDemandCostUsd"], run.get("trainingPlanSeconds"))
+    return f"{cost} vs {against}" if run["onDemandCostUsd"] is not None else f"{cost} ({against})"
 
 
 def _hours(seconds: float) -> str:
@@ -243,6 +243,8 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         out.append(f"Plays {next(iter(played))}")
     if any("slack" in line for run in summary["executions"] for line in run.get("timeline") or ()):
         out.append(SLACK_LEGEND)
+    if not summary.get("sharedQueue") and any(run.get("trainingSeconds") for run in summary["executions"]):
+        out.append(BILLED_LEGEND)
     out += [_team_change_line(change, summary["start"]) for change in summary.get("teamChanges") or ()]
     if summary.get("sharedQueue"):
         out += ["", *_fleet_runs(summary), "", *render_fleet(summary["fleet"])]
@@ -262,9 +264,11 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
             f"  result: {result}; attempts {run['attempts']}, spot interruptions {run['spotInterruptions']}, "
             f"on-demand fallback {'yes' if run['onDemandFallback'] else 'no'}, deadline {deadline}"
         )
+        out += _moves(run)
         if run["trainingSeconds"]:
             out.append(
-                f"          trained {_hours(run['trainingSeconds'])}, billed {_hours(run['billableSeconds'])}, "
+                f"          trained {_hours(run['trainingSeconds'])}, "
+                f"{billed_words(run['billableSeconds'], run.get('trainingPlanSeconds'), run.get('instanceCount'))}, "
                 f"lost work {_hours(run['lostWorkSeconds']) if run['lostWorkSeconds'] is not None else 'unknown'}; "
                 f"{_cost_line(run)}"
             )
@@ -288,6 +292,16 @@ def _fleet_runs(summary: dict[str, Any]) -> list[str]:
         out.append(
             f"  {run['name']:<44} {run['team']:<18} {uploaded:>9} {run['status']:<10} {run['attempts']:>8}  {deadline}"
         )
+    return out
+
+
+def _moves(run: dict[str, Any]) -> list[str]:
+    """Each move Spotline made, as what it was (another type, a plan, another region, on-demand), when."""
+    story = run.get("story")
+    out = []
+    for move in story.moves if story is not None else ():
+        at = offset(datetime.fromisoformat(move.at), run["start"]).strip() if move.at else "?"
+        out.append(f"          moved {at} to {move.to} (after attempt {move.after})")
     return out
 
 

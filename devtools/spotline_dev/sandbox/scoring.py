@@ -103,12 +103,14 @@ def scoring_result_lines(run: dict[str, Any]) -> list[str]:
     result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
     sizing = run.get("sizing") or {}
     window = "met" if run["windowMet"] else ("MISSED" if run["windowMet"] is False else "not reached")
-    lines = [f"  result: {result}; window {window} (ends {run['windowEnd']}), finished {run['finishedAt'] or '-'}"]
+    ends = f"window {window} (ends {run['windowEnd']})" if run["windowEnd"] else "no window: the night was not planned"
+    lines = [f"  result: {result}; {ends}, finished {run['finishedAt'] or '-'}"]
     if sizing:
         measured = run["recordsPerSecond"]
         lines.append(
             f"          {sizing['records']:,} records, sized {sizing['instances']} instance(s) at "
-            f"{sizing['recordsPerSecond']:,.0f}/s ({sizing['throughputSource']}), up to {run['peakInstances']} "
+            f"{sizing['recordsPerSecond']:,.0f}/s ({sizing['throughputSource']}) with "
+            f"{sizing.get('startupsPerInstance', 1)} start-up(s) each, up to {run['peakInstances']} "
             f"in {run['shards']} shards; measured {f'{measured:,.0f}/s' if measured else '-'} per instance"
         )
         if sizing.get("warning"):

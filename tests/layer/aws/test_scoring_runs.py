@@ -7,7 +7,6 @@ still open; one giant file is warned with the numbers."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -98,12 +97,14 @@ def test_the_issues_night_is_sized_to_the_formula_and_ends_inside_its_window(nig
     clock, standin = night
     standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=STARTUP_SECONDS)
     run, notices = _night(clock, _spec(), recorded=1500.0)
-    formula = math.ceil(NIGHT / (1500 * (3 * 3600 - STARTUP_SECONDS)) * 1.3)
-    assert run.sizing["instances"] == formula == 4
-    assert (run.sizing["throughputSource"], run.target, notices) == ("measured", 4, [])
+    # Each instance scores 6 shards (WAVES) in turn, each with its 8-minute start-up: 10,800 s - 6 x
+    # 480 s = 7,920 s of scoring. 4 x 1,500 x 7,920 = 47,520,000 < 40,000,000 x 1.3; 5 x 1,500 x
+    # 7,920 = 59,400,000: 5 instances.
+    assert run.sizing["instances"] == 5
+    assert (run.sizing["throughputSource"], run.target, notices) == ("measured", 5, [])
     assert _ended(run) <= CLOSES
     assert run.measured == pytest.approx(1500, rel=0.01)
-    assert len(standin.transforms.jobs) == len(run.shards) == 4 * WAVES  # one transform job per shard, none twice
+    assert len(standin.transforms.jobs) == len(run.shards) == 5 * WAVES  # one transform job per shard, none twice
     outputs = boto3.client("s3", region_name=REGION).list_objects_v2(Bucket="media-recs-scores", Prefix="nightly/")
     assert sum(1 for o in outputs.get("Contents", []) if o["Key"].endswith(".csv.out")) == OBJECTS
 
@@ -112,7 +113,8 @@ def test_a_first_night_measures_a_shard_before_it_sizes_the_fleet(night) -> None
     clock, standin = night
     standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=STARTUP_SECONDS)
     run, notices = _night(clock, _spec(), recorded=None)
-    assert run.sizing["throughputSource"] == "probe" and run.sizing["instances"] == 4
+    # sized after the probe with the 30 shards left, 6 per instance in turn: 5 (as above)
+    assert run.sizing["throughputSource"] == "probe" and run.sizing["instances"] == 5
     first = sorted(standin.transforms.jobs.values(), key=lambda j: j.created)
     assert first[1].created > first[0].started  # the fleet waited for the probe shard's figures
     assert _ended(run) <= CLOSES and notices == []
@@ -174,9 +176,9 @@ def test_the_throughput_store_sizes_from_the_median_of_recent_nights(night) -> N
 def test_a_night_sized_above_the_transform_quota_starts_the_rest_as_instances_free(night) -> None:  # type: ignore[no-untyped-def]
     clock, standin = night
     standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=STARTUP_SECONDS)
-    standin.transforms.instance_quota["ml.c5.2xlarge"] = 2  # sized at 4: CreateTransformJob refuses the rest
+    standin.transforms.instance_quota["ml.c5.2xlarge"] = 2  # sized at 5: CreateTransformJob refuses the rest
     run, notices = _night(clock, _spec(), recorded=1500.0)
-    assert run.sizing["instances"] == 4 and not any(s.failed for s in run.shards)
+    assert run.sizing["instances"] == 5 and not any(s.failed for s in run.shards)
     assert all(s.ended_at for s in run.shards) and len(standin.transforms.jobs) == len(run.shards)
     assert {job.stopped_at for job in standin.transforms.jobs.values()} == {None}  # nothing stopped for it
     ((kind, why),) = notices  # told once, while the window is open, that the quota holds it to 2

@@ -3,7 +3,6 @@ figure checked against the formula worked out here, not read back from the code.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -39,15 +38,38 @@ def _size(records: int = NIGHT, rps: float = 1500, objects: int = 400, max_insta
 
 def test_forty_million_records_in_three_hours_at_1500_per_second_take_the_formulas_count() -> None:
     sizing = _size()
-    seconds = 3 * 3600 - STARTUP_SECONDS
-    assert sizing.instances == sizing.needed == math.ceil(NIGHT / (1500 * seconds) * 1.3) == 4
+    # Each instance scores WAVES (6) shards in turn, each a transform job with its 8-minute start-up:
+    # 10,800 s - 6 x 480 s = 7,920 s of scoring each. 40,000,000 x 1.3 = 52,000,000 records wanted:
+    # 4 instances score 4 x 1,500 x 7,920 = 47,520,000 (short; one start-up each would have said
+    # 40,000,000 / (1,500 x 10,320) x 1.3 = 3.36, so 4), 5 score 5 x 1,500 x 7,920 = 59,400,000.
+    assert sizing.instances == sizing.needed == 5
     assert (sizing.at_risk, sizing.warning) == (None, None)
-    assert sizing.to_dict()["secondsLeft"] == seconds
+    assert sizing.to_dict()["secondsLeft"] == 7920
+    assert sizing.to_dict()["startupsPerInstance"] == WAVES == 6
+
+
+def test_a_run_already_split_is_resized_with_the_start_ups_its_shards_left_need() -> None:
+    # 24 shards left and 2h50m (10,200 s) to go: 4 instances run 6 each (6 x 480 s = 2,880 s of
+    # start-ups, 7,320 s of scoring): 4 x 1,500 x 7,320 = 43,920,000 < 52,000,000; 5 run at most
+    # ceil(24 / 5) = 5 each (2,400 s, 7,800 s of scoring): 5 x 1,500 x 7,800 = 58,500,000.
+    resized = size(
+        records=NIGHT,
+        records_per_second=1500,
+        throughput_source="probe",
+        start=START + timedelta(minutes=10),
+        due=DUE,
+        max_instances=12,
+        headroom_percent=30,
+        objects=400,
+        shards=24,
+    )
+    assert (resized.needed, resized.instances, resized.startups, resized.seconds_left) == (5, 5, 5, 7800)
 
 
 def test_max_instances_or_too_few_objects_bound_the_count_and_say_so() -> None:
     capped = _size(rps=150, max_instances=12)
-    assert (capped.needed, capped.instances) == (math.ceil(NIGHT / (150 * (10800 - STARTUP_SECONDS)) * 1.3), 12)
+    # 52,000,000 / (150 x 7,920) = 43.8: 44 instances, 264 shards, 6 start-ups each.
+    assert (capped.needed, capped.instances) == (44, 12)
     assert capped.at_risk is not None and "maxInstances allows 12" in capped.at_risk
     one_file = _size(objects=1)
     assert one_file.instances == 1

@@ -4,15 +4,24 @@ check of a spot attempt, and the move of a stuck spot attempt to another of the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from spotline.aws.observability import logger
 from spotline.aws.regions import allowed_regions, prefix_contents, recent_sightings, record_sighting
+from spotline.core.durations import format_duration
 from spotline.core.lifecycle import NextStep
 from spotline.core.model import JobSpec
 from spotline.core.policy import JobClock, remaining_work
-from spotline.core.regions import Sighting, choose_region, copy_estimate, latest_sightings, region_records
+from spotline.core.regions import (
+    RegionEstimate,
+    Sighting,
+    choose_region,
+    copy_estimate,
+    latest_sightings,
+    region_records,
+)
 from spotline.core.status import TrainingStatus
 
 
@@ -92,10 +101,23 @@ def look_elsewhere(
     return (
         NextStep(
             "move-to-another-region",
-            f"no spot capacity in {where}: the spot attempt moves to {choice.reason}, from a copy of its last "
-            "checkpoint, before any on-demand is spent",
+            f"{_seen_here(status, clock, choice.estimates, where)}; the spot attempt moves to {choice.reason}, "
+            "from a copy of its last checkpoint, before any on-demand is spent",
             next_capacity="spot",
         ),
         choice.to_dict(),
         choice.region,
     )
+
+
+def _seen_here(status: TrainingStatus, clock: JobClock, estimates: Iterable[RegionEstimate], where: str) -> str:
+    """What this check and the fleet's record saw where the attempt is stuck, and the estimate made
+    from it: `spot interrupted in us-east-1: waits here ..., seen: 1 interruption in 1h14m, ...`.
+    The reason cites what was observed, never more (one interruption is not "no spot capacity")."""
+    if status.state == "interrupted":
+        seen = f"spot interrupted in {where}"
+    else:
+        waited = (clock.now - status.state_since).total_seconds() if status.state_since else 0.0
+        seen = f"no spot capacity in {where} for {format_duration(round(waited))}"
+    note = next((e.note for e in estimates if e.region == where), None)
+    return f"{seen}: {note}" if note else seen

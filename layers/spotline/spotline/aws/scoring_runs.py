@@ -338,6 +338,7 @@ def advance(spec: ScoringSpec, run: ScoringRun, *, now: datetime, notify: Callab
             max_instances=spec.max_instances,
             headroom_percent=spec.headroom_percent,
             objects=int(run.sizing["objects"]),
+            shards=sum(1 for r in runs if r.ended_at is None),  # the run is split: what is left to score
         )
         sizing, probing = resized.to_dict(), False
         decided = paced(decided.measured_records_per_second, resized.instances)

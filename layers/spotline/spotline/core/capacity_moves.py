@@ -4,6 +4,7 @@ the alert's kind, the next step, and the metric it counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -44,3 +45,23 @@ MOVES = {
         "OnDemandFallbacks",
     ),
 }
+
+WHAT = {
+    "spot": "another instance type",
+    "region": "another region",
+    "training-plan": "a training plan",
+    "on-demand": "on-demand",
+}
+"""Each move's kind in words, for the story and the picture."""
+
+
+def move_of(status: dict[str, Any]) -> tuple[str, Move, str]:
+    """(the kind of move, its Move, where it goes in words) for a check that moved the job
+    (`$.status` with `nextCapacity`, `nextInstanceType`, `nextRegion`, `nextTrainingPlan`): what
+    StopSpotJob tells on-call and the story tells later."""
+    tier = str(status.get("nextCapacity") or "on-demand")
+    kind = "region" if status.get("action") == "move-to-another-region" else (tier if tier in MOVES else "on-demand")
+    move = MOVES[kind]
+    plan = (status.get("nextTrainingPlan") or {}).get("name")
+    where = move.where.format(type=status.get("nextInstanceType"), plan=plan, region=status.get("nextRegion"))
+    return kind, move, where

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from spotline.core.durations import format_duration
+
 COPY_SECONDS_PER_GIB = 10.0
 """A server-side S3 copy between regions moves about 100 MiB/s (multipart UploadPartCopy in
 parallel parts); a conservative planning figure, the measured copy replaces it in the report."""
@@ -82,6 +84,19 @@ class RegionRecord:
     """Interruptions per hour of spot capacity."""
     observed_seconds: float = 0.0
     """From the first sighting of the day to now."""
+    sightings: int = 0
+    """How many sightings the record counts (0: a record given by its rates alone)."""
+    spot_sightings: int = 0
+    interruptions: int = 0
+
+    def observed(self) -> str:
+        """What the record rests on, as seen: `1 interruption in 1h14m, 5 of 6 checks with spot`."""
+        rate = f"{self.interruptions_per_hour:.2f} interruptions per spot hour"
+        if not self.sightings:
+            return f"{rate} in the last day"
+        count = f"{self.interruptions} interruption{'s' * (self.interruptions != 1)}"
+        span = format_duration(round(self.observed_seconds))
+        return f"seen: {count} in {span}, {self.spot_sightings} of {self.sightings} checks with spot, so {rate}"
 
     @property
     def mean_outage_seconds(self) -> float:
@@ -187,7 +202,9 @@ def region_records(sightings: Iterable[Sighting], now: datetime) -> dict[str, Re
         observed = (now - min(s.at for s in items)).total_seconds()
         spot_hours = share * observed / 3600
         rate = interruptions / spot_hours if spot_hours else UNKNOWN_RECORD_RATE
-        records[region] = RegionRecord(share, rate, observed)
+        records[region] = RegionRecord(
+            share, rate, observed, len(items), sum(s.spot for s in items), sum(s.interruption for s in items)
+        )
     return records
 
 
@@ -225,18 +242,19 @@ def choose_region(
             note = f"waits here for spot capacity (about {round(outage / 60)} min more)"
         elif spot is False:
             seconds, note = math.inf, "no spot capacity when last seen"
-        elif spot is None:
+        elif spot is None:  # nothing seen: a prior, said as one
             seconds += UNSIGHTED_PENALTY_SECONDS
-            note = "not seen recently"
+            wait = f"a {round(UNSIGHTED_PENALTY_SECONDS / 60)} min wait assumed"
+            late = f"not seen in the last {round(SIGHTING_FRESH_SECONDS / 60)} min"
+            note = f"{late}: {wait}" if region in records else f"not yet observed: {wait} (prior)"
         else:
             note = "spot capacity seen"
         if math.isfinite(seconds):
             seconds += remaining_seconds / 3600 * record.interruptions_per_hour * interruption_cost
-            known = region in records
             note += (
-                f", {record.interruptions_per_hour:.2f} interruptions per spot hour in the last day"
-                if known
-                else ", no record"
+                f", {record.observed()}"
+                if region in records
+                else f", no record: {UNKNOWN_RECORD_RATE:.2f} interruptions per spot hour assumed (prior)"
             )
         if copy_seconds and math.isfinite(seconds):
             note += f"; checkpoint copy from {checkpoint_region}"

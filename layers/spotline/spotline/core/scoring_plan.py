@@ -1,8 +1,11 @@
 """How a scoring run is sized, split and kept on schedule (pure).
 
-- **Size**: instances = records / (records per second per instance x seconds left in the window,
-  less a transform job's start-up) plus the headroom (30 % by default), rounded up, within
-  `maxInstances`, and never more than the input has objects: Batch Transform "partitions the
+- **Size**: the fewest instances n with n x records per second per instance x (seconds left in
+  the window, less the start-ups each instance pays) >= records plus the headroom (30 % by
+  default), within `maxInstances`, and never more than the input has objects. Each instance scores
+  its shards one after the other, each shard a transform job with its own start-up: with S shards
+  (`split`: WAVES per instance, at most the objects and MAX_SHARDS), an instance pays
+  ceil(S / n) start-ups, not one. Batch Transform "partitions the
   Amazon S3 objects in the input by key and maps Amazon S3 objects to instances", and "if you have
   one input file but initialize multiple compute instances, only one instance processes the input
   file and the rest of the instances are idle" (SageMaker developer guide, Batch Transform).
@@ -61,13 +64,14 @@ class Sizing:
     records: int
     records_per_second: float  # per instance
     throughput_source: str  # declared | measured (the last nights') | probe (measured tonight)
-    seconds_left: float  # from the start to the window's close, less STARTUP_SECONDS
+    seconds_left: float  # from the start to the window's close, less the start-ups each instance pays
     needed: int  # the formula's count, before maxInstances and the objects bound it
     instances: int
     headroom_percent: int
     objects: int
     at_risk: str | None = None  # why the window cannot be met even so
     warning: str | None = None
+    startups: int = 1  # the transform jobs (each with its start-up) each of `instances` runs in turn
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +85,7 @@ class Sizing:
             "objects": self.objects,
             "atRisk": self.at_risk,
             "warning": self.warning,
+            "startupsPerInstance": self.startups,
         }
 
 
@@ -94,16 +99,38 @@ def size(
     max_instances: int,
     headroom_percent: int,
     objects: int,
+    shards: int | None = None,
 ) -> Sizing:
-    """The instances a run needs to score `records` by `due` (module docstring)."""
-    seconds_left = (due - start).total_seconds() - STARTUP_SECONDS
-    if seconds_left <= 0:
+    """The instances a run needs to score `records` by `due` (module docstring). `shards`: the
+    shards left to score when the run is already split (a resize), else those `split` would make."""
+    window = (due - start).total_seconds()
+    wanted = records * (1 + headroom_percent / 100)
+
+    def scoring_seconds(n: int) -> float:
+        return window - startups_per_instance(n, objects, shards) * STARTUP_SECONDS
+
+    if window - STARTUP_SECONDS <= 0:
         needed = max_instances
-        reason: str | None = f"the window closes {_minutes(-seconds_left)} before a transform job could start scoring"
+        reason: str | None = (
+            f"the window closes {_minutes(STARTUP_SECONDS - window)} before a transform job could start scoring"
+        )
     else:
-        needed = max(1, math.ceil(records / (records_per_second * seconds_left) * (1 + headroom_percent / 100) - 1e-9))
+        # With enough instances each pays one start-up (the count the one-start-up formula gives);
+        # fewer pay more: the fewest whose instances, each after its start-ups, score it all.
+        most = max(
+            math.ceil(wanted / (records_per_second * (window - STARTUP_SECONDS)) - 1e-9),
+            shards if shards is not None else min(objects, MAX_SHARDS),
+            1,
+        )
+        needed = next(
+            n
+            for n in range(1, most + 1)
+            if scoring_seconds(n) > 0 and n * records_per_second * scoring_seconds(n) >= wanted - 1e-6
+        )
         reason = None
     instances = max(1, min(needed, max_instances, objects))
+    startups = startups_per_instance(instances, objects, shards)
+    seconds_left = window - startups * STARTUP_SECONDS
     capacity = instances * records_per_second * max(seconds_left, 0)
     if reason is None and capacity < records:
         bound = "maxInstances" if instances == max_instances else f"the input's {objects} object(s)"
@@ -128,7 +155,15 @@ def size(
         objects,
         reason,
         warning,
+        startups,
     )
+
+
+def startups_per_instance(instances: int, objects: int, shards: int | None = None) -> int:
+    """The transform jobs one of `instances` runs in turn, each with its start-up: the run's shards
+    (`shards`, or as many as `split` makes of `objects` for that many instances) over its instances."""
+    count = shards if shards is not None else min(objects, instances * WAVES, MAX_SHARDS)
+    return max(1, math.ceil(max(count, 1) / max(instances, 1)))
 
 
 @dataclass(frozen=True, slots=True)
