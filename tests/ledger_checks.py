@@ -35,3 +35,34 @@ def assert_reconciled(run: dict[str, Any]) -> None:
         expected = ledger.on_demand_cost_usd(REGION)
         if expected is not None:
             assert abs(run["onDemandCostUsd"] - expected) <= 0.01, (name, run["onDemandCostUsd"], expected)
+
+
+def assert_reconciled_by_type_and_region(run: dict[str, Any]) -> None:
+    """The run's bills as Spotline read them (its outcome report's `bills`), added up per instance
+    type and region, are the ledger's parts: the same types in the same regions, at the same
+    instance counts, for the same billed, training and plan seconds. A run without an outcome
+    report (stopped, or rejected) has no bills to compare: its totals are checked by
+    assert_reconciled."""
+    ledger, bills = run["ledger"], run.get("bills")
+    if ledger is None or bills is None:
+        return
+    reported: dict[tuple[str, str], dict[str, Any]] = {}
+    for bill in bills:
+        part = reported.setdefault(
+            (bill["instance_type"], bill["region"] or REGION),
+            {"instance_counts": set(), "billed_seconds": 0, "training_seconds": 0, "training_plan_seconds": 0},
+        )
+        part["instance_counts"].add(bill["instance_count"])
+        part["billed_seconds"] += bill["billable_seconds"]
+        part["training_seconds"] += bill["training_seconds"]
+        part["training_plan_seconds"] += bill["billable_seconds"] if bill["training_plan"] else 0
+    expected = {
+        where: {
+            "instance_counts": set(part.instance_counts),
+            "billed_seconds": part.billed_seconds,
+            "training_seconds": part.training_seconds,
+            "training_plan_seconds": part.training_plan_seconds,
+        }
+        for where, part in ledger.parts(REGION).items()
+    }
+    assert reported == expected, (run["name"], reported, expected)

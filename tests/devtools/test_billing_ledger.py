@@ -1,7 +1,8 @@
 """Every figure the sandbox reports of a run is the stand-in's ledger, for random scenarios:
 interruptions, capacity gaps, status-check faults, stops by on-call, failures, fallbacks to
 on-demand under deadline pressure. test_example_scenarios.py checks every example scenario the
-same way; the fleet test of test_sandbox_fleet.py checks preemptions."""
+same way (and per instance type and region), test_billing_ledger_generated.py 40 generated scenarios
+of alternatives, plans, regions and preemptions; the fleet test of test_sandbox_fleet.py checks preemptions."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import random
 from dataclasses import replace
 
 import pytest
-from ledger_checks import assert_reconciled
+from ledger_checks import assert_reconciled, assert_reconciled_by_type_and_region
 
 from spotline_dev.sandbox.replay import load_scenario, run_scenario
 from spotline_dev.sandbox.scenario import DEFAULT_SCENARIO, SAMPLE_MANIFESTS, FaultSpec, Scenario
@@ -62,3 +63,4 @@ def test_random_scenarios_report_what_the_stand_in_billed(seed: int) -> None:
 
     (run,) = summary["executions"]
     assert_reconciled(run)
+    assert_reconciled_by_type_and_region(run)

@@ -244,6 +244,9 @@ def summarize(
         "timeline": timeline(history, scenario.start),
         "start": scenario.start,
         "story": explain(history, execution),
+        # Each training job's bill as RecordOutcome read it (None: no outcome report): the parts the
+        # tests reconcile with the stand-in's ledger per instance type and region.
+        "bills": report.get("bills"),
     }
 
 

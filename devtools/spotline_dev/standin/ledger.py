@@ -44,6 +44,18 @@ class LedgerEntry:
 
 
 @dataclass(frozen=True)
+class LedgerPart:
+    """What a run was billed on one instance type in one region (each job at its own count)."""
+
+    instance_counts: tuple[int, ...]
+    billed_seconds: int  # per instance, as BillableTimeInSeconds (prepaid plan time included)
+    training_seconds: int
+    training_plan_seconds: int  # of billed_seconds, on a training plan: paid up front, not in cost_usd
+    lost_work_seconds: float
+    cost_usd: float | None  # None: no price for the type in that region
+
+
+@dataclass(frozen=True)
 class RunLedger:
     """A run's entries, oldest first, and its totals."""
 
@@ -86,6 +98,25 @@ class RunLedger:
         last = self.entries[-1]
         download = min(DOWNLOAD_SECONDS, self.on_demand_start_delay / 2)
         return last.work_seconds + download + last.upload_seconds
+
+    def parts(self, region: str) -> dict[tuple[str, str], LedgerPart]:
+        """The run's bill per (instance type, region where it ran), in the order first billed: the
+        figures that add up to the run's. `region` is the stack's (an entry without one ran there)."""
+        grouped: dict[tuple[str, str], list[LedgerEntry]] = {}
+        for entry in self.entries:
+            grouped.setdefault((entry.instance_type, entry.region or region), []).append(entry)
+        parts = {}
+        for (instance_type, where), entries in grouped.items():
+            costs = [_entry_cost(e, where) for e in entries]
+            parts[(instance_type, where)] = LedgerPart(
+                instance_counts=tuple(sorted({e.instance_count for e in entries})),
+                billed_seconds=sum(e.billed_seconds for e in entries),
+                training_seconds=sum(e.training_seconds for e in entries),
+                training_plan_seconds=sum(e.billed_seconds for e in entries if e.capacity == "training-plan"),
+                lost_work_seconds=sum(e.lost_work_seconds for e in entries),
+                cost_usd=None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4),
+            )
+        return parts
 
     def on_demand_cost_usd(self, region: str) -> float | None:
         baseline = self.on_demand_seconds

@@ -350,14 +350,15 @@ class SageMakerTrainingJobs:
                 job.plan, spot=job.spot, spot_price_ratio=self.weather.spot_price_ratio, until=now
             )
             tags = dict(job.service_job.request.get("tags") or {})
+            billed_as = self._billed_as(job, now)
             entries.append(
                 LedgerEntry(
                     execution=str(tags.get(EXECUTION_TAG) or job.service_job.name),
                     service_job=job.service_job.name,
                     training_job=job.name,
                     capacity=tier_of(job),
-                    instance_type=job.selected[0],
-                    instance_count=job.selected[1],
+                    instance_type=billed_as[0],
+                    instance_count=billed_as[1],
                     ended=ended,
                     completed=ended and job.plan.status == "Completed",
                     billed_seconds=billable if ended else 0,
@@ -374,6 +375,16 @@ class SageMakerTrainingJobs:
                 )
             )
         return entries
+
+    def _billed_as(self, job: TrainingJob, now: float) -> tuple[str, int]:
+        """The type and count a job is billed for. With InstancePreferences, SelectedInstanceType is
+        "Returned by DescribeTrainingJob after an instance type is selected. [...] The job is billed for
+        this instance type and count" (sagemaker ResourceConfig): a job whose instances were never acquired
+        had none selected, and is billed for no type ("", 0), whichever type the stand-in would have chosen."""
+        acquired = any(s.status == "Downloading" and s.start <= now + EPS for s in job.plan.segments)
+        if "InstancePreferences" in (job.request.get("ResourceConfig") or {}) and not acquired:
+            return "", 0
+        return job.selected
 
     # --- views ------------------------------------------------------------------------------
 
