@@ -195,6 +195,7 @@ def _summary(
         "capacityTiers": [],
         "costUsd": None,
         "costUnknown": None,  # no training job, no training cost (the `--json` contract has the key)
+        "costByRegion": {},
         "onDemandCostUsd": None,
         "onDemandSeconds": None,
         "savingsPercent": None,
