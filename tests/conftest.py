@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,13 @@ SCORING_TEAM = {
 def scoring_stack() -> Iterator[LocalStack]:
     """A stack five minutes before the example scoring window opens: the night's 40 M records in
     400 objects, the team's model, and Batch Transform at 1,500 records/s per instance."""
+    with scoring_stack_of(SCORING_OBJECTS) as local:
+        yield local
+
+
+@contextmanager
+def scoring_stack_of(objects: int) -> Iterator[LocalStack]:
+    """`scoring_stack` with the night's records in `objects` objects."""
     with start_local_stack(
         SCORING_OPENS - timedelta(minutes=5), team_policy={"teams": {"media-recs": SCORING_TEAM}}
     ) as local:
@@ -96,10 +104,10 @@ def scoring_stack() -> Iterator[LocalStack]:
         s3 = local.client("s3")
         for bucket in ("media-recs-data", "media-recs-scores"):
             s3.create_bucket(Bucket=bucket)
-        for index in range(SCORING_OBJECTS):
+        for index in range(objects):
             key = f"pairs/2026-12-05/part-{index:04d}.csv"
             s3.put_object(Bucket="media-recs-data", Key=key, Body=b"0123456789\n" * 100)
-            local.standin.transform_records[("media-recs-data", key)] = SCORING_NIGHT // SCORING_OBJECTS
+            local.standin.transform_records[("media-recs-data", key)] = SCORING_NIGHT // objects
         ensure_role(local.client("iam"), "arn:aws:iam::123456789012:role/spotline/media-scoring", "media-recs")
         local.client("sagemaker").create_model(
             ModelName="media-recs-ranker-2026-11",

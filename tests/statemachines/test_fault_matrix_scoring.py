@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -24,42 +23,18 @@ from statemachines.fault_cases import (
     task_failures,
 )
 
-from conftest import SCORING_NIGHT, SCORING_OPENS, SCORING_TEAM, entered_states, upload
+from conftest import entered_states, scoring_stack_of, upload
 from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.sandbox.account import ensure_role
-from spotline_dev.standin.transform_jobs import TransformWeather
 
 MANIFEST = (PROJECT_ROOT / "examples" / "scoring" / "scores-on-upload.yaml").read_bytes()
 KEY = "manifests/media-recs/backfill-scores.yaml"
-ROLE = "arn:aws:iam::123456789012:role/spotline/media-scoring"
 OBJECTS = 40  # the night's records in 40 objects (conftest's scoring_stack has 400): the same plan, 4 shards
 
 
-@contextmanager
-def _scoring_stack() -> Iterator[LocalStack]:
-    """conftest's scoring_stack, in fewer objects: five minutes before the window opens, the night's
-    40 M records, the team's model, Batch Transform at 1,500 records/s per instance."""
-    with start_local_stack(
-        SCORING_OPENS - timedelta(minutes=5), team_policy={"teams": {"media-recs": SCORING_TEAM}}
-    ) as local:
-        local.standin.transforms.weather = TransformWeather(records_per_second=1500, start_delay=480)
-        s3 = local.client("s3")
-        for bucket in ("media-recs-data", "media-recs-scores"):
-            s3.create_bucket(Bucket=bucket)
-        for index in range(OBJECTS):
-            key = f"pairs/2026-12-05/part-{index:04d}.csv"
-            s3.put_object(Bucket="media-recs-data", Key=key, Body=b"0123456789\n" * 100)
-            local.standin.transform_records[("media-recs-data", key)] = SCORING_NIGHT // OBJECTS
-        ensure_role(local.client("iam"), ROLE, "media-recs")
-        local.client("sagemaker").create_model(
-            ModelName="media-recs-ranker-2026-11",
-            ExecutionRoleArn=ROLE,
-            PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:2026.11"},
-            Tags=[{"Key": "spotline:team", "Value": "media-recs"}],
-        )
-        yield local
+def _scoring_stack() -> Any:
+    """conftest's scoring_stack, in fewer objects: the same plan, 4 shards."""
+    return scoring_stack_of(OBJECTS)
 
 
 def _run(stack: LocalStack) -> dict[str, Any]:
