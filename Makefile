@@ -25,7 +25,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 TRACES ?= $(abspath ../shared/data/spot-availability)
 PAPER_TRACES ?= $(abspath ../shared/data/spot-traces/availability/1-node)
 
-.PHONY: help venv lock example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit test sandbox bench clean
+.PHONY: help venv lock example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit test sandbox bench asl clean
 
 help:
 	@echo "make venv      create .venv (Python 3.13) with every package of uv.lock (uv sync)"
@@ -37,6 +37,7 @@ help:
 	@echo "make docs      serve the documentation site (mkdocs) at http://127.0.0.1:8000; make docs-build: build it (strict)"
 	@echo "make checkov   checkov on template.yaml (its own .venv-checkov); skips carry their reason in the template"
 	@echo "make build     sam build (arm64, python3.13)"
+	@echo "make asl       write statemachines/*.asl.json from their Python (devtools/spotline_dev/asl)"
 	@echo "make example-venv  .venv-example (Python 3.11 + CPU torch) for examples/train_tiny.py"
 	@echo "make bench     print the benchmark figures (history events, transitions, cost)"
 
@@ -124,6 +125,11 @@ docs-build: $(STAMP)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# The state machine files are generated: change devtools/spotline_dev/asl, then make asl, and
+# commit both (tests/statemachines/test_asl_build.py holds the files to a fresh build).
+asl: $(STAMP)
+	$(BIN)/python -m spotline_dev.asl
 
 test: lint typecheck architecture template checkov build docs-build unit
 
