@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 from spotline_dev.asl.builder import (
-    Catcher,
     Choice,
     Fail,
-    Retrier,
     Succeed,
     Wait,
     Workflow,
     lambda_task,
     when,
 )
+from spotline_dev.asl.profiles import LAMBDA_STEP, on_error
+
+# An error the retries did not mend: stop the run's transform jobs, then fail.
+STOP_TRANSFORM_JOBS_THEN_FAIL = (on_error("StopTheRunsTransformJobs"),)
 
 
 def scoring_run() -> Workflow:
@@ -37,35 +39,8 @@ def scoring_run() -> Workflow:
                     "run.$": "$.Payload.run",
                 },
                 result_path="$.scoring",
-                retry=(
-                    Retrier(
-                        (
-                            "Lambda.ClientExecutionTimeoutException",
-                            "Lambda.ServiceException",
-                            "Lambda.AWSLambdaException",
-                            "Lambda.SdkClientException",
-                            "Lambda.TooManyRequestsException",
-                            "TransientAwsError",
-                        ),
-                        attempts=6,
-                        interval=2,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                    Retrier(
-                        (
-                            "States.TaskFailed",
-                            "States.Timeout",
-                        ),
-                        attempts=2,
-                        interval=5,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                ),
-                catch=(Catcher(("States.ALL",), "$.failure", "StopTheRunsTransformJobs"),),
+                retry=LAMBDA_STEP,
+                catch=STOP_TRANSFORM_JOBS_THEN_FAIL,
                 next="IsThePlanValid?",
             ),
             Choice(
@@ -103,35 +78,8 @@ def scoring_run() -> Workflow:
                     "run.$": "$.Payload.run",
                 },
                 result_path="$.scoring",
-                retry=(
-                    Retrier(
-                        (
-                            "Lambda.ClientExecutionTimeoutException",
-                            "Lambda.ServiceException",
-                            "Lambda.AWSLambdaException",
-                            "Lambda.SdkClientException",
-                            "Lambda.TooManyRequestsException",
-                            "TransientAwsError",
-                        ),
-                        attempts=6,
-                        interval=2,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                    Retrier(
-                        (
-                            "States.TaskFailed",
-                            "States.Timeout",
-                        ),
-                        attempts=2,
-                        interval=5,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                ),
-                catch=(Catcher(("States.ALL",), "$.failure", "StopTheRunsTransformJobs"),),
+                retry=LAMBDA_STEP,
+                catch=STOP_TRANSFORM_JOBS_THEN_FAIL,
                 next="IsEveryShardScored?",
             ),
             Choice(
@@ -163,35 +111,8 @@ def scoring_run() -> Workflow:
                     "report.$": "$.Payload.report",
                 },
                 result_path="$.outcome",
-                retry=(
-                    Retrier(
-                        (
-                            "Lambda.ClientExecutionTimeoutException",
-                            "Lambda.ServiceException",
-                            "Lambda.AWSLambdaException",
-                            "Lambda.SdkClientException",
-                            "Lambda.TooManyRequestsException",
-                            "TransientAwsError",
-                        ),
-                        attempts=6,
-                        interval=2,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                    Retrier(
-                        (
-                            "States.TaskFailed",
-                            "States.Timeout",
-                        ),
-                        attempts=2,
-                        interval=5,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                ),
-                catch=(Catcher(("States.ALL",), "$.failure", "StopTheRunsTransformJobs"),),
+                retry=LAMBDA_STEP,
+                catch=STOP_TRANSFORM_JOBS_THEN_FAIL,
                 next="DidEveryShardSucceed?",
             ),
             Choice(
@@ -225,35 +146,8 @@ def scoring_run() -> Workflow:
                     "stopped.$": "$.Payload.stopped",
                 },
                 result_path="$.cleanup",
-                retry=(
-                    Retrier(
-                        (
-                            "Lambda.ClientExecutionTimeoutException",
-                            "Lambda.ServiceException",
-                            "Lambda.AWSLambdaException",
-                            "Lambda.SdkClientException",
-                            "Lambda.TooManyRequestsException",
-                            "TransientAwsError",
-                        ),
-                        attempts=6,
-                        interval=2,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                    Retrier(
-                        (
-                            "States.TaskFailed",
-                            "States.Timeout",
-                        ),
-                        attempts=2,
-                        interval=5,
-                        backoff=2,
-                        max_delay=60,
-                        full_jitter=True,
-                    ),
-                ),
-                catch=(Catcher(("States.ALL",), "$.cleanupFailure", "ScoringStepFailed"),),
+                retry=LAMBDA_STEP,
+                catch=(on_error("ScoringStepFailed", "$.cleanupFailure"),),
                 next="ScoringStepFailed",
             ),
             Fail(
