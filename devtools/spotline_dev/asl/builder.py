@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +111,11 @@ class Task(State):
         return (self.next, *(catcher.next for catcher in self.catch))
 
 
+def result_selector(keys: Iterable[str]) -> dict[str, str]:
+    """The ResultSelector keeping these keys of a Lambda's answer (its `Payload`), in this order."""
+    return {f"{key}.$": f"$.Payload.{key}" for key in keys}
+
+
 def lambda_payload(*, wait_for_token: bool = False) -> Json:
     """What every Spotline Lambda receives: the execution's id and its whole state (and the task
     token when the step waits for one)."""
@@ -130,12 +135,13 @@ def lambda_task(
     next: str,
     retry: Sequence[Retrier],
     catch: Sequence[Catcher],
-    result_selector: Mapping[str, str] | None = None,
+    keeps: Sequence[str] | None = None,
     wait_for_token: bool = False,
     timeout_seconds_path: str | None = None,
     payload: Json | None = None,
 ) -> Task:
-    """A Task invoking the template's `<function>Function` (its ARN a DefinitionSubstitution)."""
+    """A Task invoking the template's `<function>Function` (its ARN a DefinitionSubstitution).
+    `keeps`: the keys of the answer its section keeps (a ResultSelector); None keeps it whole."""
     return Task(
         name,
         comment=comment,
@@ -145,7 +151,7 @@ def lambda_task(
             "Payload": payload if payload is not None else lambda_payload(wait_for_token=wait_for_token),
         },
         timeout_seconds_path=timeout_seconds_path,
-        result_selector=result_selector,
+        result_selector=None if keeps is None else result_selector(keeps),
         result_path=result_path,
         retry=retry,
         catch=catch,

@@ -4,6 +4,7 @@ Comment below and docs/on-call/what-happens-to-an-upload.md)."""
 from __future__ import annotations
 
 from spotline_dev.asl.builder import (
+    SNS_PUBLISH,
     Catcher,
     Choice,
     Fail,
@@ -17,21 +18,29 @@ from spotline_dev.asl.builder import (
     when,
 )
 from spotline_dev.asl.profiles import (
-    ALERT_FAILED,
-    BILLING_NOT_SETTLED,
-    BILLS_NOT_READ,
-    CHECKPOINT_COPY_INCOMPLETE,
+    ALERT,
     EVENT_WAIT,
     LAMBDA_STEP,
     LAMBDA_WAIT,
-    RUNTIME_DIED,
+    MANIFEST_READ,
+    OUTCOME_RECORDING,
     STATUS_CHECK,
-    STEP_FAILED,
     STOP_JOBS,
-    TRANSIENT_LAMBDA,
-    never,
+    SUBMISSION,
     on_error,
     on_timeout,
+)
+from spotline_dev.asl.sections import (
+    CONTINUED_AS_KEYS,
+    DEPENDENCIES_KEYS,
+    FALLBACK_KEYS,
+    JOBS_STOPPED_KEYS,
+    LIVE_RUNS_KEYS,
+    MANIFEST_KEYS,
+    OUTCOME_KEYS,
+    RESOURCES_KEYS,
+    STATUS_KEYS,
+    TRAINING_KEYS,
 )
 
 # Where an error the retries did not mend goes: before a job can exist, RecordOutcome ends the run
@@ -40,25 +49,55 @@ RECORD_THE_FAILURE = (on_error("RecordOutcome"),)
 STOP_JOBS_THEN_FAIL = (on_error("StopTrainingJobAfterError"),)
 
 
+# The named ends RecordOutcome's $.outcome.name leads to, each a Fail of that name whose cause is
+# $.outcome.cause (TrainingSucceeded succeeds; any other name is an UnexpectedError).
+OUTCOME_FAILURES = {
+    "ResourceValidationFailed": (
+        "A resource the manifest names is missing or not allowed; the cause lists each with its manifest field."
+    ),
+    "TrainingFailed": (
+        "SageMaker training failed and was not retried (algorithm or client errors never are). See the cause, then the "
+        "logs link in $.status.links."
+    ),
+    "SpotCapacityExhausted": (
+        "A spot-only job ran out of spot attempts (capacity or maxWait each time). The cause says how many; "
+        "docs/runbook.md lists the options."
+    ),
+    "CapacityUnavailable": (
+        "No capacity of any of the job's instance types (spot or on-demand) came before its deadline; the job was "
+        "stopped and on-call had DeadlineAtRisk while the deadline was still ahead. The cause says what was tried; "
+        "docs/runbook.md lists the options."
+    ),
+    "DeadlineMissed": (
+        "Training completed, but after the deadline: the model is in the output location. The outcome report shows "
+        "attempts, interruptions and the fallback."
+    ),
+    "DependencyTimeout": (
+        "The datasets in spec.dependsOn were not all ready before spec.dependencyTimeout. Check with the preprocessing "
+        "pipeline, then upload the manifest again."
+    ),
+}
+
+
 def training_lifecycle() -> Workflow:
     return Workflow(
         comment=(
-            "Spotline training lifecycle for one manifest version: validate the manifest, wait for the "
-            "datasets it depends on, validate the resources it names, queue the training on AWS Batch (spot "
-            "first, checkpointed), follow it, resubmit from the checkpoint after spot interruptions with "
-            "back-off, move to on-demand when the deadline is at risk, and record the outcome. An unexpected "
-            "error after submission first stops the run's training jobs; every path ends in a named Fail or "
-            "Succeed state. Each step adds its result under its own key ($.manifest, $.dependencies, "
-            "$.resources, $.liveRuns, $.training, $.status, $.fallback, $.cleanup, $.outcome)."
+            "Spotline training lifecycle for one manifest version: validate the manifest, wait for the datasets it "
+            "depends on, validate the resources it names, queue the training on AWS Batch (spot first, checkpointed), "
+            "follow it, resubmit from the checkpoint after spot interruptions with back-off, move to on-demand when the"
+            " deadline is at risk, and record the outcome. An unexpected error after submission first stops the run's "
+            "training jobs; every path ends in a named Fail or Succeed state. Each step adds its result under its own "
+            "key ($.manifest, $.dependencies, $.resources, $.liveRuns, $.training, $.status, $.fallback, $.cleanup, "
+            "$.outcome)."
         ),
         start_at="IsItAContinuation?",
         states=(
             Choice(
                 "IsItAContinuation?",
                 comment=(
-                    "A run that outgrew one execution's share of status checks continues in a fresh execution, "
-                    "started by ContinueInNewExecution with the run's state, whose $.continuedFrom names the "
-                    "execution before (null for a run Intake starts)."
+                    "A run that outgrew one execution's share of status checks continues in a fresh execution, started "
+                    "by ContinueInNewExecution with the run's state, whose $.continuedFrom names the execution before "
+                    "(null for a run Intake starts)."
                 ),
                 choices=(when("$.continuedFrom", IsNull=False, next="ResumeWatching"),),
                 default="LoadManifest",
@@ -74,26 +113,17 @@ def training_lifecycle() -> Workflow:
             lambda_task(
                 "LoadManifest",
                 comment=(
-                    "Reads the exact manifest version and validates it against the spotline/v1 schema and rules. "
-                    "Valid: stores the normalized spec once as specs/<execution>.json in the ingest bucket; the state"
-                    " carries its reference ($.manifest.specRef, version and sha256 pinned) and a short summary "
-                    "($.manifest.job), never the spec, so it stays far below the 256 KiB state limit. Invalid: writes"
-                    " reports/<key>.rejected.json with every error; the state keeps the first 20 and "
+                    "Reads the exact manifest version and validates it against the spotline/v1 schema and rules. Valid:"
+                    " stores the normalized spec once as specs/<execution>.json in the ingest bucket; the state carries"
+                    " its reference ($.manifest.specRef, version and sha256 pinned) and a short summary "
+                    "($.manifest.job), never the spec, so it stays far below the 256 KiB state limit. Invalid: writes "
+                    "reports/<key>.rejected.json with every error; the state keeps the first 20 and "
                     "$.manifest.errorCount. Deleted before it was read: $.manifest.missing (ManifestNotFound)."
                 ),
                 function="LoadManifest",
-                result_selector={
-                    "valid.$": "$.Payload.valid",
-                    "missing.$": "$.Payload.missing",
-                    "errors.$": "$.Payload.errors",
-                    "errorCount.$": "$.Payload.errorCount",
-                    "summary.$": "$.Payload.summary",
-                    "report.$": "$.Payload.report",
-                    "job.$": "$.Payload.job",
-                    "specRef.$": "$.Payload.specRef",
-                },
+                keeps=MANIFEST_KEYS,
                 result_path="$.manifest",
-                retry=(TRANSIENT_LAMBDA, never("ManifestUnreadable"), STEP_FAILED),
+                retry=MANIFEST_READ,
                 catch=RECORD_THE_FAILURE,
                 next="IsManifestValid?",
             ),
@@ -108,10 +138,10 @@ def training_lifecycle() -> Workflow:
             Fail(
                 "ManifestNotFound",
                 comment=(
-                    "The manifest version this execution was started for no longer exists: it was deleted (or expired"
-                    " by a lifecycle rule) before LoadManifest read it. The cause names it. Nothing was queued and no"
-                    " report was written; upload the manifest again if the run is still wanted. (S3 refusing the read"
-                    " is not this: that is UnexpectedError with ManifestUnreadable in $.failure.)"
+                    "The manifest version this execution was started for no longer exists: it was deleted (or expired "
+                    "by a lifecycle rule) before LoadManifest read it. The cause names it. Nothing was queued and no "
+                    "report was written; upload the manifest again if the run is still wanted. (S3 refusing the read is"
+                    " not this: that is UnexpectedError with ManifestUnreadable in $.failure.)"
                 ),
                 error="ManifestNotFound",
                 cause_path="$.manifest.summary",
@@ -120,8 +150,8 @@ def training_lifecycle() -> Workflow:
                 "ManifestInvalid",
                 comment=(
                     "The manifest breaks the spotline/v1 contract. The cause lists the errors (the first 20 of "
-                    "$.manifest.errorCount); the report at $.manifest.report has every one. Fix the manifest and "
-                    "upload it again."
+                    "$.manifest.errorCount); the report at $.manifest.report has every one. Fix the manifest and upload"
+                    " it again."
                 ),
                 error="ManifestInvalid",
                 cause_path="$.manifest.summary",
@@ -129,8 +159,8 @@ def training_lifecycle() -> Workflow:
             Choice(
                 "DoesItDependOnDatasets?",
                 comment=(
-                    "Manifests with spec.dependsOn ($.manifest.job.dependsOnDatasets) wait for their datasets "
-                    "(Dataset Ready events from the preprocessing pipeline)."
+                    "Manifests with spec.dependsOn ($.manifest.job.dependsOnDatasets) wait for their datasets (Dataset "
+                    "Ready events from the preprocessing pipeline)."
                 ),
                 choices=(when("$.manifest.job.dependsOnDatasets", BooleanEquals=True, next="CheckDatasets"),),
                 default="ValidateResources",
@@ -142,11 +172,7 @@ def training_lifecycle() -> Workflow:
                     "wait."
                 ),
                 function="CheckDatasets",
-                result_selector={
-                    "ready.$": "$.Payload.ready",
-                    "datasets.$": "$.Payload.datasets",
-                    "missing.$": "$.Payload.missing",
-                },
+                keeps=DEPENDENCIES_KEYS,
                 result_path="$.dependencies",
                 retry=LAMBDA_STEP,
                 catch=RECORD_THE_FAILURE,
@@ -174,17 +200,11 @@ def training_lifecycle() -> Workflow:
             lambda_task(
                 "ValidateResources",
                 comment=(
-                    "Checks the role (and its trust in SageMaker), the image, the input data, the output and "
-                    "checkpoint buckets, the team's allowance and the job queue; reports every problem at once."
+                    "Checks the role (and its trust in SageMaker), the image, the input data, the output and checkpoint"
+                    " buckets, the team's allowance and the job queue; reports every problem at once."
                 ),
                 function="ValidateResources",
-                result_selector={
-                    "valid.$": "$.Payload.valid",
-                    "problems.$": "$.Payload.problems",
-                    "summary.$": "$.Payload.summary",
-                    "regions.$": "$.Payload.regions",
-                    "subnets.$": "$.Payload.subnets",
-                },
+                keeps=RESOURCES_KEYS,
                 result_path="$.resources",
                 retry=LAMBDA_STEP,
                 catch=RECORD_THE_FAILURE,
@@ -194,17 +214,12 @@ def training_lifecycle() -> Workflow:
                 "CheckNoLiveJob",
                 comment=(
                     "Is another run of this job (same team and metadata.name, started by another execution) still "
-                    "queued or running? Then this run must not start beside it: two jobs would write to one "
-                    "checkpoint prefix. $.liveRuns.problems names the execution to cancel or wait for (path "
-                    "metadata.name, ResourceValidationFailed)."
+                    "queued or running? Then this run must not start beside it: two jobs would write to one checkpoint "
+                    "prefix. $.liveRuns.problems names the execution to cancel or wait for (path metadata.name, "
+                    "ResourceValidationFailed)."
                 ),
                 function="CheckNoLiveJob",
-                result_selector={
-                    "clear.$": "$.Payload.clear",
-                    "problems.$": "$.Payload.problems",
-                    "summary.$": "$.Payload.summary",
-                    "found.$": "$.Payload.found",
-                },
+                keeps=LIVE_RUNS_KEYS,
                 result_path="$.liveRuns",
                 retry=LAMBDA_STEP,
                 catch=RECORD_THE_FAILURE,
@@ -214,8 +229,7 @@ def training_lifecycle() -> Workflow:
                 "AreResourcesValid?",
                 comment=(
                     "Submit only when every resource is available ($.resources) and no other run of the job is live "
-                    "($.liveRuns); otherwise RecordOutcome ends the run in ResourceValidationFailed with every "
-                    "problem."
+                    "($.liveRuns); otherwise RecordOutcome ends the run in ResourceValidationFailed with every problem."
                 ),
                 choices=(
                     all_of(
@@ -236,84 +250,23 @@ def training_lifecycle() -> Workflow:
                     "goes on where it stopped."
                 ),
                 function="SubmitTrainingJob",
-                result_selector={
-                    "attempt.$": "$.Payload.attempt",
-                    "capacity.$": "$.Payload.capacity",
-                    "instanceType.$": "$.Payload.instanceType",
-                    "trainingPlan.$": "$.Payload.trainingPlan",
-                    "jobId.$": "$.Payload.jobId",
-                    "jobArn.$": "$.Payload.jobArn",
-                    "jobName.$": "$.Payload.jobName",
-                    "region.$": "$.Payload.region",
-                    "regionChoice.$": "$.Payload.regionChoice",
-                    "checkpointCopy.$": "$.Payload.checkpointCopy",
-                    "submittedAt.$": "$.Payload.submittedAt",
-                    "firstPollSeconds.$": "$.Payload.firstPollSeconds",
-                    "links.$": "$.Payload.links",
-                    "previousAttempts.$": "$.Payload.previousAttempts",
-                },
+                keeps=TRAINING_KEYS,
                 result_path="$.training",
-                retry=(
-                    CHECKPOINT_COPY_INCOMPLETE,
-                    TRANSIENT_LAMBDA,
-                    RUNTIME_DIED,
-                    never("TrainingRequestInvalid"),
-                    STEP_FAILED,
-                ),
+                retry=SUBMISSION,
                 catch=STOP_JOBS_THEN_FAIL,
                 next="WaitForJobToStart",
             ),
-            Wait(
-                "WaitForJobToStart",
-                seconds_path="$.training.firstPollSeconds",
-                next="CheckTrainingStatus",
-            ),
+            Wait("WaitForJobToStart", seconds_path="$.training.firstPollSeconds", next="CheckTrainingStatus"),
             lambda_task(
                 "CheckTrainingStatus",
                 comment=(
                     "Reads the Batch service job, the SageMaker training job and progress.json; normalizes them into "
                     "one status, asks the deadline policy whether spot can still make the deadline, and says what "
-                    "happens next ($.status.action, $.status.explanation) and when to look again. A failure is "
-                    "retried twice (it only reads); then StopTrainingJobAfterError stops the job before the run "
-                    "fails."
+                    "happens next ($.status.action, $.status.explanation) and when to look again. A failure is retried "
+                    "twice (it only reads); then StopTrainingJobAfterError stops the job before the run fails."
                 ),
                 function="CheckTrainingStatus",
-                result_selector={
-                    "state.$": "$.Payload.state",
-                    "finished.$": "$.Payload.finished",
-                    "reasonClass.$": "$.Payload.reasonClass",
-                    "reason.$": "$.Payload.reason",
-                    "batchStatus.$": "$.Payload.batchStatus",
-                    "secondaryStatus.$": "$.Payload.secondaryStatus",
-                    "trainingJobName.$": "$.Payload.trainingJobName",
-                    "instanceType.$": "$.Payload.instanceType",
-                    "trainingSeconds.$": "$.Payload.trainingSeconds",
-                    "billableSeconds.$": "$.Payload.billableSeconds",
-                    "interruptions.$": "$.Payload.interruptions",
-                    "preemptions.$": "$.Payload.preemptions",
-                    "capacityShort.$": "$.Payload.capacityShort",
-                    "queueWaitSeconds.$": "$.Payload.queueWaitSeconds",
-                    "endedAt.$": "$.Payload.endedAt",
-                    "progress.$": "$.Payload.progress",
-                    "decision.$": "$.Payload.decision",
-                    "action.$": "$.Payload.action",
-                    "explanation.$": "$.Payload.explanation",
-                    "nextCapacity.$": "$.Payload.nextCapacity",
-                    "nextInstanceType.$": "$.Payload.nextInstanceType",
-                    "nextRegion.$": "$.Payload.nextRegion",
-                    "regionChoice.$": "$.Payload.regionChoice",
-                    "nextTrainingPlan.$": "$.Payload.nextTrainingPlan",
-                    "maxPendingSeconds.$": "$.Payload.maxPendingSeconds",
-                    "capacityWaitSeconds.$": "$.Payload.capacityWaitSeconds",
-                    "deadlineAtRisk.$": "$.Payload.deadlineAtRisk",
-                    "backoffSeconds.$": "$.Payload.backoffSeconds",
-                    "finishReason.$": "$.Payload.finishReason",
-                    "checkedAt.$": "$.Payload.checkedAt",
-                    "nextPollSeconds.$": "$.Payload.nextPollSeconds",
-                    "nextCheckReason.$": "$.Payload.nextCheckReason",
-                    "checks.$": "$.Payload.checks",
-                    "links.$": "$.Payload.links",
-                },
+                keeps=STATUS_KEYS,
                 result_path="$.status",
                 retry=STATUS_CHECK,
                 catch=STOP_JOBS_THEN_FAIL,
@@ -339,9 +292,9 @@ def training_lifecycle() -> Workflow:
                 "WaitForTrainingEvent",
                 comment=(
                     "Waits for the training job's next change (task token): TrainingEventGate releases it within "
-                    "seconds of a Batch or SageMaker event (end, failure, spot stop, interruption). The timeout is "
-                    "the next timed check: the moment the deadline policy would act if nothing changed, and never "
-                    "later than the safety interval ($.status.nextPollSeconds, $.status.nextCheckReason)."
+                    "seconds of a Batch or SageMaker event (end, failure, spot stop, interruption). The timeout is the "
+                    "next timed check: the moment the deadline policy would act if nothing changed, and never later "
+                    "than the safety interval ($.status.nextPollSeconds, $.status.nextCheckReason)."
                 ),
                 function="WaitForTrainingEvent",
                 wait_for_token=True,
@@ -360,18 +313,14 @@ def training_lifecycle() -> Workflow:
             lambda_task(
                 "ContinueInNewExecution",
                 comment=(
-                    "This execution made its share of status checks (lifecycle.CHECKS_PER_EXECUTION): a fresh "
-                    "execution <first>-c<n> takes over the watch with the run's state, and the training job is tagged"
-                    " spotline:execution=<it>, so this one's end stops nothing. If the hand-over keeps failing, this "
+                    "This execution made its share of status checks (lifecycle.CHECKS_PER_EXECUTION): a fresh execution"
+                    " <first>-c<n> takes over the watch with the run's state, and the training job is tagged "
+                    "spotline:execution=<it>, so this one's end stops nothing. If the hand-over keeps failing, this "
                     "execution keeps watching (it is far from the 25,000-event limit) and tries again at the next "
                     "check."
                 ),
                 function="ContinueInNewExecution",
-                result_selector={
-                    "executionName.$": "$.Payload.executionName",
-                    "executionArn.$": "$.Payload.executionArn",
-                    "retagged.$": "$.Payload.retagged",
-                },
+                keeps=CONTINUED_AS_KEYS,
                 result_path="$.continuedAs",
                 retry=LAMBDA_STEP,
                 catch=(on_error("WaitForTrainingEvent", "$.continuationFailure"),),
@@ -380,9 +329,9 @@ def training_lifecycle() -> Workflow:
             Wait(
                 "BackOffBeforeResubmitting",
                 comment=(
-                    "Spot ended the job (capacity or maxWait), or Batch ended an on-demand attempt's wait for "
-                    "capacity (the queue's time limit): exponential back-off with full jitter from the manifest's "
-                    "retry settings, then a new attempt on the same tier from the same checkpoint."
+                    "Spot ended the job (capacity or maxWait), or Batch ended an on-demand attempt's wait for capacity "
+                    "(the queue's time limit): exponential back-off with full jitter from the manifest's retry "
+                    "settings, then a new attempt on the same tier from the same checkpoint."
                 ),
                 seconds_path="$.status.backoffSeconds",
                 next="SubmitTrainingJob",
@@ -391,21 +340,14 @@ def training_lifecycle() -> Workflow:
                 "StopSpotJob",
                 comment=(
                     "The deadline is at risk or spot attempts are exhausted (a training plan with free reserved "
-                    "capacity next, else on-demand), or spot capacity of the job's instance type is gone (spot on the"
-                    " next of its alternatives next): terminates the spot job (its training saves a last checkpoint "
-                    "on SIGTERM) before the next attempt resumes from it. Its alert is best effort: a failed publish "
-                    "never skips the next attempt. If the terminate itself keeps failing, StopTrainingJobAfterError "
-                    "stops every job of the run before it fails."
+                    "capacity next, else on-demand), or spot capacity of the job's instance type is gone (spot on the "
+                    "next of its alternatives next): terminates the spot job (its training saves a last checkpoint on "
+                    "SIGTERM) before the next attempt resumes from it. Its alert is best effort: a failed publish never"
+                    " skips the next attempt. If the terminate itself keeps failing, StopTrainingJobAfterError stops "
+                    "every job of the run before it fails."
                 ),
                 function="StopTrainingJob",
-                result_selector={
-                    "jobId.$": "$.Payload.jobId",
-                    "capacity.$": "$.Payload.capacity",
-                    "terminated.$": "$.Payload.terminated",
-                    "reason.$": "$.Payload.reason",
-                    "at.$": "$.Payload.at",
-                    "notified.$": "$.Payload.notified",
-                },
+                keeps=FALLBACK_KEYS,
                 result_path="$.fallback",
                 retry=LAMBDA_STEP,
                 catch=STOP_JOBS_THEN_FAIL,
@@ -414,16 +356,12 @@ def training_lifecycle() -> Workflow:
             lambda_task(
                 "StopJobWithoutCapacity",
                 comment=(
-                    "No capacity of any of the job's instance types came by its deadline: terminates the run's "
-                    "service jobs still queued or running (the same function as StopTrainingJobAfterError) so nothing"
-                    " waits on unwatched, then the run ends in CapacityUnavailable."
+                    "No capacity of any of the job's instance types came by its deadline: terminates the run's service "
+                    "jobs still queued or running (the same function as StopTrainingJobAfterError) so nothing waits on "
+                    "unwatched, then the run ends in CapacityUnavailable."
                 ),
                 function="StopExecutionJobs",
-                result_selector={
-                    "stopped.$": "$.Payload.stopped",
-                    "checked.$": "$.Payload.checked",
-                    "at.$": "$.Payload.at",
-                },
+                keeps=JOBS_STOPPED_KEYS,
                 result_path="$.capacityCleanup",
                 retry=STOP_JOBS,
                 catch=STOP_JOBS_THEN_FAIL,
@@ -434,16 +372,12 @@ def training_lifecycle() -> Workflow:
                 comment=(
                     "An unexpected error after a job may have been submitted: terminates every service job of this "
                     "execution still queued or running (the job ids in $.training, and the queue's jobs named "
-                    "<execution>-a*, confirmed by their spotline:execution tag) before the run ends in "
-                    "UnexpectedError, so nothing trains on unwatched. Idempotent and retried; if it still fails, "
-                    "$.cleanupFailure says so and the end-of-execution rule and the 15-minute reconciler try again."
+                    "<execution>-a*, confirmed by their spotline:execution tag) before the run ends in UnexpectedError,"
+                    " so nothing trains on unwatched. Idempotent and retried; if it still fails, $.cleanupFailure says "
+                    "so and the end-of-execution rule and the 15-minute reconciler try again."
                 ),
                 function="StopExecutionJobs",
-                result_selector={
-                    "stopped.$": "$.Payload.stopped",
-                    "checked.$": "$.Payload.checked",
-                    "at.$": "$.Payload.at",
-                },
+                keeps=JOBS_STOPPED_KEYS,
                 result_path="$.cleanup",
                 retry=STOP_JOBS,
                 catch=(on_error("RecordOutcome", "$.cleanupFailure"),),
@@ -452,25 +386,17 @@ def training_lifecycle() -> Workflow:
             lambda_task(
                 "RecordOutcome",
                 comment=(
-                    "Reads the run's bills from its training jobs once they have ended (BillingNotSettled while one "
-                    "is still stopping: tried again every 30 s for 2 minutes, SageMaker's stop grace; bills it cannot"
-                    " read, BillsNotRead, tried 3 more times, then the run recorded with its cost unknown), publishes"
-                    " metrics, writes reports/<key>.outcome.json and, when the run failed, tells on-call what failed,"
-                    " why and where to look. If it still fails after its retries, OutcomeNotRecorded alerts on-call "
+                    "Reads the run's bills from its training jobs once they have ended (BillingNotSettled while one is "
+                    "still stopping: tried again every 30 s for 2 minutes, SageMaker's stop grace; bills it cannot "
+                    "read, BillsNotRead, tried 3 more times, then the run recorded with its cost unknown), publishes "
+                    "metrics, writes reports/<key>.outcome.json and, when the run failed, tells on-call what failed, "
+                    "why and where to look. If it still fails after its retries, OutcomeNotRecorded alerts on-call "
                     "straight from the state machine (no Lambda) and ends the run under that name."
                 ),
                 function="RecordOutcome",
-                result_selector={
-                    "name.$": "$.Payload.name",
-                    "succeeded.$": "$.Payload.succeeded",
-                    "cause.$": "$.Payload.cause",
-                    "next_step.$": "$.Payload.next_step",
-                    "figures.$": "$.Payload.figures",
-                    "report.$": "$.Payload.report",
-                    "notified.$": "$.Payload.notified",
-                },
+                keeps=OUTCOME_KEYS,
                 result_path="$.outcome",
-                retry=(TRANSIENT_LAMBDA, BILLING_NOT_SETTLED, BILLS_NOT_READ, STEP_FAILED),
+                retry=OUTCOME_RECORDING,
                 catch=(
                     Catcher(("BillingNotSettled",), "$.billingNotSettled", "RecordOutcomeWithBillsPending"),
                     Catcher(("BillsNotRead",), "$.billsNotRead", "RecordOutcomeWithoutBills"),
@@ -481,8 +407,8 @@ def training_lifecycle() -> Workflow:
             Pass(
                 "RecordOutcomeWithBillsPending",
                 comment=(
-                    "A training job of the run had still not ended after RecordOutcome's tries ($.billingNotSettled):"
-                    " the outcome is recorded now, billing_settled false and its cost unknown (the job that has not "
+                    "A training job of the run had still not ended after RecordOutcome's tries ($.billingNotSettled): "
+                    "the outcome is recorded now, billing_settled false and its cost unknown (the job that has not "
                     "ended named), never the ended jobs' part alone."
                 ),
                 next="RecordOutcome",
@@ -500,15 +426,14 @@ def training_lifecycle() -> Workflow:
                 "DescribeUnrecordedOutcome",
                 comment=(
                     "RecordOutcome failed: no outcome report, no metric, maybe no alert. Builds the cause of "
-                    "OutcomeNotRecorded from what every execution state has (the execution input and the caught "
-                    "error)."
+                    "OutcomeNotRecorded from what every execution state has (the execution input and the caught error)."
                 ),
                 parameters={
                     "cause.$": (
-                        "States.Format('the outcome could not be recorded: RecordOutcome failed with {}: {}. No "
-                        "outcome report was written for s3://{}/{}; the training itself may have succeeded (see the "
-                        "status in the execution).', $.recordFailure.Error, $.recordFailure.Cause, $.bucket, $.key)"
-                    ),
+                        "States.Format('the outcome could not be recorded: RecordOutcome failed with {}: {}. No outcome"
+                        " report was written for s3://{}/{}; the training itself may have succeeded (see the status in "
+                        "the execution).', $.recordFailure.Error, $.recordFailure.Cause, $.bucket, $.key)"
+                    )
                 },
                 result_path="$.outcomeNotRecorded",
                 next="AlertOutcomeNotRecorded",
@@ -519,7 +444,7 @@ def training_lifecycle() -> Workflow:
                     "Tells on-call and the team (message attributes team and outcome, like every Spotline alert) "
                     "through SNS directly, since the Lambda that normally does it is what failed."
                 ),
-                resource="arn:aws:states:::sns:publish",
+                resource=SNS_PUBLISH,
                 parameters={
                     "TopicArn": "${AlertTopicArn}",
                     "Subject.$": "States.Format('[Spotline] OutcomeNotRecorded: {}', $.team)",
@@ -538,18 +463,12 @@ def training_lifecycle() -> Workflow:
                         ),
                     },
                     "MessageAttributes": {
-                        "team": {
-                            "DataType": "String",
-                            "StringValue.$": "$.team",
-                        },
-                        "outcome": {
-                            "DataType": "String",
-                            "StringValue": "OutcomeNotRecorded",
-                        },
+                        "team": {"DataType": "String", "StringValue.$": "$.team"},
+                        "outcome": {"DataType": "String", "StringValue": "OutcomeNotRecorded"},
                     },
                 },
                 result_path=None,
-                retry=(ALERT_FAILED,),
+                retry=ALERT,
                 catch=(on_error("OutcomeNotRecorded", "$.alertFailure"),),
                 next="OutcomeNotRecorded",
             ),
@@ -557,86 +476,29 @@ def training_lifecycle() -> Workflow:
                 "WhatWasTheOutcome?",
                 choices=(
                     when("$.outcome.name", StringEquals="TrainingSucceeded", next="TrainingSucceeded"),
-                    when("$.outcome.name", StringEquals="ResourceValidationFailed", next="ResourceValidationFailed"),
-                    when("$.outcome.name", StringEquals="TrainingFailed", next="TrainingFailed"),
-                    when("$.outcome.name", StringEquals="SpotCapacityExhausted", next="SpotCapacityExhausted"),
-                    when("$.outcome.name", StringEquals="CapacityUnavailable", next="CapacityUnavailable"),
-                    when("$.outcome.name", StringEquals="DeadlineMissed", next="DeadlineMissed"),
-                    when("$.outcome.name", StringEquals="DependencyTimeout", next="DependencyTimeout"),
+                    *(when("$.outcome.name", StringEquals=name, next=name) for name in OUTCOME_FAILURES),
                 ),
                 default="UnexpectedError",
             ),
             Succeed(
-                "TrainingSucceeded",
-                comment="The model is in the output location; $.outcome has cost and savings.",
+                "TrainingSucceeded", comment="The model is in the output location; $.outcome has cost and savings."
             ),
             Succeed(
                 "ContinuedInNewExecution",
                 comment=(
-                    "The run goes on in the execution named in $.continuedAs (its history starts at "
-                    "IsItAContinuation? -> ResumeWatching)."
+                    "The run goes on in the execution named in $.continuedAs (its history starts at IsItAContinuation? "
+                    "-> ResumeWatching)."
                 ),
             ),
-            Fail(
-                "ResourceValidationFailed",
-                comment=(
-                    "A resource the manifest names is missing or not allowed; the cause lists each with its manifest "
-                    "field."
-                ),
-                error="ResourceValidationFailed",
-                cause_path="$.outcome.cause",
-            ),
-            Fail(
-                "TrainingFailed",
-                comment=(
-                    "SageMaker training failed and was not retried (algorithm or client errors never are). See the "
-                    "cause, then the logs link in $.status.links."
-                ),
-                error="TrainingFailed",
-                cause_path="$.outcome.cause",
-            ),
-            Fail(
-                "SpotCapacityExhausted",
-                comment=(
-                    "A spot-only job ran out of spot attempts (capacity or maxWait each time). The cause says how "
-                    "many; docs/runbook.md lists the options."
-                ),
-                error="SpotCapacityExhausted",
-                cause_path="$.outcome.cause",
-            ),
-            Fail(
-                "CapacityUnavailable",
-                comment=(
-                    "No capacity of any of the job's instance types (spot or on-demand) came before its deadline; the"
-                    " job was stopped and on-call had DeadlineAtRisk while the deadline was still ahead. The cause "
-                    "says what was tried; docs/runbook.md lists the options."
-                ),
-                error="CapacityUnavailable",
-                cause_path="$.outcome.cause",
-            ),
-            Fail(
-                "DeadlineMissed",
-                comment=(
-                    "Training completed, but after the deadline: the model is in the output location. The outcome "
-                    "report shows attempts, interruptions and the fallback."
-                ),
-                error="DeadlineMissed",
-                cause_path="$.outcome.cause",
-            ),
-            Fail(
-                "DependencyTimeout",
-                comment=(
-                    "The datasets in spec.dependsOn were not all ready before spec.dependencyTimeout. Check with the "
-                    "preprocessing pipeline, then upload the manifest again."
-                ),
-                error="DependencyTimeout",
-                cause_path="$.outcome.cause",
+            *(
+                Fail(name, comment=comment, error=name, cause_path="$.outcome.cause")
+                for name, comment in OUTCOME_FAILURES.items()
             ),
             Fail(
                 "UnexpectedError",
                 comment=(
-                    "A Spotline step failed unexpectedly; $.failure holds the original error. Any training job of "
-                    "this run was stopped first (StopTrainingJobAfterError, $.cleanup); the cause says so. See "
+                    "A Spotline step failed unexpectedly; $.failure holds the original error. Any training job of this "
+                    "run was stopped first (StopTrainingJobAfterError, $.cleanup); the cause says so. See "
                     "docs/runbook.md."
                 ),
                 error="UnexpectedError",
@@ -645,8 +507,8 @@ def training_lifecycle() -> Workflow:
             Fail(
                 "OutcomeNotRecorded",
                 comment=(
-                    "RecordOutcome failed after its retries, so the run has no report: the cause says why and whether"
-                    " the training ran. docs/runbook.md says how to record it afterwards."
+                    "RecordOutcome failed after its retries, so the run has no report: the cause says why and whether "
+                    "the training ran. docs/runbook.md says how to record it afterwards."
                 ),
                 error="OutcomeNotRecorded",
                 cause_path="$.outcomeNotRecorded.cause",

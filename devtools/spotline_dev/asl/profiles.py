@@ -90,6 +90,18 @@ EVENT_WAIT = (TRANSIENT_LAMBDA, waiting_for_a_token(STATUS_CHECK_FAILED))
 STOP_JOBS = (TRANSIENT_LAMBDA, STOP_FAILED)
 """StopExecutionJobs, after an error or when no capacity came."""
 
+MANIFEST_READ = (TRANSIENT_LAMBDA, never("ManifestUnreadable"), STEP_FAILED)
+"""LoadManifest: S3 refusing the read (ManifestUnreadable) is an UnexpectedError at once."""
+
+SUBMISSION = (CHECKPOINT_COPY_INCOMPLETE, TRANSIENT_LAMBDA, RUNTIME_DIED, never("TrainingRequestInvalid"), STEP_FAILED)
+"""SubmitTrainingJob: a request SageMaker refuses (TrainingRequestInvalid) is never retried."""
+
+OUTCOME_RECORDING = (TRANSIENT_LAMBDA, BILLING_NOT_SETTLED, BILLS_NOT_READ, STEP_FAILED)
+"""RecordOutcome: its Catch takes BillingNotSettled and BillsNotRead on when their tries run out."""
+
+ALERT = (ALERT_FAILED,)
+"""A publish to the alert topic (AlertOutcomeNotRecorded)."""
+
 
 # The catchers (each names the state it leads to, so the machines compose their own).
 

@@ -3,16 +3,9 @@
 
 from __future__ import annotations
 
-from spotline_dev.asl.builder import (
-    Choice,
-    Fail,
-    Succeed,
-    Wait,
-    Workflow,
-    lambda_task,
-    when,
-)
+from spotline_dev.asl.builder import Choice, Fail, Succeed, Wait, Workflow, lambda_task, when
 from spotline_dev.asl.profiles import LAMBDA_STEP, on_error
+from spotline_dev.asl.sections import SCORING_KEYS, SCORING_OUTCOME_KEYS, TRANSFORM_JOBS_STOPPED_KEYS
 
 # An error the retries did not mend: stop the run's transform jobs, then fail.
 STOP_TRANSFORM_JOBS_THEN_FAIL = (on_error("StopTheRunsTransformJobs"),)
@@ -21,8 +14,8 @@ STOP_TRANSFORM_JOBS_THEN_FAIL = (on_error("StopTheRunsTransformJobs"),)
 def scoring_run() -> Workflow:
     return Workflow(
         comment=(
-            "A scoring run: one night of a ScoringJob manifest on SageMaker Batch Transform, sized to end "
-            "inside its window, kept on schedule shard by shard, and recorded. See docs/teams/manifests.md, "
+            "A scoring run: one night of a ScoringJob manifest on SageMaker Batch Transform, sized to end inside its "
+            "window, kept on schedule shard by shard, and recorded. See docs/teams/manifests.md, "
             '"Scoring jobs".'
         ),
         start_at="PlanScoringRun",
@@ -34,10 +27,7 @@ def scoring_run() -> Workflow:
                     "input, sizes the run and writes its shards' manifest files; starts nothing."
                 ),
                 function="PlanScoringRun",
-                result_selector={
-                    "plan.$": "$.Payload.plan",
-                    "run.$": "$.Payload.run",
-                },
+                keeps=SCORING_KEYS,
                 result_path="$.scoring",
                 retry=LAMBDA_STEP,
                 catch=STOP_TRANSFORM_JOBS_THEN_FAIL,
@@ -60,8 +50,8 @@ def scoring_run() -> Workflow:
             Wait(
                 "WaitForTheWindowToOpen",
                 comment=(
-                    "A night's data ready before its window opens waits for it: the window is when scoring may use "
-                    "the fleet."
+                    "A night's data ready before its window opens waits for it: the window is when scoring may use the "
+                    "fleet."
                 ),
                 timestamp_path="$.scoring.plan.startAt",
                 next="AdvanceScoringRun",
@@ -69,14 +59,11 @@ def scoring_run() -> Workflow:
             lambda_task(
                 "AdvanceScoringRun",
                 comment=(
-                    "Describes the shards' transform jobs, works out tonight's pace, starts shards up to the "
-                    "instances the rest needs, and sends WindowAtRisk once when even maxInstances cannot make it."
+                    "Describes the shards' transform jobs, works out tonight's pace, starts shards up to the instances "
+                    "the rest needs, and sends WindowAtRisk once when even maxInstances cannot make it."
                 ),
                 function="AdvanceScoringRun",
-                result_selector={
-                    "plan.$": "$.Payload.plan",
-                    "run.$": "$.Payload.run",
-                },
+                keeps=SCORING_KEYS,
                 result_path="$.scoring",
                 retry=LAMBDA_STEP,
                 catch=STOP_TRANSFORM_JOBS_THEN_FAIL,
@@ -87,11 +74,7 @@ def scoring_run() -> Workflow:
                 choices=(when("$.scoring.run.done", BooleanEquals=True, next="RecordScoringRun"),),
                 default="WaitBeforeTheNextLook",
             ),
-            Wait(
-                "WaitBeforeTheNextLook",
-                seconds_path="$.scoring.run.nextCheckSeconds",
-                next="AdvanceScoringRun",
-            ),
+            Wait("WaitBeforeTheNextLook", seconds_path="$.scoring.run.nextCheckSeconds", next="AdvanceScoringRun"),
             lambda_task(
                 "RecordScoringRun",
                 comment=(
@@ -99,17 +82,7 @@ def scoring_run() -> Workflow:
                     "report."
                 ),
                 function="RecordScoringRun",
-                result_selector={
-                    "windowMet.$": "$.Payload.windowMet",
-                    "windowEnd.$": "$.Payload.windowEnd",
-                    "finishedAt.$": "$.Payload.finishedAt",
-                    "durationSeconds.$": "$.Payload.durationSeconds",
-                    "marginSeconds.$": "$.Payload.marginSeconds",
-                    "instances.$": "$.Payload.instances",
-                    "recordsPerSecond.$": "$.Payload.recordsPerSecond",
-                    "failedShards.$": "$.Payload.failedShards",
-                    "report.$": "$.Payload.report",
-                },
+                keeps=SCORING_OUTCOME_KEYS,
                 result_path="$.outcome",
                 retry=LAMBDA_STEP,
                 catch=STOP_TRANSFORM_JOBS_THEN_FAIL,
@@ -125,26 +98,21 @@ def scoring_run() -> Workflow:
                 comment="A shard's transform job failed or was stopped; the report lists them and on-call was told.",
                 error="ScoringFailed",
                 cause=(
-                    "a shard's transform job failed or was stopped: see the report ($.outcome.report) and the "
-                    "transform jobs' FailureReason"
+                    "a shard's transform job failed or was stopped: see the report ($.outcome.report) and the transform"
+                    " jobs' FailureReason"
                 ),
             ),
-            Succeed(
-                "Scored",
-                comment="Every shard scored; $.outcome says whether the window was met.",
-            ),
+            Succeed("Scored", comment="Every shard scored; $.outcome says whether the window was met."),
             lambda_task(
                 "StopTheRunsTransformJobs",
                 comment=(
                     "A step failed unexpectedly ($.failure): stops the run's transform jobs still in flight, so none "
-                    "runs that nothing watches, and tells on-call. If the stop itself keeps failing, the run still "
-                    "ends in ScoringStepFailed ($.cleanupFailure says why) and the rule on the execution's end "
+                    "runs that nothing watches, and tells on-call. If the stop itself keeps failing, the run still ends"
+                    " in ScoringStepFailed ($.cleanupFailure says why) and the rule on the execution's end "
                     "(StopExecutionJobs) stops them."
                 ),
                 function="RecordScoringRun",
-                result_selector={
-                    "stopped.$": "$.Payload.stopped",
-                },
+                keeps=TRANSFORM_JOBS_STOPPED_KEYS,
                 result_path="$.cleanup",
                 retry=LAMBDA_STEP,
                 catch=(on_error("ScoringStepFailed", "$.cleanupFailure"),),
@@ -153,8 +121,8 @@ def scoring_run() -> Workflow:
             Fail(
                 "ScoringStepFailed",
                 comment=(
-                    "A Spotline step failed unexpectedly; $.failure holds the original error, $.cleanup the transform"
-                    " jobs stopped ($.cleanupFailure if they could not be: the execution's end stops them)."
+                    "A Spotline step failed unexpectedly; $.failure holds the original error, $.cleanup the transform "
+                    "jobs stopped ($.cleanupFailure if they could not be: the execution's end stops them)."
                 ),
                 error="UnexpectedError",
                 cause_path="$.failure.Cause",
