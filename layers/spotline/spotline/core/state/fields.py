@@ -100,6 +100,16 @@ class StateRecord:
         return out
 
     @classmethod
+    def in_state(cls, state: Mapping[str, Any]) -> Self | None:
+        """The section in the whole execution state `state` (a top-level one, `$.<key>`), or None
+        while the step that writes it has not run yet (no key, or null)."""
+        name = cls.SECTION.removeprefix("$.")
+        if "." in name or "[" in name or name == "$":
+            raise TypeError(f"{cls.__name__} is not a top-level section of the state ({cls.SECTION})")
+        value = state.get(name)
+        return None if value is None else cls.from_state(value)
+
+    @classmethod
     def from_state(cls, data: Any, section: str | None = None) -> Self:
         """The record of `data`, a section of the state; `StateError` when a key it needs is missing."""
         where = section or cls.SECTION

@@ -7,12 +7,9 @@ keys; StopSpotJob tells on-call where the job goes. Datetimes are RFC 3339 strin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from spotline.core.state.fields import StateRecord, key
-
-if TYPE_CHECKING:
-    from spotline.core.state.training import Training
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,10 +190,3 @@ class RunStatus(StateRecord):
     links: dict[str, str] = key(
         "links", "console links (`execution`, `trainingJob`, `logs`, `batchJob`; in the attempt's region)"
     )
-
-    def looked_at(self, training: Training) -> bool:
-        """Whether this check looked at `training`'s attempt: right after a resubmission the state
-        still holds the previous attempt's last check, which must not count twice."""
-        if self.job_id is not None:
-            return self.job_id == training.job_id
-        return self.checked_at >= training.submitted_at

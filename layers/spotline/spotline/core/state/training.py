@@ -78,7 +78,7 @@ class AttemptRecord(StateRecord):
     @classmethod
     def of(cls, training: Training, status: RunStatus | None) -> AttemptRecord:
         """The attempt `training` with `status`, its last check (None if it was never checked)."""
-        final = FinalStatus.of(status) if status and status.looked_at(training) else None
+        final = FinalStatus.of(status) if status and looked_at(status, training) else None
         return cls(
             attempt=training.attempt,
             capacity=training.capacity,
@@ -109,7 +109,7 @@ class Training(StateRecord):
         optional="an attempt submitted before training plans has none",
     )
     job_id: str = key("jobId", "the Batch service job")
-    job_arn: str = key("jobArn", "its ARN")
+    job_arn: str | None = key("jobArn", "its ARN")
     job_name: str = key("jobName", "its name")
     region: str | None = key(
         "region", "where the attempt runs", optional="an attempt submitted before regions ran at home"
@@ -136,6 +136,14 @@ class Training(StateRecord):
         """Every attempt so far, oldest first: the earlier ones as recorded, then this one with
         `status`, its last check."""
         return (*self.previous_attempts, AttemptRecord.of(self, status))
+
+
+def looked_at(status: RunStatus, training: Training) -> bool:
+    """Whether the check `status` looked at `training`'s attempt: right after a resubmission the
+    state still holds the previous attempt's last check, which must not count twice."""
+    if status.job_id is not None:
+        return status.job_id == training.job_id
+    return status.checked_at >= training.submitted_at
 
 
 def history_of(training: Training | None, status: RunStatus | None) -> tuple[AttemptRecord, ...]:
