@@ -3,6 +3,7 @@ camelCase keys the state carries, in its order) and a strict `from_state()`. Han
 adapters and devtools' readers take these instead of reading the state by string key."""
 
 from spotline.core.state.fields import Key, StateError, StateKeyMissing, StateRecord, keys_of, state_keys
+from spotline.core.state.moves import Fallback
 from spotline.core.state.outcome import Outcome
 from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState
 from spotline.core.state.status import (
@@ -24,6 +25,7 @@ __all__ = [
     "DeadlineNotice",
     "Decision",
     "Escalation",
+    "Fallback",
     "FinalStatus",
     "Key",
     "Outcome",

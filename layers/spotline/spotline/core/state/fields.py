@@ -100,6 +100,15 @@ class StateRecord:
         return out
 
     @classmethod
+    def of_state(cls, state: Mapping[str, Any]) -> Self:
+        """The section in the whole execution state `state`, which a step after its writer reads:
+        `StateKeyMissing` when it is not there."""
+        found = cls.in_state(state)
+        if found is None:
+            raise StateKeyMissing("$", cls.SECTION.removeprefix("$."))
+        return found
+
+    @classmethod
     def in_state(cls, state: Mapping[str, Any]) -> Self | None:
         """The section in the whole execution state `state` (a top-level one, `$.<key>`), or None
         while the step that writes it has not run yet (no key, or null)."""
