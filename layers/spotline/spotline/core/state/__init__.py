@@ -3,6 +3,7 @@ camelCase keys the state carries, in its order) and a strict `from_state()`. Han
 adapters and devtools' readers take these instead of reading the state by string key."""
 
 from spotline.core.state.fields import Key, StateError, StateKeyMissing, StateRecord, keys_of, state_keys
+from spotline.core.state.inputs import Failure, RunInput, ScoringInput
 from spotline.core.state.moves import Fallback
 from spotline.core.state.outcome import Outcome
 from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState
@@ -17,7 +18,7 @@ from spotline.core.state.status import (
     RunStatus,
     Speed,
 )
-from spotline.core.state.training import AttemptRecord, CheckpointCopy, FinalStatus, Training, history_of
+from spotline.core.state.training import AttemptRecord, CheckpointCopy, FinalStatus, Training, as_state, history_of
 
 __all__ = [
     "AttemptRecord",
@@ -25,6 +26,7 @@ __all__ = [
     "DeadlineNotice",
     "Decision",
     "Escalation",
+    "Failure",
     "Fallback",
     "FinalStatus",
     "Key",
@@ -33,8 +35,10 @@ __all__ = [
     "Progress",
     "RegionChoice",
     "RegionConsidered",
+    "RunInput",
     "RunStatus",
     "Scoring",
+    "ScoringInput",
     "ScoringOutcome",
     "ScoringPlan",
     "ScoringRunState",
@@ -43,6 +47,7 @@ __all__ = [
     "StateKeyMissing",
     "StateRecord",
     "Training",
+    "as_state",
     "history_of",
     "keys_of",
     "state_keys",
