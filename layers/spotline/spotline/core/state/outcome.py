@@ -22,7 +22,7 @@ class Outcome(StateRecord):
         "attempts, interruptions, seconds, cost (`cost_usd`, `cost_by_region`, `savings_percent`), "
         "`deadline_met`: `spotline.core.outcome.Figures`, snake_case",
     )
-    prices: dict[str, Any] | None = key(
+    prices: list[dict[str, Any]] | None = key(
         "prices", "the prices it was costed at: in RecordOutcome's answer only, not kept in the state", omit_none=True
     )
     report: str = key("report", "the outcome report beside the manifest (s3://...)")
