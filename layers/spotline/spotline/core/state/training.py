@@ -70,9 +70,9 @@ class AttemptRecord(StateRecord):
     final_status: FinalStatus | None = key(
         "finalStatus", "its last status check (null: never checked)", record=FinalStatus
     )
-    region: str | None = key("region", "where it ran (absent: at home)", omit_none=True)
+    region: str | None = key("region", "where it ran (at home when absent)", omit_none=True)
     checkpoint_copy: CheckpointCopy | None = key(
-        "checkpointCopy", "the copy before it (absent: none)", record=CheckpointCopy, omit_none=True
+        "checkpointCopy", "the copy before it", record=CheckpointCopy, omit_none=True
     )
 
     @classmethod
