@@ -13,10 +13,12 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from spotline.core.state import (
     AttemptRecord,
     CheckpointCopy,
+    ContinuedAs,
     DeadlineNotice,
     Decision,
     Escalation,
@@ -56,6 +58,7 @@ RECORDS: tuple[type[StateRecord], ...] = (
     RegionConsidered,
     PlanRef,
     Fallback,
+    ContinuedAs,
     Outcome,
     Scoring,
     ScoringPlan,
@@ -88,7 +91,7 @@ def table(record: type[StateRecord]) -> str:
     """One record's section: its doc, then a row per key."""
     doc = " ".join((record.__doc__ or "").split())
     rows = [f"#### `{record.SECTION}`", "", doc, "", "| Key | Type | What |", "|---|---|---|"]
-    types = {f.name: str(f.type) for f in dataclasses.fields(record)}
+    types = {f.name: str(f.type) for f in dataclasses.fields(cast(Any, record))}  # every StateRecord is a dataclass
     for attr, k in keys_of(record):
         what = k.doc
         if k.omit_none:

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT
 from spotline.core.state import (
+    ContinuedAs,
     Fallback,
     Outcome,
     RunStatus,
@@ -101,6 +102,7 @@ SELECTED: dict[tuple[str, str], type[StateRecord]] = {
     ("training_lifecycle", "SubmitTrainingJob"): Training,
     ("training_lifecycle", "CheckTrainingStatus"): RunStatus,
     ("training_lifecycle", "StopSpotJob"): Fallback,
+    ("training_lifecycle", "ContinueInNewExecution"): ContinuedAs,
     ("training_lifecycle", "RecordOutcome"): Outcome,
     ("scoring_run", "PlanScoringRun"): Scoring,
     ("scoring_run", "AdvanceScoringRun"): Scoring,

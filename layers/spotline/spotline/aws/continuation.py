@@ -26,10 +26,10 @@ from spotline.aws.training_watch import watches_from_environment
 from spotline.core.execution_state import continuation_input, continuation_name
 from spotline.core.regions import region_of_arn
 from spotline.core.service_jobs import EXECUTION_TAG, execution_arn, execution_name_of, state_machine_of
-from spotline.core.state import RunStatus, Training
+from spotline.core.state import ContinuedAs, RunStatus, Training
 
 
-def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> dict[str, Any]:
+def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> ContinuedAs:
     current = execution_name_of(execution_arn)
     carried = continuation_input(state, execution=current)
     name = continuation_name(carried["continuedFrom"]["first"], carried["continuedFrom"]["number"])
@@ -38,7 +38,7 @@ def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> d
     retagged = _retag(state, name)
     watches_from_environment().continue_as(current, name)
     logger.info("Watch handed over", extra={"next": name, "retagged": retagged})
-    return {"executionName": name, "executionArn": started, "retagged": retagged}
+    return ContinuedAs(execution_name=name, execution_arn=started, retagged=retagged)
 
 
 def _start(machine: str, name: str, carried: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ adapters and devtools' readers take these instead of reading the state by string
 
 from spotline.core.state.fields import Key, StateError, StateKeyMissing, StateRecord, keys_of, state_keys
 from spotline.core.state.inputs import Failure, RunInput, ScoringInput
-from spotline.core.state.moves import Fallback
+from spotline.core.state.moves import ContinuedAs, Fallback
 from spotline.core.state.outcome import Outcome
 from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState
 from spotline.core.state.status import (
@@ -23,6 +23,7 @@ from spotline.core.state.training import AttemptRecord, CheckpointCopy, FinalSta
 __all__ = [
     "AttemptRecord",
     "CheckpointCopy",
+    "ContinuedAs",
     "DeadlineNotice",
     "Decision",
     "Escalation",

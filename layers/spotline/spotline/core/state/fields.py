@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, cast
 
 MAX_REASON = 1024
 """SageMaker's own bound on FailureReason; Batch's statusReason has none."""
@@ -74,7 +74,7 @@ def key(
 
 def keys_of(record: type[StateRecord]) -> list[tuple[str, Key]]:
     """Each field of `record` with its state key, in the state's order."""
-    return [(f.name, f.metadata["state"]) for f in dataclasses.fields(record)]  # type: ignore[arg-type]
+    return [(f.name, f.metadata["state"]) for f in dataclasses.fields(cast(Any, record))]  # every one is a dataclass
 
 
 def state_keys(record: type[StateRecord]) -> list[str]:

@@ -1,4 +1,5 @@
-"""`$.fallback`: StopSpotJob's record of the job it stopped to move the run (pure)."""
+"""How a run moves on: `$.fallback` (StopSpotJob's record of the job it stopped to move the run)
+and `$.continuedAs` (the execution a long run's watch was handed to) (pure)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,13 @@ class Fallback(StateRecord):
         "false: the `MovedToOnDemand`, `MovedToTrainingPlan`, `MovedToAnotherInstanceType` or `MovedToAnotherRegion` "
         "message could not be sent; the move went on",
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContinuedAs(StateRecord):
+    """The fresh execution ContinueInNewExecution handed the watch to (this one then ends)."""
+
+    SECTION: ClassVar[str] = "$.continuedAs"
+    execution_name: str = key("executionName", "its name, `<first>-c<n>`")
+    execution_arn: str = key("executionArn", "its ARN")
+    retagged: list[str] = key("retagged", "the jobs now tagged `spotline:execution=<it>`")
