@@ -6,7 +6,8 @@ record field nobody fills fails both.
 The executions are example scenarios run by the sandbox (the real state machines, handlers and
 the Batch/SageMaker stand-in), chosen for what their states hold: a move to another region (a
 checkpoint copy, the region choice, StopSpotJob's `$.fallback`), a fallback onto a training plan,
-a scoring night."""
+a scoring night. What `spotline.aws.checking.check` returns (the dict CheckTrainingStatus reads
+into its record) is read and written back too, equal."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from spotline.aws import checking
 from spotline.core.state import (
     ContinuedAs,
     Fallback,
@@ -73,9 +75,22 @@ def _outcome(document: dict[str, Any]) -> StateRecord:
 
 
 @pytest.mark.parametrize("name", ["spot-in-another-region", "falls-back-onto-a-plan", "scores-a-night"])
-def test_every_section_of_every_state_and_every_answer_reads_into_its_record_and_back(name: str) -> None:
+def test_every_section_of_every_state_and_every_answer_reads_into_its_record_and_back(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[dict[str, Any]] = []  # what spotline.aws.checking.check returns, as it builds it
+
+    def check(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        checked.append(real_check(*args, **kwargs))
+        return checked[-1]
+
+    real_check = checking.check
+    monkeypatch.setattr(checking, "check", check)
     summary = run_scenario(load_scenario(ROOT / "examples" / "scenarios" / f"{name}.yaml"))
     read: Counter[str] = Counter()
+    for answer in checked:
+        assert RunStatus.from_state(answer).to_state() == answer
+        read["checking.check"] += 1
     for run in summary["executions"]:
         for step, kind, document in _documents(run["history"]):
             if kind == "answer":
@@ -91,7 +106,14 @@ def test_every_section_of_every_state_and_every_answer_reads_into_its_record_and
                 _same(_outcome(document["outcome"]), document["outcome"])
                 read["$.outcome"] += 1
     expected = {
-        "spot-in-another-region": ["$.training", "$.status", "$.fallback", "$.outcome", "CheckTrainingStatus answer"],
+        "spot-in-another-region": [
+            "$.training",
+            "$.status",
+            "$.fallback",
+            "$.outcome",
+            "CheckTrainingStatus answer",
+            "checking.check",
+        ],
         "falls-back-onto-a-plan": ["$.training", "$.status", "$.fallback", "SubmitTrainingJob answer"],
         "scores-a-night": ["$.scoring", "$.outcome", "PlanScoringRun answer", "AdvanceScoringRun answer"],
     }[name]
