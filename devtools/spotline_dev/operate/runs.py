@@ -21,7 +21,7 @@ from spotline.core.model import to_rfc3339
 from spotline.core.naming import slug
 from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.service_jobs import execution_name_of
-from spotline.core.state import Outcome, RunStatus, Training
+from spotline.core.state import Outcome, RunStatus, Scoring, Training
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
 from spotline_dev.explain.scoring import ScoringNight, scoring_night
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
@@ -204,7 +204,8 @@ def _scoring_run(
         state = night.state_in_words()
     else:
         state = _state_in_words(status, document, error)
-    plan = as_dict(as_dict(document.get("scoring")).get("plan"))
+    planned = Scoring.in_state(document)
+    plan = planned.plan if planned else None
     return Run(
         name=str(described["name"]),
         execution_arn=str(described["executionArn"]),
@@ -222,7 +223,7 @@ def _scoring_run(
         interruptions=0,
         progress=night.shards_scored / night.shards if night.shards else None,
         slack_seconds=None,
-        explanation=night.at_risk or (plan.get("summary") if plan.get("valid") is False else None),
+        explanation=night.at_risk or (plan.summary if plan and not plan.valid else None),
         error=str(error) if error else None,
         cause=str(end.get("cause") or described.get("cause") or "") or None,
         first_execution=str(described["name"]),
