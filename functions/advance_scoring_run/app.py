@@ -14,6 +14,7 @@ from spotline.aws.observability import bind_execution, logger
 from spotline.aws.scoring_runs import ScoringRun, advance
 from spotline.aws.scoring_steps import notify, scoring_spec_for_step
 from spotline.core.model import to_rfc3339
+from spotline.core.state import Scoring, ScoringRunState
 
 
 @logger.inject_lambda_context
@@ -21,7 +22,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
     spec = scoring_spec_for_step(source)
-    run = ScoringRun.from_dict(source["scoring"]["run"])
+    scoring = Scoring.of_state(source)
+    if scoring.run is None:
+        raise ValueError("$.scoring.run is null: AdvanceScoringRun runs only after a valid plan")
+    run = ScoringRun.from_dict(scoring.run.to_state())
     now = clock.now()
     run = advance(spec, run, now=now, notify=lambda kind, why: notify(spec, run.run_id, kind, why))
     logger.info(
@@ -34,4 +38,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "nextCheckSeconds": run.next_check_seconds,
         },
     )
-    return {"plan": source["scoring"]["plan"], "run": run.to_dict() | {"checkedAt": to_rfc3339(now)}}
+    checked = ScoringRunState.from_state(run.to_dict() | {"checkedAt": to_rfc3339(now)})
+    return Scoring(plan=scoring.plan, run=checked).to_state()

@@ -15,4 +15,4 @@ from spotline.aws.observability import bind_execution, logger
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    return continue_in_new_execution(event["input"], execution_arn=event["execution"])
+    return continue_in_new_execution(event["input"], execution_arn=event["execution"]).to_state()

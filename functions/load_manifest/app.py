@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws import clock
 from spotline.aws.manifest_store import load_and_validate
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
+from spotline.core.state import RunInput
 
 
 @log_metrics
@@ -22,7 +23,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
     result = load_and_validate(source, execution=event["execution"], now=clock.now())
-    add_team_dimension(source.get("team", ""))
+    add_team_dimension(RunInput.from_state(source).team or "")
     if result["missing"]:
         metrics.add_metric(name="ManifestsMissing", unit=MetricUnit.Count, value=1)
         logger.warning("Manifest version no longer exists", extra={"key": source["key"], "reason": result["summary"]})

@@ -22,6 +22,7 @@ from spotline.aws.scoring_steps import admission_problems, scoring_spec_of, thro
 from spotline.core.errors import ManifestError, summarize
 from spotline.core.scoring import ScoringModel
 from spotline.core.service_jobs import execution_name_of
+from spotline.core.state import ScoringInput
 
 MAX_PROBLEMS_IN_STATE = 20
 
@@ -30,10 +31,11 @@ MAX_PROBLEMS_IN_STATE = 20
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
+    night = ScoringInput.from_state(source)
     spec, problems = scoring_spec_of(source)
     if spec is not None:
         # The night's data, where the pipeline's Dataset Ready event says it is, under the registered input.
-        uri, problems = night_input(spec.input_s3_uri, (source.get("dataset") or {}).get("location"))
+        uri, problems = night_input(spec.input_s3_uri, night.location)
         spec = replace(spec, input_s3_uri=uri)
         problems = problems or admission_problems(spec)
     objects = input_objects(spec.input_s3_uri) if spec is not None and not problems else []
@@ -52,7 +54,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.warning("Scoring run refused", extra={"problems": [str(p) for p in problems]})
         plan = {"valid": False, "problems": [p.to_dict() for p in problems[:MAX_PROBLEMS_IN_STATE]]}
         return {"plan": plan | {"summary": summarize(problems), "startAt": None}, "run": None}
-    ready_at = datetime.fromisoformat(str(source.get("readyAt") or source["receivedAt"]).replace("Z", "+00:00"))
+    ready_at = datetime.fromisoformat(night.ready.replace("Z", "+00:00"))
     store = throughput_store()
     recorded = store.recent(spec, str(spec.model.name)) if store else None
     run = plan_run(

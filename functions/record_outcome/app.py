@@ -24,5 +24,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         topic_arn=os.environ["ALERT_TOPIC_ARN"],
         region=os.environ.get("AWS_REGION", "us-east-1"),
     )
-    logger.info("Outcome recorded", extra={"outcome": result["name"], "report": result["report"]})
-    return result
+    logger.info("Outcome recorded", extra={"outcome": result.name, "report": result.report})
+    return result.to_state()

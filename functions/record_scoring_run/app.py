@@ -14,6 +14,7 @@ from spotline.aws.observability import bind_execution, log_metrics, logger
 from spotline.aws.scoring_runs import ScoringRun, stop_transform_jobs
 from spotline.aws.scoring_steps import notify, record_night, scoring_spec_for_step
 from spotline.core.service_jobs import execution_name_of
+from spotline.core.state import Failure, Scoring
 
 
 @log_metrics
@@ -22,12 +23,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     source = event["input"]
     spec = scoring_spec_for_step(source)
-    raw = (source.get("scoring") or {}).get("run")
-    run = ScoringRun.from_dict(raw) if raw else None
-    failure = source.get("failure")
+    scoring = Scoring.in_state(source)
+    run = ScoringRun.from_dict(scoring.run.to_state()) if scoring and scoring.run else None
+    failure = Failure.in_state(source)
     if failure is not None:
         stopped = stop_transform_jobs(execution_name_of(event["execution"]))
-        cause = f"{failure.get('Error')}: {str(failure.get('Cause'))[:500]}"
+        cause = f"{failure.error}: {str(failure.cause)[:500]}"
         notify(spec, run.run_id if run else "-", "ScoringFailed", f"{cause}; stopped {len(stopped)} transform job(s)")
         return {"stopped": stopped, "failedShards": [], "windowMet": False}
     assert run is not None

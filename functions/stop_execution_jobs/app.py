@@ -23,7 +23,7 @@ from spotline.aws import clock
 from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
 from spotline.aws.scoring_runs import stop_transform_jobs
 from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_everywhere
-from spotline.core.execution_state import job_summary_of
+from spotline.core.execution_state import job_summary_in
 from spotline.core.model import to_rfc3339
 from spotline.core.service_jobs import (
     CANCELLED_ERROR,
@@ -32,6 +32,7 @@ from spotline.core.service_jobs import (
     execution_name_of,
     job_ids_by_region,
 )
+from spotline.core.state import Failure, Training, as_state
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 NEXT_STEP = (
@@ -53,15 +54,16 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return _after_the_end(event["detail"], queue)
     bind_execution(event)
     state = event["input"]
-    error = (state.get("failure") or {}).get("Error", "an error")
+    failure = Failure.in_state(state)
+    error = failure.error if failure else "an error"
     found = stop_everywhere(
         execution_name_of(event["execution"]),
         queue,
         _peer_regions(),
         why=f"the run is ending on an unexpected error ({error})",
-        known_job_ids=job_ids_by_region(state.get("training"), os.environ.get("AWS_REGION", "")),
+        known_job_ids=job_ids_by_region(as_state(Training.in_state(state)), os.environ.get("AWS_REGION", "")),
     )
-    summary = job_summary_of(state.get("manifest"))
+    summary = job_summary_in(state)
     add_team_dimension(summary.team if summary else "unknown")
     metrics.add_metric(name="JobsStoppedAfterError", unit=MetricUnit.Count, value=len(found.stopped))
     logger.info("Jobs stopped after an error", extra=found.to_dict())

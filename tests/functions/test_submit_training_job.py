@@ -4,16 +4,15 @@ run of the job left at home."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
-from conftest import NOW, ROOT, example_spec, team_policy_for
+from conftest import NOW, example_spec, team_policy_for
+from spotline.aws.attempts import network_settings
 from spotline.aws.clients import split_s3_uri
 from spotline.core.execution_state import JobSummary
 from spotline.core.model import JobSpec
@@ -83,15 +82,6 @@ def test_a_first_attempt_goes_where_spot_was_seen_and_resumes_from_the_checkpoin
     assert job.status in ("SUBMITTED", "RUNNABLE", "SCHEDULED", "STARTING", "RUNNING")
 
 
-def _submit_module() -> Any:
-    path = ROOT / "functions" / "submit_training_job" / "app.py"
-    loaded = importlib.util.spec_from_file_location("spotline_functions.submit_training_job.app", path)
-    assert loaded and loaded.loader
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
-
-
 def test_a_job_that_mounts_file_systems_runs_only_in_the_subnets_that_reach_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -99,7 +89,7 @@ def test_a_job_that_mounts_file_systems_runs_only_in_the_subnets_that_reach_them
     narrow the VpcConfig; without them the stack's subnets are used as they are."""
     monkeypatch.setenv("TRAINING_SUBNET_IDS", "subnet-0aaaaaaa,subnet-0bbbbbbb")
     monkeypatch.setenv("TRAINING_SECURITY_GROUP_IDS", "sg-0ccccccc")
-    settings = _submit_module()._settings
+    settings = network_settings
     pinned = settings({"resources": {"subnets": ["subnet-0bbbbbbb"]}}, "us-east-1")
     assert (pinned.subnet_ids, pinned.security_group_ids) == (("subnet-0bbbbbbb",), ("sg-0ccccccc",))
     assert settings({"resources": {"valid": True}}, "us-east-1").subnet_ids == ("subnet-0aaaaaaa", "subnet-0bbbbbbb")

@@ -19,6 +19,7 @@ from spotline.aws.service_jobs import summaries
 from spotline.core.model import to_rfc3339
 from spotline.core.regions import arn_in_region
 from spotline.core.service_jobs import CONTINUED_NAME, EXECUTION_TAG, job_name_prefix
+from spotline.core.state import Training
 from spotline.core.status import training_job_name_of
 from spotline_dev.explain.history import parse_time
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment
@@ -79,12 +80,13 @@ def training_jobs(deployment: Deployment, run: Run) -> list[tuple[str, str | Non
                         began = float(attempt.get("startedAt") or described.get("createdAt") or 0)
                         names.setdefault(name, (began, region))
     document, _ = latest_document(deployment.client("stepfunctions"), run.execution_arn)
-    training = document.get("training") or {}
-    for attempt in [*(training.get("previousAttempts") or []), training]:
-        name = attempt.get("trainingJobName")
-        if name:
-            where = attempt.get("region")
-            names.setdefault(str(name), (float("inf"), None if where in (None, deployment.region) else str(where)))
+    training = Training.in_state(document)
+    for attempt in training.previous_attempts if training else ():  # $.training itself names no training job
+        if attempt.training_job_name:
+            where = attempt.region
+            names.setdefault(
+                attempt.training_job_name, (float("inf"), None if where in (None, deployment.region) else str(where))
+            )
     return [(name, region) for name, (_, region) in sorted(names.items(), key=lambda item: item[1][0])]
 
 

@@ -21,6 +21,7 @@ from spotline.core.model import to_rfc3339
 from spotline.core.naming import slug
 from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.service_jobs import execution_name_of
+from spotline.core.state import Outcome, RunStatus, Scoring, Training
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
 from spotline_dev.explain.scoring import ScoringNight, scoring_night
 from spotline_dev.operate.deployment import SURROUNDINGS, Deployment, OperateError
@@ -122,11 +123,11 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     status = str(described["status"])
     job = job_summary_of(document.get("manifest"))
     attempts = attempt_records(document)
-    outcome, check = as_dict(document.get("outcome")), as_dict(document.get("status"))
+    training, check, outcome = Training.in_state(document), RunStatus.in_state(document), Outcome.in_state(document)
     # An ended run that recorded no outcome (stopped, or failed before RecordOutcome): its bills,
     # read now (its cost unknown while a job has not ended); a run under way: its cost so far, from
     # each attempt's last check.
-    ended_unrecorded = status != "RUNNING" and not outcome.get("figures") and document.get("training")
+    ended_unrecorded = status != "RUNNING" and not (outcome and outcome.figures) and training is not None
     bill = bill_for_state(document, now) if ended_unrecorded else None
     counted = unknown_until_billed(
         figures(
@@ -138,11 +139,8 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         ),
         bill,
     )
-    recorded = as_dict(outcome.get("figures"))
-    training = as_dict(document.get("training"))
-    progress = as_dict(check.get("progress")).get("fraction")
+    recorded = outcome.figures if outcome else {}
     error = end.get("error") or described.get("error")
-    links = {**as_dict(check.get("links")), **as_dict(as_dict(outcome).get("links"))}
     following = as_dict(document.get("continuedAs"))
     continued = following.get("executionName") or (
         execution_name_of(str(following["executionArn"])) if following.get("executionArn") else None
@@ -155,7 +153,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         team=job.team if job else _team_of_input(document),
         job=job.name if job else None,
         attempts=counted.attempts,
-        capacity=training.get("capacity"),
+        capacity=training.capacity if training else None,
         deadline=job.deadline if job else None,
         started_at=to_rfc3339(started) if started else None,
         ended_at=to_rfc3339(ended) if ended else None,
@@ -163,17 +161,17 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         cost_usd=recorded.get("cost_usd", counted.cost_usd),
         cost_unknown=recorded.get("cost_unknown", counted.cost_unknown),
         interruptions=int(recorded.get("interruptions", counted.interruptions)),
-        progress=float(progress) if isinstance(progress, int | float) else None,
-        slack_seconds=as_dict(check.get("decision")).get("slackSeconds"),
-        explanation=outcome.get("cause") or check.get("explanation"),
+        progress=float(check.progress.fraction) if check else None,
+        slack_seconds=check.decision.slack_seconds if check else None,
+        explanation=(outcome.cause if outcome else None) or (check.explanation if check else None),
         error=str(error) if error else None,
         cause=str(end.get("cause") or described.get("cause") or "") or None,
-        training_job=check.get("trainingJobName") or training.get("trainingJobName"),
-        batch_job_id=str(training["jobId"]) if training.get("jobId") else None,
-        batch_job_region=str(training["region"]) if training.get("region") else None,
+        training_job=check.training_job_name if check else None,  # $.training has no training job's name
+        batch_job_id=training.job_id if training else None,
+        batch_job_region=training.region if training and training.region else None,
         first_execution=str(as_dict(document.get("continuedFrom")).get("first") or described["name"]),
         continued_as=str(continued) if continued else None,
-        links={k: str(v) for k, v in links.items()},
+        links={k: str(v) for k, v in (check.links if check else {}).items()},  # $.outcome keeps no links
     )
 
 
@@ -206,7 +204,8 @@ def _scoring_run(
         state = night.state_in_words()
     else:
         state = _state_in_words(status, document, error)
-    plan = as_dict(as_dict(document.get("scoring")).get("plan"))
+    planned = Scoring.in_state(document)
+    plan = planned.plan if planned else None
     return Run(
         name=str(described["name"]),
         execution_arn=str(described["executionArn"]),
@@ -224,7 +223,7 @@ def _scoring_run(
         interruptions=0,
         progress=night.shards_scored / night.shards if night.shards else None,
         slack_seconds=None,
-        explanation=night.at_risk or (plan.get("summary") if plan.get("valid") is False else None),
+        explanation=night.at_risk or (plan.summary if plan and not plan.valid else None),
         error=str(error) if error else None,
         cause=str(end.get("cause") or described.get("cause") or "") or None,
         first_execution=str(described["name"]),
@@ -238,9 +237,9 @@ def _state_in_words(status: str, document: dict[str, Any], error: Any) -> str:
         if status == "SUCCEEDED" and document.get("continuedAs"):
             return "continued"
         return ENDED_STATE.get(status, status.lower()) + (f" ({error})" if error and status == "FAILED" else "")
-    check = as_dict(document.get("status"))
-    if document.get("training"):
-        return str(check.get("state") or "submitted")
+    if Training.in_state(document) is not None:
+        check = RunStatus.in_state(document)
+        return check.state if check else "submitted"
     if document.get("datasets") and not document.get("resources"):
         return "waiting for datasets"
     return "validating"

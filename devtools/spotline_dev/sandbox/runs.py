@@ -24,6 +24,7 @@ from spotline.core.execution_state import job_summary_of
 from spotline.core.model import to_rfc3339
 from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.regions import checkpoint_copies
+from spotline.core.state import AttemptRecord, RunStatus, Training, history_of
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of, region_of
 from spotline_dev.local.handles import LocalStack
@@ -232,9 +233,9 @@ def summarize(
         "onDemandSeconds": figures.get("on_demand_seconds"),
         "savingsPercent": figures.get("savings_percent"),
         "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
-        "regions": [a.get("region") for a in attempt_records(_latest_state(history))] if history else [],
+        "regions": [a.region for a in attempts_of(_latest_state(history))] if history else [],
         "checkpointCopies": figures.get("checkpoint_copies")
-        or checkpoint_copies(attempt_records(_latest_state(history)))
+        or checkpoint_copies(a.to_state() for a in attempts_of(_latest_state(history)))
         or {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},
         "billingSettled": figures.get("billing_settled", False),
         "prices": report.get("prices") or [],  # what RecordOutcome priced the figures with, and from where
@@ -256,7 +257,7 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
     state = _latest_state(history)
     if not state:
         return {}
-    bill = bill_for_state(state, clock.now()) if state.get("training") else None
+    bill = bill_for_state(state, clock.now()) if Training.in_state(state) is not None else None
     counted = figures(
         job_summary_of(state.get("manifest")),
         attempt_records(state),
@@ -265,6 +266,11 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
         switched=switched_to_on_demand(state),
     )
     return asdict(unknown_until_billed(counted, bill))
+
+
+def attempts_of(state: dict[str, Any]) -> tuple[AttemptRecord, ...]:
+    """Every attempt of the run whose newest state is `state` (none before its first submission)."""
+    return history_of(Training.in_state(state), RunStatus.in_state(state))
 
 
 def _latest_state(history: list[dict[str, Any]]) -> dict[str, Any]:

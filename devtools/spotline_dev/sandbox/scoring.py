@@ -18,6 +18,7 @@ from typing import Any
 from spotline.aws.clients import split_s3_uri
 from spotline.core.catalog import family_of
 from spotline.core.scoring import ScoringSpec
+from spotline.core.state import Scoring, ScoringOutcome
 from spotline_dev.explain import explain, timeline
 from spotline_dev.local.stack import start_local_stack
 from spotline_dev.local.template import PROJECT_ROOT
@@ -159,10 +160,12 @@ def _summary(
     scenario: Scenario, manifest: Path, spec: ScoringSpec, execution: dict[str, Any], history: list[dict[str, Any]]
 ) -> dict[str, Any]:
     state = _last_state(history)
-    run = ((state.get("scoring") or {}).get("run")) or {}
-    outcome = state.get("outcome") or {}
-    ends = [s["endedAt"] for s in run.get("shards", []) if s.get("endedAt")]
-    finished = max(ends) if ends and len(ends) == len(run.get("shards", [])) else None
+    night = Scoring.in_state(state)
+    run = night.run if night else None  # None: the plan refused the night
+    outcome = ScoringOutcome.in_state(state)
+    shards = run.shards if run else []
+    ends = [s["endedAt"] for s in shards if s.get("endedAt")]
+    finished = max(ends) if ends and len(ends) == len(shards) else None
     return {
         "kind": "ScoringJob",
         "name": execution["name"],
@@ -171,21 +174,21 @@ def _summary(
         "status": execution["status"],
         "error": execution.get("error"),
         "cause": execution.get("cause"),
-        "instances": (run.get("sizing") or {}).get("instances"),
-        "peakInstances": run.get("target"),
-        "sizing": run.get("sizing"),
-        "windowEnd": run.get("due"),
-        "finishedAt": outcome.get("finishedAt") or (_rfc3339_text(finished) if finished else None),
-        "windowMet": outcome.get("windowMet") if outcome else None,
-        "recordsPerSecond": run.get("measuredRecordsPerSecond"),
-        "notifications": list(run.get("notifications") or []),
-        "shards": len(run.get("shards") or []),
+        "instances": run.sizing.get("instances") if run else None,
+        "peakInstances": run.target if run else None,
+        "sizing": run.sizing if run else None,
+        "windowEnd": run.due if run else None,
+        "finishedAt": (outcome.finished_at if outcome else None) or (_rfc3339_text(finished) if finished else None),
+        "windowMet": outcome.window_met if outcome else None,
+        "recordsPerSecond": run.measured_records_per_second if run else None,
+        "notifications": list(run.notifications) if run else [],
+        "shards": len(shards),
         # The training runs' keys, with nothing trained: the fleet's figures and the text read them.
         "attempts": 0,
         "spotInterruptions": 0,
         "onDemandFallback": False,
-        "deadline": run.get("due"),
-        "deadlineMet": outcome.get("windowMet") if outcome else None,
+        "deadline": run.due if run else None,
+        "deadlineMet": outcome.window_met if outcome else None,
         "trainingSeconds": 0,
         "billableSeconds": 0,
         "lostWorkSeconds": None,

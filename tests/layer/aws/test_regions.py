@@ -13,6 +13,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from state_samples import training_state
 
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws import billing, checking, clock, continuation, progress, region_moves, regions, service_jobs
@@ -137,7 +138,7 @@ def test_a_continuation_retags_an_attempt_in_a_peer_region_there(peered: LocalSt
     request = submit_service_job_request(_spec(), Attempt(EXECUTION, 1, "spot"), queue)
     peer_batch = peered.session.client("batch", region_name=PEER)
     job = peer_batch.submit_service_job(**request)
-    tagged = continuation._retag({"training": {"jobArn": job["jobArn"]}, "status": {}}, "search-ranking-ranker-v2-c1")
+    tagged = continuation._retag({"training": training_state(jobArn=job["jobArn"])}, "search-ranking-ranker-v2-c1")
     assert tagged == [job["jobArn"]]
     assert peer_batch.describe_service_job(jobId=job["jobId"])["tags"][EXECUTION_TAG] == "search-ranking-ranker-v2-c1"
 
@@ -159,7 +160,10 @@ def test_a_peer_attempts_checkpoint_is_sized_and_its_progress_read_in_the_peer_r
     peered: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     here = replace(_spec(), checkpoint_s3_uri=f"s3://{peered.bucket}/west/checkpoints/")
-    state = {"resources": {"regions": {"allowed": ["us-east-1", PEER]}}, "training": {"region": PEER}}
+    state = {
+        "resources": {"regions": {"allowed": ["us-east-1", PEER]}},
+        "training": training_state(region=PEER, previousAttempts=[]),
+    }
     listed = _recording(monkeypatch, regions, "prefix_contents")
     monkeypatch.setattr(region_moves, "prefix_contents", regions.prefix_contents)
     region_moves.copy_seconds(state, here, PEER)

@@ -9,15 +9,16 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 import pytest
+from state_samples import PLAN, status_state, training_state
 
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.clients import in_region
 from spotline.aws.regions import place_attempt
 from spotline.aws.training_plans import candidate_plans, plan_problems, teams_plan
 from spotline.core.model import JobSpec
+from spotline.core.state import RunStatus, Training
 from spotline.core.team_policy import TeamPolicy
 from spotline.core.training_plans import PLAN_PATH, fallback_plan
 from spotline_dev.local.handles import LocalStack
@@ -83,13 +84,13 @@ def test_auto_lists_the_active_plans_of_each_of_the_runs_regions(peered: LocalSt
 
 def test_an_attempt_on_a_plan_goes_to_the_plans_region(peered: LocalStack) -> None:
     spec = _spec("auto")
-    plan = {"arn": ARN.format(region=PEER, name="west-plan"), "name": "west-plan", "region": PEER}
-    state: dict[str, Any] = {
-        "resources": {"regions": {"allowed": [HOME, PEER]}},
-        "training": {"attempt": 1, "capacity": "spot", "region": HOME},
-        "status": {"nextCapacity": "training-plan", "nextRegion": None, "nextTrainingPlan": plan},
-    }
-    assert place_attempt(state, spec, "training-plan", NOW).region == PEER
+    plan = PLAN | {"arn": ARN.format(region=PEER, name="west-plan"), "name": "west-plan", "region": PEER}
+    training = Training.from_state(training_state(attempt=1, capacity="spot", region=HOME))
+    status = RunStatus.from_state(status_state(nextCapacity="training-plan", nextRegion=None, nextTrainingPlan=plan))
+    assert (
+        place_attempt(training, status, allowed=[HOME, PEER], spec=spec, capacity="training-plan", now=NOW).region
+        == PEER
+    )
 
 
 def _allowing_plans(spec: JobSpec) -> TeamPolicy:

@@ -13,7 +13,7 @@ from spotline.aws.progress import read_progress
 from spotline.aws.regions import spec_at
 from spotline.aws.spec_store import SpecUnavailable, spec_of
 from spotline.core.billing import JobBill, RunBill, bill_of, kept_by_type_of
-from spotline.core.execution_state import attempt_history
+from spotline.core.state import RunStatus, Training, history_of
 from spotline.core.status import earlier_training_job_names, training_job_name_of
 
 
@@ -83,17 +83,18 @@ def run_bill_of(
 def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
     """`run_bill_of` for an execution state: its attempts, its spec's checkpoint location (when
     the spec can still be read) and its last check's progress."""
+    training, status = Training.in_state(state), RunStatus.in_state(state)
     try:
         valid = (state.get("manifest") or {}).get("valid")
         # The latest checkpoint is where the last attempt ran (its team's replica in a peer region).
-        last = (state.get("training") or {}).get("region")
+        last = training.region if training else None
         checkpoint = spec_at(spec_of(dict(state)), last).checkpoint_s3_uri if valid else None
     except SpecUnavailable:
         checkpoint = None  # the last check's progress says what the checkpoints held
     return run_bill_of(
-        attempt_history(state.get("training"), state.get("status")),
+        [attempt.to_state() for attempt in history_of(training, status)],
         checkpoint_s3_uri=checkpoint,
-        last_progress=(state.get("status") or {}).get("progress"),
+        last_progress=status.progress.to_state() if status else None,
         now=now,
-        checkpoint_region=(state.get("training") or {}).get("region"),
+        checkpoint_region=training.region if training else None,
     )

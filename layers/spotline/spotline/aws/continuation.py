@@ -26,9 +26,10 @@ from spotline.aws.training_watch import watches_from_environment
 from spotline.core.execution_state import continuation_input, continuation_name
 from spotline.core.regions import region_of_arn
 from spotline.core.service_jobs import EXECUTION_TAG, execution_arn, execution_name_of, state_machine_of
+from spotline.core.state import ContinuedAs, RunStatus, Training
 
 
-def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> dict[str, Any]:
+def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> ContinuedAs:
     current = execution_name_of(execution_arn)
     carried = continuation_input(state, execution=current)
     name = continuation_name(carried["continuedFrom"]["first"], carried["continuedFrom"]["number"])
@@ -37,7 +38,7 @@ def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> d
     retagged = _retag(state, name)
     watches_from_environment().continue_as(current, name)
     logger.info("Watch handed over", extra={"next": name, "retagged": retagged})
-    return {"executionName": name, "executionArn": started, "retagged": retagged}
+    return ContinuedAs(execution_name=name, execution_arn=started, retagged=retagged)
 
 
 def _start(machine: str, name: str, carried: dict[str, Any]) -> str:
@@ -52,15 +53,15 @@ def _start(machine: str, name: str, carried: dict[str, Any]) -> str:
 
 
 def _retag(state: dict[str, Any], name: str) -> list[str]:
-    training = state.get("training") or {}
-    status = state.get("status") or {}
+    training, status = Training.in_state(state), RunStatus.in_state(state)
+    service_job_arn = (training.job_arn if training else None) or ""
     tagged = []
     # Each job is tagged in its own region (an attempt placed in a peer region lives there).
-    if training.get("jobArn"):
-        arn = str(training["jobArn"])
+    if service_job_arn:
+        arn = service_job_arn
         client("batch", region_of_arn(arn) or None).tag_resource(resourceArn=arn, tags={EXECUTION_TAG: name})
         tagged.append(arn)
-    job_arn = _training_job_arn(str(training.get("jobArn") or ""), status.get("trainingJobName"))
+    job_arn = _training_job_arn(service_job_arn, status.training_job_name if status else None)
     if job_arn:
         client("sagemaker", region_of_arn(job_arn) or None).add_tags(
             ResourceArn=job_arn, Tags=[{"Key": EXECUTION_TAG, "Value": name}]

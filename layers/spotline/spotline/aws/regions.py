@@ -33,6 +33,7 @@ from spotline.core.regions import (
     region_records,
 )
 from spotline.core.replicas import place, spec_in
+from spotline.core.state import RunStatus, Training
 from spotline.core.team_policy import TeamPolicyInvalid
 
 SIGHTINGS_TABLE = "CAPACITY_SIGHTINGS_TABLE"
@@ -211,22 +212,29 @@ class Placement:
     """The region decision, when one was made here (the first spot attempt of a job free to move)."""
 
 
-def place_attempt(state: dict[str, Any], spec: JobSpec, capacity: str, now: datetime) -> Placement:
+def place_attempt(
+    training: Training | None,
+    status: RunStatus | None,
+    *,
+    allowed: list[str],
+    spec: JobSpec,
+    capacity: str,
+    now: datetime,
+) -> Placement:
     """The region of the next attempt: the one the last check chose (`$.status.nextRegion`); for
-    the first spot attempt of a job allowed several, the best by the fleet's record; else where
-    the last attempt ran (its checkpoint is there: on-demand never pays a copy), home at first."""
-    home, allowed = home_region(), allowed_regions(state)
-    training = state.get("training") or {}
-    status = state.get("status") or {}
-    chosen = status.get("nextRegion") if status.get("nextCapacity") else None
-    plan = status.get("nextTrainingPlan") if status.get("nextCapacity") == "training-plan" else None
+    the first spot attempt of a job allowed several (`allowed`), the best by the fleet's record;
+    else where the last attempt ran (its checkpoint is there: on-demand never pays a copy), home at first."""
+    home = home_region()
+    decided = status.next_capacity if status else None
+    chosen = status.next_region if status and decided else None
+    plan = status.next_training_plan if status and decided == "training-plan" else None
     if plan:
         # A plan's capacity is in its own region (`spotline.core.training_plans`): the attempt goes there.
-        return Placement(region_of_arn(str(plan["arn"])), None)
+        return Placement(region_of_arn(plan.arn), None)
     if chosen in allowed:
         return Placement(str(chosen), None)
     if training or capacity != "spot" or len(allowed) < 2:
-        return Placement(str(training.get("region") or home), None)
+        return Placement((training.region if training else None) or home, None)
     sightings = recent_sightings(allowed, spec.instance_type, now)
     choice = choose_region(
         situation="placing",

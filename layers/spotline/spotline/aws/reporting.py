@@ -31,6 +31,8 @@ from spotline.core.outcome import (
     unknown_until_billed,
     without_bills,
 )
+from spotline.core.state import Outcome as OutcomeState
+from spotline.core.state import RunStatus, Training
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:
@@ -138,7 +140,7 @@ def _unread_reason(state: dict[str, Any]) -> str:
 
 def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
-) -> dict[str, Any]:
+) -> OutcomeState:
     bill = settled_bill(state, now)
     prices = pricing.run_prices(state, bill, region=region, now=now.timestamp())
     with priced_by(prices):  # each job at its region's price, from the Price List API or the table
@@ -151,12 +153,12 @@ def record_outcome(
     summary = job_summary_of(state.get("manifest"))
     team = summary.team if summary else state.get("team", "unknown")
     job = summary.name if summary else state.get("key", "unknown")
-    training = state.get("training") or {}
+    training, status = Training.in_state(state), RunStatus.in_state(state)
     links_ = links.for_job(
         region,
         execution_arn=execution_arn,
-        training_job_name=(state.get("status") or {}).get("trainingJobName"),  # Batch's name, as last checked
-        batch_job_id=training.get("jobId"),
+        training_job_name=status.training_job_name if status else None,  # Batch's name, as last checked
+        batch_job_id=training.job_id if training else None,
     )
     report = {
         "outcome": outcome.name,
@@ -191,9 +193,13 @@ def record_outcome(
             links_=links_,
             report=location,
         )
-    return {
-        **outcome.to_dict(),
-        "prices": pricing.described(prices),
-        "report": location,
-        "notified": not outcome.succeeded,
-    }
+    return OutcomeState(
+        name=outcome.name,
+        succeeded=outcome.succeeded,
+        cause=outcome.cause,
+        next_step=outcome.next_step,
+        figures=outcome.to_dict()["figures"],
+        prices=pricing.described(prices),
+        report=location,
+        notified=not outcome.succeeded,
+    )

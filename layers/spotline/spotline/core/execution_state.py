@@ -21,23 +21,35 @@ from typing import Any, cast
 
 from spotline.core.errors import ManifestError, summarize
 from spotline.core.model import JobSpec, Strategy
+from spotline.core.state.fields import MAX_REASON, clip
+
+__all__ = [  # clip and MAX_REASON now live with the state's records, and are still found here
+    "FINAL_STATUS_FIELDS",
+    "LEFT_BEHIND",
+    "MAX_ERRORS_IN_STATE",
+    "MAX_ERROR_MESSAGE",
+    "MAX_ERROR_PATH",
+    "MAX_EXECUTION_NAME",
+    "MAX_OWNER",
+    "MAX_REASON",
+    "JobSummary",
+    "attempt_history",
+    "attempt_record",
+    "clip",
+    "continuation_input",
+    "continuation_name",
+    "job_summary_in",
+    "job_summary_of",
+    "rejection_for_state",
+]
 
 MAX_ERRORS_IN_STATE = 20
 """As many as the ManifestInvalid cause lists (`spotline.core.errors.summarize`)."""
 MAX_ERROR_PATH = 300
 MAX_ERROR_MESSAGE = 600
 """Paths and messages quote manifest keys and values, whose length the schema does not always bound."""
-MAX_REASON = 1024
-"""SageMaker's own bound on FailureReason; Batch's statusReason has none."""
 MAX_OWNER = 254
 """The longest e-mail address SMTP allows; metadata.owner has no maxLength in the schema."""
-ELLIPSIS = "…"
-
-
-def clip(text: str, limit: int) -> str:
-    """`text`, or its first `limit - 1` characters and an ellipsis."""
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
-
 
 # --- the job in brief -------------------------------------------------------------------------
 
@@ -125,6 +137,11 @@ def job_summary_of(manifest: Mapping[str, Any] | None) -> JobSummary | None:
 # --- a rejected manifest ----------------------------------------------------------------------
 
 
+def job_summary_in(state: Mapping[str, Any]) -> JobSummary | None:
+    """`job_summary_of` the state's `$.manifest` (None before LoadManifest, or for a rejected manifest)."""
+    return job_summary_of(state.get("manifest"))
+
+
 def rejection_for_state(errors: list[ManifestError]) -> dict[str, Any]:
     """`errors` (the first MAX_ERRORS_IN_STATE, each bounded), `errorCount` and `summary` (the
     ManifestInvalid cause) for the state; the rejection report keeps every error in full."""
@@ -152,7 +169,9 @@ FINAL_STATUS_FIELDS = (
 
 def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None) -> dict[str, Any]:
     """One attempt as `$.training.previousAttempts[]` and the outcome report keep it: which job
-    it was and how its last status check saw it (`finalStatus`, None if it was never checked)."""
+    it was and how its last status check saw it (`finalStatus`, None if it was never checked).
+    The handlers use the typed `spotline.core.state.AttemptRecord.of` (a test holds the two equal);
+    this dict form stays for `spotline.core.outcome`, which reads partial states of every age."""
     final: dict[str, Any] | None = None
     if status and _belongs_to(status, training):
         final = {k: status.get(k) for k in FINAL_STATUS_FIELDS}

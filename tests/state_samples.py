@@ -1,0 +1,155 @@
+"""Whole sections of the execution state, as a real run writes them (shapes taken from the sandbox's
+`spot-in-another-region` and `no-capacity-anywhere` runs): tests build their state from these and
+change what they test, since the records read every key strictly."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:ranker-v2-1"
+
+_PREVIOUS = {
+    "attempt": 1,
+    "capacity": "spot",
+    "instanceType": "ml.g5.2xlarge",
+    "jobId": "job-1",
+    "trainingJobName": "AWSBatchranker-a1-spot1",
+    "submittedAt": "2026-12-01T06:00:00Z",
+    "finalStatus": {
+        "state": "interrupted",
+        "reasonClass": None,
+        "trainingSeconds": 5130,
+        "billableSeconds": 0,
+        "interruptions": 1,
+        "queueWaitSeconds": 270,
+        "endedAt": None,
+        "instanceType": "ml.g5.2xlarge",
+        "reason": "spot capacity reclaimed; SageMaker is restarting from the last checkpoint",
+    },
+    "region": "us-east-1",
+}
+
+_TRAINING = {
+    "attempt": 2,
+    "capacity": "spot",
+    "instanceType": None,
+    "trainingPlan": None,
+    "jobId": "job-2",
+    "jobArn": "arn:aws:batch:us-west-2:123456789012:service-job/job-2",
+    "jobName": "ranker-v2-1-a2-spot",
+    "region": "us-west-2",
+    "regionChoice": None,
+    "checkpointCopy": {
+        "from": "s3://ckpt/ranker/",
+        "to": "s3://ckpt-us-west-2/ranker/",
+        "fromRegion": "us-east-1",
+        "toRegion": "us-west-2",
+        "objects": 1,
+        "bytes": 166,
+        "seconds": 0.0,
+    },
+    "submittedAt": "2026-12-01T07:30:00Z",
+    "firstPollSeconds": 60,
+    "links": {"execution": "https://console/execution", "batchJob": "https://console/batch/job-2"},
+    "previousAttempts": [_PREVIOUS],
+}
+
+_STATUS = {
+    "state": "interrupted",
+    "finished": False,
+    "reasonClass": None,
+    "reason": "spot capacity reclaimed; SageMaker is restarting from the last checkpoint",
+    "batchStatus": "RUNNING",
+    "secondaryStatus": "Interrupted",
+    "trainingJobName": "AWSBatchranker-a2-spot2",
+    "instanceType": "ml.g5.2xlarge",
+    "trainingSeconds": 5130,
+    "billableSeconds": 0,
+    "interruptions": 1,
+    "preemptions": 0,
+    "capacityShort": False,
+    "queueWaitSeconds": 270,
+    "endedAt": None,
+    "progress": {
+        "fraction": 0.15625,
+        "step": 75,
+        "totalSteps": 480,
+        "source": "progress.json",
+        "trainingSeconds": 4500.0,
+        "estimatedWorkSeconds": 28800,
+        "speeds": [{"instanceType": "ml.g5.2xlarge", "speed": 1.0, "source": "declared"}],
+        "trainingSinceCheckpointSeconds": 0,
+        "estimatedFraction": 0.15625,
+    },
+    "decision": {
+        "verdict": "continue",
+        "reason": "on track: 5h14m30s of slack on-demand would not need",
+        "slackSeconds": 18869,
+        "restartOverheadSeconds": 1200,
+        "queueWaitNowSeconds": 0,
+        "priority": 300,
+        "escalation": {"from": 300, "to": 400, "reason": "deadline at risk in the queue", "notified": True},
+    },
+    "action": "move-to-another-region",
+    "explanation": "spot interrupted in us-east-1; the spot attempt moves to us-west-2",
+    "nextCapacity": "spot",
+    "nextInstanceType": None,
+    "nextRegion": "us-west-2",
+    "regionChoice": {
+        "region": "us-west-2",
+        "moves": True,
+        "reason": "us-west-2: about 87 min lost to restarts and waits",
+        "considered": [
+            {
+                "region": "us-west-2",
+                "secondsToTrain": 5214,
+                "copySeconds": 30,
+                "copyUsd": 0.0,
+                "spotSighted": None,
+                "note": "not yet observed",
+            }
+        ],
+    },
+    "nextTrainingPlan": None,
+    "maxPendingSeconds": None,
+    "capacityWaitSeconds": 0,
+    "deadlineAtRisk": {
+        "at": "2026-12-01T07:30:00Z",
+        "cause": "8h18m30s left before the deadline; 8h of work left",
+        "notified": True,
+        "workLeftSeconds": 28800,
+        "workLeftSpreadSeconds": 0,
+        "workLeftEstimated": False,
+    },
+    "backoffSeconds": 0,
+    "finishReason": None,
+    "checkedAt": "2026-12-01T07:40:00Z",
+    "nextPollSeconds": 900,
+    "nextCheckReason": "safety check (events announce every change that needs acting on)",
+    "checks": 7,
+    "links": {"execution": "https://console/execution", "batchJob": "https://console/batch/job-2"},
+}
+
+PLAN = {
+    "arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p4d-december",
+    "name": "p4d-december",
+    "region": "us-east-1",
+    "instanceType": "ml.p4d.24xlarge",
+    "usableUntil": "2026-12-04T05:30:00Z",
+}
+
+
+def previous_attempt_state(**changes: Any) -> dict[str, Any]:
+    """One `$.training.previousAttempts[]` item, with `changes`."""
+    return copy.deepcopy(_PREVIOUS) | changes
+
+
+def training_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.training` (a second attempt, moved to us-west-2 with a checkpoint copy), with `changes`."""
+    return copy.deepcopy(_TRAINING) | changes
+
+
+def status_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.status` (every optional part filled in), with `changes`."""
+    return copy.deepcopy(_STATUS) | changes
