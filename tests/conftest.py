@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -20,7 +19,7 @@ from spotline_dev.local.template import powertools_environment
 for _name, _value in powertools_environment().items():  # before anything imports spotline.aws.observability
     os.environ.setdefault(_name, _value)
 
-from spotline.core.manifest import validate_bytes  # noqa: E402
+from builders import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, spec_of  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
 from spotline.core.team_ownership import shared_with_each_other  # noqa: E402
 from spotline_dev.local.handles import LocalStack  # noqa: E402
@@ -31,16 +30,11 @@ from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
 
 pytest_plugins = ["permission_coverage"]  # every function's calls checked against its role, suite-wide
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE_MANIFEST = ROOT / "examples" / "manifests" / "ranker-v2.yaml"
-EXAMPLE_KEY = "manifests/search-ranking/ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
 
 def example_spec() -> JobSpec:
-    spec = validate_bytes(EXAMPLE_MANIFEST.read_bytes(), now=NOW).spec
-    assert spec
-    return spec
+    return spec_of(EXAMPLE_MANIFEST.read_bytes(), NOW)
 
 
 def team_policy_for(*specs: JobSpec) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from builders import spec_of
 from conftest import run_upload
-from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.stack import start_local_stack
@@ -34,10 +34,7 @@ KEY = "manifests/search-ranking/train-from-fsx.yaml"
 
 
 def _spec(path: Path = FSX_MANIFEST) -> JobSpec:
-    scenario = load_scenario(SCENARIOS / "trains-from-fsx.yaml")
-    spec = validate_bytes(path.read_bytes(), now=scenario.start).spec
-    assert spec is not None
-    return spec
+    return spec_of(path.read_bytes(), load_scenario(SCENARIOS / "trains-from-fsx.yaml").start)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLE_MANIFEST
+from builders import example_text
 from spotline.core.loader import MAX_BYTES
 from spotline.core.manifest import validate_bytes
 from spotline_dev.cli import main as cli_main
@@ -23,12 +23,8 @@ CHECKPOINT_INTERVAL = 15 * 60
 
 
 def _manifest(tmp_path: Path, **replacements: str) -> Path:
-    text = EXAMPLE_MANIFEST.read_text()
-    for old, new in replacements.items():
-        assert old in text, old
-        text = text.replace(old, new)
     path = tmp_path / "ranker.yaml"
-    path.write_text(text)
+    path.write_text(example_text(*replacements.items()))
     return path
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_MANIFEST
+from builders import example_text
 from spotline_dev.sandbox.replay import SLACK_LEGEND, ScenarioError, load_scenario, render_text, run_scenario
 
 OTHER_ACCOUNT = "210987654321"
@@ -15,12 +15,11 @@ OTHER_ACCOUNT = "210987654321"
 
 def _manifest(folder: Path, name: str, *, account: str, role_path: str = "ml/training") -> Path:
     """The example manifest in `account`, its role under `role_path`, two hours long."""
-    text = (
-        EXAMPLE_MANIFEST.read_text()
-        .replace("123456789012", account)
-        .replace("role/spotline/", f"role/{role_path}/")
-        .replace("name: ranker-v2", f"name: {name}")
-        .replace("expectedDuration: 8h", "expectedDuration: 2h")
+    text = example_text(
+        ("123456789012", account),
+        ("role/spotline/", f"role/{role_path}/"),
+        ("name: ranker-v2", f"name: {name}"),
+        ("expectedDuration: 8h", "expectedDuration: 2h"),
     )
     path = folder / f"{name}.yaml"
     path.write_text(text)

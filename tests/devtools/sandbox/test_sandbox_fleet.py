@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from ledger_checks import assert_reconciled
 
-from conftest import EXAMPLE_MANIFEST
+from builders import example_text
 from spotline_dev.local import stack as local_aws
 from spotline_dev.sandbox.fleet import uploads_of
 from spotline_dev.sandbox.fleet_figures import capacity_by_team, percentile, queue_wait_seconds, render_fleet
@@ -23,15 +23,14 @@ HOUR = 3600.0
 
 def _manifest(folder: Path, name: str, *, team: str = "search-ranking", priority: int = 100, hours: int = 2) -> Path:
     """The example manifest as job `name` of `team`, `hours` long, without a deadline."""
-    text = (
-        EXAMPLE_MANIFEST.read_text()
-        .replace("name: ranker-v2", f"name: {name}")
-        .replace("search-ranking", team)  # the team, its buckets
-        .replace("role/spotline/ranker-training", f"role/spotline/{team}-training")  # its own role
-        .replace("expectedDuration: 8h", f"expectedDuration: {hours}h")
-        .replace("priority: 100", f"priority: {priority}")
-        .replace('deadline: "2026-12-02T06:00:00Z"', "# no deadline")
-        .replace(f"{team}-checkpoints/ranker-v2/", f"{team}-checkpoints/{name}/")
+    text = example_text(
+        ("name: ranker-v2", f"name: {name}"),
+        ("search-ranking", team),  # the team, its buckets
+        ("role/spotline/ranker-training", f"role/spotline/{team}-training"),  # its own role
+        ("expectedDuration: 8h", f"expectedDuration: {hours}h"),
+        ("priority: 100", f"priority: {priority}"),
+        ('deadline: "2026-12-02T06:00:00Z"', "# no deadline"),
+        (f"{team}-checkpoints/ranker-v2/", f"{team}-checkpoints/{name}/"),
     )
     path = folder / f"{name}.yaml"
     path.write_text(text)
@@ -147,7 +146,7 @@ def test_repeated_submissions_are_new_versions_with_their_own_deadline_and_check
     ],
 )
 def test_bad_fleet_fields_are_named(tmp_path: Path, body: str, message: str) -> None:
-    (tmp_path / "job.yaml").write_text(EXAMPLE_MANIFEST.read_text())
+    (tmp_path / "job.yaml").write_text(example_text())
     with pytest.raises(ScenarioError, match=message):
         load_scenario(_scenario(tmp_path, body))
 

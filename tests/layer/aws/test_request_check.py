@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
+from builders import example_spec
 from spotline.aws import training_settings
 from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request, validate
-from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, MetricDefinition
 from spotline.core.training_request import (
     DEFAULT_SETTINGS,
@@ -22,7 +21,6 @@ from spotline.core.training_request import (
     client_token,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 EXECUTION = (
     "arn:aws:states:us-east-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-ranker-v2-4ddd7609"
 )
@@ -31,9 +29,7 @@ QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/spotline-training"
 
 @pytest.fixture
 def spec() -> JobSpec:
-    result = validate_bytes(EXAMPLE.read_bytes(), now=datetime(2026, 11, 29, tzinfo=UTC))
-    assert result.spec
-    return result.spec
+    return example_spec(datetime(2026, 11, 29, tzinfo=UTC))
 
 
 def _payload(request: dict[str, object]) -> dict[str, object]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from builders import spec_of
 from spotline.aws.request_check import submit_service_job_request
 from spotline.core.lifecycle import CapacityWait, next_step, next_type
 from spotline.core.manifest import validate_bytes
@@ -27,10 +28,7 @@ ALTERNATIVES = [{"instanceType": "ml.g6.2xlarge", "speed": 0.8}, {"instanceType"
 
 
 def spec_with(alternatives: list[dict[str, Any]]) -> JobSpec:
-    document = manifest(resources={"instanceType": "ml.g5.2xlarge", "alternatives": alternatives})
-    result = validate_bytes(json.dumps(document).encode(), now=NOW)
-    assert result.spec is not None, result.errors
-    return result.spec
+    return spec_of(manifest(resources={"instanceType": "ml.g5.2xlarge", "alternatives": alternatives}), NOW)
 
 
 def errors_of(alternatives: Any) -> dict[str, str]:

@@ -6,18 +6,17 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime
 from importlib import resources
-from pathlib import Path
 
 import botocore.loaders
 import pytest
 
+from builders import example_with
 from spotline.core import catalog
 from spotline.core.billing import JobBill, RunBill
 from spotline.core.cost import cost_usd, format_usd
 from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import decide
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REGION = "us-east-1"  # the price table's
 # Every family the seeds and the SageMaker guidance name (issue 17): each is in the table, every
@@ -56,7 +55,7 @@ def _table() -> dict[str, object]:
 
 def _manifest(instance_type: str) -> bytes:
     """The documentation's example manifest (docs/teams/manifests.md) on another instance type."""
-    return EXAMPLE.read_bytes().replace(b"instanceType: ml.g5.2xlarge", f"instanceType: {instance_type}".encode())
+    return example_with("instanceType: ml.g5.2xlarge", f"instanceType: {instance_type}")
 
 
 def test_the_valid_types_are_botocores_training_instance_types() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
+from builders import example_spec
 from spotline.core.errors import ManifestError
 from spotline.core.execution_state import (
     MAX_ERROR_MESSAGE,
@@ -21,15 +21,12 @@ from spotline.core.execution_state import (
     job_summary_of,
     rejection_for_state,
 )
-from spotline.core.manifest import validate_bytes
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 
 def test_the_summary_round_trips_and_is_read_from_older_states_too() -> None:
-    spec = validate_bytes(EXAMPLE.read_bytes(), now=NOW).spec
-    assert spec
+    spec = example_spec(NOW)
     job = JobSummary.of(spec)
     assert JobSummary.from_dict(json.loads(json.dumps(job.to_dict()))) == job
     assert job_summary_of({"valid": True, "job": job.to_dict()}) == job

@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from builders import example_with, spec_of
 from spotline.aws.request_check import submit_service_job_request
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
@@ -18,7 +19,6 @@ from spotline.core.training_request import Attempt, TrainingSettings
 from spotline_dev.sandbox.account import team_allowance
 
 ROOT = Path(__file__).resolve().parents[3]
-RANKER = (ROOT / "examples" / "manifests" / "ranker-v2.yaml").read_text()
 NOW = datetime(2026, 11, 29, 8, tzinfo=UTC)
 FSX, EFS = "fs-0123456789abcdef0", "fs-89abcdef"
 TRAIN_S3 = '- {name: train, s3Uri: "s3://search-ranking-data/clicks/2026-11-28/train/", mode: FastFile}'
@@ -28,14 +28,11 @@ EXECUTION = (
 
 
 def _manifest(train: str) -> bytes:
-    assert TRAIN_S3 in RANKER
-    return RANKER.replace(TRAIN_S3, train).encode()
+    return example_with(TRAIN_S3, train)
 
 
 def _spec(train: str) -> JobSpec:
-    result = validate_bytes(_manifest(train), now=NOW)
-    assert result.spec is not None, result.errors
-    return result.spec
+    return spec_of(_manifest(train), NOW)
 
 
 FSX_TRAIN = f"- {{name: train, fileSystem: {{type: fsx-lustre, id: {FSX}, path: /abcdwbmv/clicks/train}}}}"

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from builders import example_spec
 from spotline.core.lifecycle import (
     CHECKS_PER_EXECUTION,
     SPOT_ENDINGS,
@@ -23,23 +24,15 @@ from spotline.core.lifecycle import (
     next_step,
     within_history_budget,
 )
-from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec, Strategy
 from spotline.core.policy import Capacity, Decision, JobClock, backoff_seconds, decide
 from spotline.core.status import ReasonClass, State, TrainingStatus, normalize
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 VALIDATED_AT = datetime(2026, 11, 29, tzinfo=UTC)
 SEED = "arn:aws:states:us-east-1:123456789012:execution:TrainingLifecycle:search-ranking-ranker-v2:1"
 
 
-def _example_spec() -> JobSpec:
-    spec = validate_bytes(EXAMPLE.read_bytes(), now=VALIDATED_AT).spec
-    assert spec is not None
-    return spec
-
-
-SPOT_FIRST = _example_spec()
+SPOT_FIRST = example_spec(VALIDATED_AT)
 SPOT_ONLY = replace(SPOT_FIRST, strategy="spot-only")
 ON_DEMAND = replace(SPOT_FIRST, strategy="on-demand")
 SPECS: dict[Strategy, JobSpec] = {"spot-first": SPOT_FIRST, "spot-only": SPOT_ONLY, "on-demand": ON_DEMAND}

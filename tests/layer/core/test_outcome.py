@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from builders import example_spec
 from spotline.core import outcome
 from spotline.core.billing import JobBill, RunBill
-from spotline.core.manifest import validate_bytes
 from spotline.core.outcome import (
     RESOURCE_VALIDATION_FAILED,
     SUCCEEDED,
@@ -21,14 +20,12 @@ from spotline.core.outcome import (
     unknown_until_billed,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REGION = "us-east-1"  # the price table's
 
 
 def _state(**parts: Any) -> dict[str, Any]:
-    spec = validate_bytes(EXAMPLE.read_bytes(), now=NOW).spec
-    assert spec
+    spec = example_spec(NOW)
     return {
         "bucket": "b",
         "key": "manifests/search-ranking/x.yaml",

@@ -11,14 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from spotline.core.manifest import validate_bytes
-from spotline.core.model import JobSpec
+from builders import example_spec
 from spotline.core.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
     MAX_BACKOFF_SECONDS,
@@ -40,20 +38,13 @@ from spotline.core.policy import (
     uniform_progress_line,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 VALIDATED_AT = datetime(2026, 11, 29, tzinfo=UTC)
 MINUTE = 60
 HOUR = 3600
 DAY = 24 * HOUR
 
 
-def _example_spec() -> JobSpec:
-    spec = validate_bytes(EXAMPLE.read_bytes(), now=VALIDATED_AT).spec
-    assert spec is not None
-    return spec
-
-
-SPEC = _example_spec()
+SPEC = example_spec(VALIDATED_AT)
 START = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 DEADLINE = SPEC.deadline_at
 assert DEADLINE is not None

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from builders import spec_of
 from spotline.core.execution_state import JobSummary
-from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
 from spotline.core.outcome import figures
 from spotline.core.regions import (
@@ -152,9 +152,7 @@ REPLICAS = {
 
 
 def parse_manifest(text: str) -> JobSpec:
-    result = validate_bytes(text.encode(), now=NOW)
-    assert result.spec is not None, result.errors
-    return result.spec
+    return spec_of(text, NOW)
 
 
 def test_a_job_is_placed_in_another_region_through_its_teams_replicas_the_longest_prefix_first() -> None:

@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from spotline.core.manifest import validate_bytes
+from builders import example_spec
 from spotline.core.model import InputChannel, JobSpec
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 ACCOUNT = "123456789012"
 REGISTRY = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com"
@@ -41,9 +39,7 @@ TEAM_B: dict[str, Any] = {
 
 
 def _spec() -> JobSpec:
-    spec = validate_bytes(EXAMPLE.read_bytes(), now=NOW).spec
-    assert spec
-    return spec
+    return example_spec(NOW)
 
 
 def _policy(**search_ranking: Any) -> TeamPolicy:
