@@ -70,7 +70,7 @@ def _attempt(training: dict[str, Any]) -> Attempt:
         instance_type=training.get("instanceType"),
         submitted_at=_when(training.get("submittedAt")),
         queue_wait_seconds=float(wait) if wait is not None else None,
-        training_seconds=int(final.get("trainingSeconds", 0)),
+        training_seconds=int(final.get("trainingSeconds") or 0),
         plan_usable_until=_when((training.get("trainingPlan") or {}).get("usableUntil")),
     )
 
