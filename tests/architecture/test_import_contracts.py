@@ -67,6 +67,8 @@ def test_the_real_tree_keeps_every_contract() -> None:
         ("spotline/core/uses_powertools.py", "from aws_lambda_powertools import Logger", "The domain core is pure"),
         ("spotline/training/uses_core.py", "from spotline.core import durations", "The training helper"),
         ("spotline/aws/uses_devtools.py", "from spotline_dev import standin", "The layer (what Lambdas run)"),
+        # (devtools' tree sits beside the layer's)
+        ("../../devtools/spotline_dev/simulate/uses_adapter.py", "from spotline.aws import checking", "The simulator"),
     ],
 )
 def test_a_planted_violation_breaks_its_contract(

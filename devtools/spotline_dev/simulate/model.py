@@ -42,7 +42,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from spotline.aws.checking import STARTUP_AFTER_ACQUIRE_SECONDS
+from spotline.core.assess import STARTUP_AFTER_ACQUIRE_SECONDS
 from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
 from spotline.core.regions import RECORD_WINDOW_SECONDS, RegionRecord
 

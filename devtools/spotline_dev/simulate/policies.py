@@ -10,16 +10,16 @@
 - `declared`: the rule before issue 14, kept as a baseline: the production policy planning with
   the declared work (expectedDuration) and its 5 % margin throughout, as if progress.json
   recorded no training seconds.
-- `spotline`: the production policy, `spotline.core.policy.decide(JobClock(...))` then
-  `spotline.core.lifecycle.next_step`, with the status and the clock built as the CheckTrainingStatus
-  Lambda builds them (`spotline.aws.checking`: progress = checkpointed progress as progress.json
-  says, `spot_missing`, restart overhead = the longest measured wait for instances + 10 minutes),
-  asked at the Lambda's cadence: `FIRST_POLL_SECONDS` after the submission, then at
-  `spotline.core.polling.next_check`, and at once when its spot job is interrupted (the
-  SageMaker event TrainingEventGate turns into a wake-up). It never sees spot capacity directly. Spot endings
-  (MaxWaitTimeExceeded, capacity errors) are not modelled: a spot attempt waits for capacity as
-  managed spot does within MaxWait (2 x maxRuntime by default, past every deadline here), so
-  `next_step` answers keep-waiting or switch-to-on-demand, never resubmit.
+- `spotline`: the production policy: `spotline.core.assess.assess`, the function the
+  CheckTrainingStatus Lambda calls, on an `Observation` built from the trace as the Lambda would
+  read it (the normalized status; progress.json as the checkpoints left it; no queue ahead of it,
+  no instance-type alternatives, no training plan), asked at the Lambda's cadence:
+  `FIRST_POLL_SECONDS` after the submission, then at the assessment's next check, and at once
+  when its spot job is interrupted (the SageMaker event TrainingEventGate turns into a wake-up).
+  It never sees spot capacity directly. Spot endings (MaxWaitTimeExceeded, capacity errors) are
+  not modelled: a spot attempt waits for capacity as managed spot does within MaxWait (2 x
+  maxRuntime by default, past every deadline here), so the next step is keep-waiting,
+  switch-to-on-demand or (across regions) a move, never resubmit.
 
 The baselines see the same checkpointed progress and the true restart overhead, decide at every
 step (and at every event), and look at spot capacity whenever they like, as in the paper's
@@ -32,20 +32,23 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from spotline.aws.checking import is_spot_missing, restart_overhead
-from spotline.core.lifecycle import next_step
+from spotline.core.assess import Assessment, assess
 from spotline.core.model import JobSpec
-from spotline.core.policy import JobClock, decide, measured_work_seconds, out_of_reach
-from spotline.core.polling import next_check
+from spotline.core.observation import Attempt, FleetRecord, History, Observation, QueueLimits
+from spotline.core.policy import JobClock
+from spotline.core.regions import Sighting
 from spotline.core.status import State, TrainingStatus
 from spotline_dev.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
 
 FIRST_POLL_SECONDS = 60
 """SubmitTrainingJob's firstPollSeconds (functions/submit_training_job/app.py)."""
+HOME = "us-east-1"
+"""The region of a run in one region."""
 
 
 class OnDemandOnly:
@@ -164,13 +167,17 @@ def _spec(job: Job, deadline: datetime) -> JobSpec:
 
 
 class SpotlinePolicy:
-    """The production policy through the CheckTrainingStatus Lambda's interface: at each check,
-    the normalized status the Lambda would see, `JobClock` as `spotline.aws.checking.check` builds it,
-    `decide`, `next_step`, and `next_check` for the next check. Woken by every event of the
-    model, it acts only on what a real event would tell it: an interruption of its job."""
+    """The production policy through the CheckTrainingStatus Lambda's interface: at each check, an
+    `Observation` of what the Lambda would read (the normalized status, progress.json as the
+    checkpoints left it, no queue ahead of it), the run's attempts, and the same
+    `spotline.core.assess.assess` the Lambda calls; `next_check` in its answer for the next check.
+    Woken by every event of the model, it acts only on what a real event would tell it: an
+    interruption of its job."""
 
     name = "spotline"
     wakes_on_events = True
+    regions: tuple[str, ...] = (HOME,)
+    """The regions the run may use (one here)."""
 
     def __init__(self, job: Job, start: datetime, seed: str = "simulate", *, measures_work: bool = True) -> None:
         self.job, self.start, self.seed = job, start, seed
@@ -182,10 +189,15 @@ class SpotlinePolicy:
         self.reason = ""
         self.clocks: list[JobClock] = []
         """Every clock the policy was asked about, in order (for tests and reports)."""
+        self.assessments: list[Assessment] = []
+        """Every assessment of a check, in order."""
         self._wake, self._preemptions = 0, 0
-        self.checked = False
-        """Whether the last `decide` was a check (not an answer the last check already gave)."""
-        self.spot_missing = False
+        self.previous: list[Attempt] = []
+        """The run's earlier attempts (one per move to another region)."""
+        self.checks = 0
+        """Checks in the current execution (a continuation starts again from 0)."""
+        self.own: list[Sighting] = []
+        """What the checks saw of spot capacity, as the Lambda adds it to the fleet's record."""
         self.overhead = float(job.overhead * job.step_seconds)
         """The restart estimate of the last check (without a checkpoint copy)."""
 
@@ -199,18 +211,9 @@ class SpotlinePolicy:
     def _steps(self, seconds: float) -> int:
         return max(1, math.ceil(seconds / self.job.step_seconds - 1e-9))
 
-    def decide(self, view: View) -> Command:
-        self.checked = False
-        if view.capacity == "none":  # SubmitTrainingJob (spot-first), then WaitForJobToStart
-            return Command("spot", view.t + self._steps(FIRST_POLL_SECONDS))
-        if view.capacity == "on-demand":  # decide() answers "continue" on on-demand: nothing left to ask
-            return Command("on-demand")
-        if view.t < self._wake and view.preemptions_in_attempt == self._preemptions:
-            return Command("spot", self._wake)  # a change no Batch or SageMaker event announces
-        self._preemptions = view.preemptions_in_attempt
-        self.checked = True
+    def observe(self, view: View) -> tuple[Observation, History]:
+        """What CheckTrainingStatus would read at this check, and the run so far."""
         step = self.job.step_seconds
-        now = self._at(view.t)
         started_at = None if view.attempt_started is None else self._at(view.attempt_started)
         status = TrainingStatus(
             state=_STATE_OF_PHASE[view.phase],
@@ -227,39 +230,66 @@ class SpotlinePolicy:
             ended_at=None,
             state_since=self._at(view.phase_since),
         )
-        # What spotline.aws.checking.check does with it:
-        submitted = self._at(view.attempt_submitted)
-        queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
-        previous = [{"finalStatus": {"queueWaitSeconds": wait * step}} for wait in view.previous_waits]
-        overhead = restart_overhead(previous, queue_wait, "spot")
-        since_submit = (now - submitted).total_seconds()
-        spot_missing = self.spot_missing = is_spot_missing(status, since_submit, overhead)
-        self.overhead = overhead
-        measured = measured_work_seconds(view.fraction_done, view.checkpointed * step) if self.measures_work else None
-        clock = JobClock(
-            now=now,
-            started_at=self._at(view.first_submitted),
-            deadline=self.deadline,
-            total_work_seconds=measured or float(self.job.declared * step),
-            work_measured=measured is not None,
-            progress=view.fraction_done,
-            capacity="spot",
-            spot_missing=spot_missing,
-            restart_overhead_seconds=overhead + self.copy_seconds(),
-        )
-        self.clocks.append(clock)
-        decision = decide(clock)
-        action = next_step(self.spec, status, capacity="spot", spot_attempts=1, decision=decision, seed=self.seed)
-        if action.action == "switch-to-on-demand":
-            self.reason = decision.reason
-            return Command("on-demand")
-        upcoming = next_check(
+        # progress.json as the checkpoints left it; the `declared` baseline's records no training seconds.
+        progress: dict[str, Any] = {"step": view.checkpointed, "totalSteps": self.job.work}
+        if self.measures_work:
+            progress["trainingSeconds"] = view.checkpointed * step
+        observation = Observation(
             status,
-            expected_duration=self.spec.expected_duration_seconds,
-            slack_seconds=decision.slack_seconds,
-            may_switch=not out_of_reach(clock),
+            region=self.regions[view.region],
+            progress=progress,
+            copy_seconds=self.copy_seconds(),
+            checkpoint_bytes=self.checkpoint_size(view),
+            checkpoint_region=None if view.checkpoint_region == view.region else self.regions[view.checkpoint_region],
+            regions=self.regions,
         )
-        self._wake = view.t + self._steps(upcoming.seconds)
+        current = Attempt("spot", submitted_at=self._at(view.attempt_submitted))
+        history = History(current, tuple(self.previous), checks=self.checks, seed=self.seed)
+        return observation, history
+
+    def checkpoint_size(self, view: View) -> int:
+        """The checkpoint's bytes (none to copy in one region)."""
+        return 0
+
+    def fleet(self, view: View) -> FleetRecord:
+        """The fleet's record of spot capacity: what this job's checks saw."""
+        return FleetRecord.of(self.own, self._at(view.t))
+
+    def assess(self, view: View) -> Assessment:
+        """`assess` as the Lambda calls it: again with the fleet's record when it asks for it."""
+        now = self._at(view.t)
+        observation, history = self.observe(view)
+        assessed = assess(self.spec, observation, history, QueueLimits(), now)
+        if assessed.sighting is not None:
+            self.own.append(assessed.sighting)
+        if assessed.needs:  # read only when asked, as the Lambda does (no training plans here)
+            fleet = self.fleet(view) if "fleet" in assessed.needs else None
+            plans = () if "plans" in assessed.needs else None
+            assessed = assess(self.spec, replace(observation, fleet=fleet, plans=plans), history, QueueLimits(), now)
+        self.assessments.append(assessed)
+        self.clocks.append(assessed.clock)
+        self.overhead = assessed.restart_overhead_seconds
+        self.checks = 0 if assessed.step.action == "continue-in-new-execution" else assessed.checks
+        return assessed
+
+    def decide(self, view: View) -> Command:
+        if view.capacity == "none":  # SubmitTrainingJob (spot-first), then WaitForJobToStart
+            return Command("spot", view.t + self._steps(FIRST_POLL_SECONDS))
+        if view.capacity == "on-demand":  # decide() answers "continue" on on-demand: nothing left to ask
+            return Command("on-demand")
+        if view.t < self._wake and view.preemptions_in_attempt == self._preemptions:
+            return Command("spot", self._wake)  # a change no Batch or SageMaker event announces
+        self._preemptions = view.preemptions_in_attempt
+        assessed = self.assess(view)
+        if assessed.step.action == "switch-to-on-demand":
+            self.reason = assessed.decision.reason
+            return Command("on-demand")
+        if assessed.next_region is not None:  # SubmitTrainingJob there, from a copy of the checkpoint
+            self.previous.append(Attempt("spot", submitted_at=self._at(view.attempt_submitted)))
+            self._wake = view.t + self._steps(FIRST_POLL_SECONDS)
+            self._preemptions = 0
+            return Command("spot", self._wake, region=self.regions.index(assessed.next_region))
+        self._wake = view.t + self._steps(assessed.upcoming.seconds)
         return Command("spot", self._wake)
 
 

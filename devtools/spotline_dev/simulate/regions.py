@@ -19,9 +19,10 @@ transfer price in the job's cost).
 - `eager-next-region`: SkyPilot's managed-job recovery `EAGER_NEXT_REGION`: spot only, no
   deadline; when preempted, or when a launch finds no capacity for `LAUNCH_TIMEOUT_SECONDS`, it
   moves to the next region in order.
-- `spotline`: the production policy (`SpotlinePolicy`) with the region rule of
-  `spotline.core.regions.choose_region`: it places its spot attempt by the fleet's sightings and
-  moves a stuck one; the copy's time counts in its restart estimate. It never sees capacity
+- `spotline`: the production policy (`SpotlinePolicy`) across regions: it places its spot
+  attempt by the fleet's sightings (`spotline.core.regions.choose_region`, as SubmitTrainingJob
+  does), and `spotline.core.assess.assess` moves a stuck one; the copy's time counts in its
+  restart estimate. It never sees capacity
   directly, only the fleet's record (`View.sighted`, at most `SIGHTING_SECONDS` old) and its own
   waits and interruptions.
 
@@ -40,6 +41,8 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from spotline.core.assess import Assessment
+from spotline.core.observation import FleetRecord
 from spotline.core.regions import GIB, Sighting, choose_region, latest_sightings
 from spotline_dev.simulate.model import SIGHTING_SECONDS, Command, Job, Outcome, Policy, View, simulate
 from spotline_dev.simulate.policies import (
@@ -172,62 +175,63 @@ class EagerNextRegion:
 
 
 class SpotlineAcrossRegions(SpotlinePolicy):
-    """The production policy with `choose_region`: placed by the fleet's sightings, moved when
-    stuck, its restart estimate including the checkpoint copy."""
+    """The production policy across regions: placed by the fleet's sightings (`choose_region`, as
+    SubmitTrainingJob places a first attempt), then `assess` at each check moves a stuck attempt,
+    its restart estimate including the checkpoint copy."""
 
     def __init__(self, job: Job, start: datetime, regions: Sequence[str], checkpoint_bytes: int) -> None:
         super().__init__(job, start)
         self.name = "spotline"
         self.regions = tuple(regions)
         self.checkpoint_bytes = checkpoint_bytes
-        self.own: list[Sighting] = []
-        """What this job saw itself: a wait or an interruption in its region."""
         self.choices: list[str] = []
         """The reason of every region choice, in order."""
 
-    def _sightings(self, view: View) -> dict[str, Sighting]:
+    def fleet(self, view: View) -> FleetRecord:
+        """The fleet's latest sightings (`View.sighted`) and this job's own, and its day's record."""
         seen = self._at(view.t - view.t % max(1, SIGHTING_SECONDS // self.job.step_seconds))
         fleet = [Sighting(region, seen, up) for region, up in zip(self.regions, view.sighted, strict=True)]
-        return latest_sightings([*fleet, *self.own], self._at(view.t))
-
-    def _choose(self, view: View, situation: str) -> Command | None:
-        if situation == "stuck":
-            self.own.append(Sighting(self.regions[view.region], self._at(view.t), False))
-        choice = choose_region(
-            situation="stuck" if situation == "stuck" else "placing",
-            current=self.regions[view.region],
-            allowed=self.regions,
-            sightings=self._sightings(view),
-            restart_seconds=self.overhead,
-            checkpoint_bytes=self.checkpoint_bytes if view.checkpointed else 0,
-            checkpoint_region=self.regions[view.checkpoint_region],
-            stuck_since=self._at(view.phase_since) if situation == "stuck" else None,
-            stuck_seconds=(view.t - view.phase_since) * self.job.step_seconds if situation == "stuck" else 0.0,
-            records=dict(zip(self.regions, view.records, strict=True)),
-            remaining_seconds=view.remaining * self.job.step_seconds,
-            checkpoint_interval_seconds=(self.job.checkpoint or 0) * self.job.step_seconds,
+        now = self._at(view.t)
+        return FleetRecord(
+            latest_sightings([*fleet, *self.own], now), dict(zip(self.regions, view.records, strict=True))
         )
-        self.choices.append(choice.reason)
-        if situation == "placing" or choice.moves:
-            self._wake = view.t + self._steps(FIRST_POLL_SECONDS)
-            self._preemptions = 0
-            return Command("spot", self._wake, region=self.regions.index(choice.region))
-        return None
+
+    def checkpoint_size(self, view: View) -> int:
+        return self.checkpoint_bytes if view.checkpointed else 0
 
     def copy_seconds(self) -> float:
         return self.job.copy * self.job.step_seconds if len(self.regions) > 1 else 0.0
 
+    def assess(self, view: View) -> Assessment:
+        assessed = super().assess(view)
+        if assessed.region_choice is not None:
+            self.choices.append(assessed.region_choice.reason)
+        return assessed
+
+    def _place(self, view: View) -> Command:
+        """The first attempt's region (SubmitTrainingJob's choice)."""
+        fleet = self.fleet(view)
+        choice = choose_region(
+            situation="placing",
+            current=self.regions[view.region],
+            allowed=self.regions,
+            sightings=fleet.latest,
+            restart_seconds=self.overhead,
+            checkpoint_bytes=self.checkpoint_size(view),
+            checkpoint_region=self.regions[view.checkpoint_region],
+            records=fleet.records,
+            remaining_seconds=view.remaining * self.job.step_seconds,
+            checkpoint_interval_seconds=(self.job.checkpoint or 0) * self.job.step_seconds,
+        )
+        self.choices.append(choice.reason)
+        self._wake = view.t + self._steps(FIRST_POLL_SECONDS)
+        self._preemptions = 0
+        return Command("spot", self._wake, region=self.regions.index(choice.region))
+
     def decide(self, view: View) -> Command:
         if view.capacity == "none":
-            placed = self._choose(view, "placing")
-            assert placed is not None
-            return placed
-        command = super().decide(view)
-        if command.capacity == "spot" and self.checked and self.spot_missing:
-            moved = self._choose(view, "stuck")
-            if moved is not None:
-                return moved
-        return command
+            return self._place(view)
+        return super().decide(view)
 
 
 RegionPolicyFactory = Callable[[Job, datetime, Sequence[str], int], Policy]

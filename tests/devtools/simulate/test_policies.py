@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import spotline.core.policy
+import spotline.core.assess
 import spotline_dev.simulate.policies
 from devtools.simulate.fixture_traces import HOUR, START, fixture_logs, flags, job, random_trace
 from spotline_dev.simulate import (
@@ -84,7 +84,7 @@ def test_uniform_progress_catches_up_on_demand_and_goes_back_to_spot() -> None:
 
 
 def test_spotline_asks_the_production_policy_as_the_lambda_does() -> None:
-    assert spotline_dev.simulate.policies.decide is spotline.core.policy.decide
+    assert spotline_dev.simulate.policies.assess is spotline.core.assess.assess  # what CheckTrainingStatus calls
     j = Job.from_seconds(work=4 * HOUR, deadline=8 * HOUR)
     policy = SpotlinePolicy(j, START)
     outcome = simulate(j, flags("1" * j.deadline), policy)

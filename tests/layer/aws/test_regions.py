@@ -166,7 +166,7 @@ def test_a_peer_attempts_checkpoint_is_sized_and_its_progress_read_in_the_peer_r
     }
     listed = _recording(monkeypatch, regions, "prefix_contents")
     monkeypatch.setattr(region_moves, "prefix_contents", regions.prefix_contents)
-    region_moves.copy_seconds(state, here, PEER)
+    region_moves.copy_seconds(regions.allowed_regions(state), here, PEER)
     assert listed == [(here.checkpoint_s3_uri, PEER)]
     read = _recording(monkeypatch, progress, "client")
     checking.progress_of(here, mock.Mock(training_seconds=0), [], PEER)

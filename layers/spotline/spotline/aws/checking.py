@@ -1,9 +1,11 @@
-"""CheckTrainingStatus's work: read Batch, SageMaker and progress.json, then ask the status
-mapping, the deadline policy and the lifecycle rules what they make of it."""
+"""CheckTrainingStatus's work: gather what Batch, SageMaker, S3 and the fleet's record say into an
+`Observation`, ask `spotline.core.assess.assess` what it makes of it, then act on the answer (raise
+the job's priority, record the sighting, publish DeadlineAtRisk) and report it in `$.status`."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -13,80 +15,21 @@ from spotline.aws.clients import client, in_region
 from spotline.aws.observability import add_team_dimension, metrics
 from spotline.aws.progress import read_progress
 from spotline.aws.queue_state import QueueSettings, raise_priority, waiting_jobs
-from spotline.aws.region_moves import copy_seconds, look_elsewhere
+from spotline.aws.region_moves import copy_seconds, fleet_record, note_sighting
 from spotline.aws.regions import allowed_regions, spec_at
 from spotline.aws.reporting import try_publish_alert
 from spotline.aws.spec_store import spec_of
 from spotline.aws.training_plans import candidate_plans
 from spotline.core import links
-from spotline.core.durations import format_duration
+from spotline.core.assess import Assessment, AtRisk, assess, at_risk_due
 from spotline.core.execution_state import MAX_REASON, clip
-from spotline.core.lifecycle import CapacityWait, next_step, within_history_budget
 from spotline.core.model import JobSpec, to_rfc3339
-from spotline.core.policy import (
-    DEFAULT_RESTART_OVERHEAD_SECONDS,
-    Decision,
-    JobClock,
-    decide,
-    describe_work_left,
-    estimate_spread,
-    measured_work_seconds,
-    no_option_left,
-    on_demand_needs,
-    out_of_reach,
-    remaining_work,
-    training_since_checkpoint,
-    work_left_at_best,
-)
-from spotline.core.polling import next_check
-from spotline.core.queue import escalation, queue_wait_now
+from spotline.core.observation import Attempt, History, Observation, QueueLimits, progress_figures
+from spotline.core.policy import JobClock
+from spotline.core.queue import queue_wait_now
 from spotline.core.regions import arn_in_region
-from spotline.core.speeds import fastest_speed, measured_throughputs, primary_throughput, slowest_speed, type_speeds
-from spotline.core.status import (
-    TrainingStatus,
-    earlier_training_job_names,
-    normalize,
-    training_job_name_of,
-    waits_for_capacity,
-)
-from spotline.core.training_plans import fallback_plan, plan_ended, plan_record, plan_step
-from spotline.core.training_request import pending_limit
-
-STARTUP_AFTER_ACQUIRE_SECONDS = 600.0
-"""Image download and start-up after instances are acquired (on top of the measured queue wait)."""
-
-
-def restart_overhead(attempts: list[dict[str, Any]], current_wait: float | None, current_capacity: str) -> float:
-    """What moving to on-demand costs in time: the longest measured on-demand wait for instances
-    plus start-up, else a default. Spot waits are not used: they include waiting for spot
-    capacity, which an on-demand restart does not."""
-    waits = [
-        float(a["finalStatus"]["queueWaitSeconds"])
-        for a in attempts
-        if a.get("capacity") == "on-demand" and (a.get("finalStatus") or {}).get("queueWaitSeconds") is not None
-    ]
-    if current_wait is not None and current_capacity == "on-demand":
-        waits.append(current_wait)
-    return max(waits) + STARTUP_AFTER_ACQUIRE_SECONDS if waits else DEFAULT_RESTART_OVERHEAD_SECONDS
-
-
-def is_spot_missing(status: TrainingStatus, seconds_since_submit: float, overhead: float) -> bool:
-    """Waiting for spot capacity: queued short of it, interrupted, or still starting after the
-    time a start normally takes."""
-    return (
-        status.capacity_short
-        or status.state == "interrupted"
-        or (status.state in ("queued", "starting") and seconds_since_submit > overhead)
-    )
-
-
-def _checkpointed_at(saved: dict[str, Any]) -> datetime | None:
-    """progress.json's updatedAt (when the training code wrote the last checkpoint); None if unreadable."""
-    try:
-        at = datetime.fromisoformat(str(saved["updatedAt"]))
-    except (KeyError, ValueError):
-        return None
-    return at if at.tzinfo else None
+from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
+from spotline.core.training_plans import plan_record
 
 
 def progress_of(
@@ -96,292 +39,79 @@ def progress_of(
     region: str | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """`spec` as the attempt runs in `region` (its checkpoint there). With `now`, a job training
-    since its last checkpoint also gets `estimatedFraction`: the checkpointed fraction plus the
-    seconds trained since (`training_since_checkpoint`) at the measured pace on its type."""
-    saved = read_progress(spec.checkpoint_s3_uri, region)
-    if saved:
-        fraction = min(1.0, saved["step"] / saved["totalSteps"])
-        measured = measured_work_seconds(fraction, saved.get("trainingSeconds"))
-        by_type = saved.get("byInstanceType") if isinstance(saved.get("byInstanceType"), dict) else None
-        if spec.alternatives and (throughput := primary_throughput(spec, measured_throughputs(by_type))):
-            measured = saved["totalSteps"] / throughput  # in seconds on the primary type
-        speeds = [s.to_dict() for s in type_speeds(spec, by_type)] if spec.alternatives else None
-        since = 0.0
-        if now is not None and status.state == "training" and status.secondary_status == "Training":
-            interval = spec.checkpoint_interval_minutes * 60.0
-            since = training_since_checkpoint(now, _checkpointed_at(saved), status.state_since, interval)
-        work = measured or spec.expected_duration_seconds or spec.max_runtime_seconds  # on the primary type
-        speed = next((float(s["speed"]) for s in speeds or [] if s["instanceType"] == status.instance_type), 1.0)
-        return {
-            "fraction": fraction,
-            "step": saved["step"],
-            "totalSteps": saved["totalSteps"],
-            "source": "progress.json",
-            "trainingSeconds": saved.get("trainingSeconds"),
-            "estimatedWorkSeconds": round(measured) if measured is not None else None,
-            "speeds": speeds,
-            "trainingSinceCheckpointSeconds": int(since),
-            "estimatedFraction": min(1.0, fraction + since * speed / work) if work else fraction,
-        }
-    total = spec.expected_duration_seconds or spec.max_runtime_seconds
-    # Without checkpoints, earlier attempts' work is lost: Spotline's and Batch's own retries alike.
-    trained = status.attempt_training_seconds
-    if spec.checkpoint_s3_uri:
-        trained = status.training_seconds
-        trained += sum(int((a.get("finalStatus") or {}).get("trainingSeconds", 0)) for a in previous)
-    return {
-        "fraction": min(1.0, trained / total) if total else 0.0,
-        "step": None,
-        "totalSteps": None,
-        "source": "training time (no progress.json yet)",
-        "trainingSeconds": None,
-        "estimatedWorkSeconds": None,
-        "speeds": [s.to_dict() for s in type_speeds(spec, None)] if spec.alternatives else None,
-        "trainingSinceCheckpointSeconds": None,
-        "estimatedFraction": None,
-    }
+    """`spec` as the attempt runs in `region` (its checkpoint there): progress.json read there, in figures."""
+    attempts = tuple(_attempt(a) for a in previous)
+    return progress_figures(spec, status, read_progress(spec.checkpoint_s3_uri, region), attempts, now)
 
 
-def _raise_priority_if_at_risk(
-    spec: JobSpec,
-    status: TrainingStatus,
+# --- the execution state in, the status out ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What the check reads of the execution state."""
+
+    spec: JobSpec
+    job_id: str
+    history: History
+    regions: tuple[str, ...]
+    excluded: tuple[dict[str, str], ...]
+
+
+def _when(value: Any) -> datetime | None:
+    return datetime.fromisoformat(str(value)) if value else None
+
+
+def _attempt(training: dict[str, Any]) -> Attempt:
+    final = training.get("finalStatus") or {}
+    wait = final.get("queueWaitSeconds")
+    return Attempt(
+        capacity=training.get("capacity"),  # type: ignore[arg-type]
+        instance_type=training.get("instanceType"),
+        submitted_at=_when(training.get("submittedAt")),
+        queue_wait_seconds=float(wait) if wait is not None else None,
+        training_seconds=int(final.get("trainingSeconds") or 0),
+        plan_usable_until=_when((training.get("trainingPlan") or {}).get("usableUntil")),
+    )
+
+
+def _history(state: dict[str, Any], execution_arn: str) -> History:
+    training, status = state["training"], state.get("status") or {}
+    return History(
+        current=_attempt(training),
+        previous=tuple(_attempt(a) for a in training.get("previousAttempts", [])),
+        checks=int(status.get("checks") or 0),
+        at_risk=status.get("deadlineAtRisk"),
+        seed=f"{execution_arn}:{training.get('attempt')}",
+    )
+
+
+def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
+    excluded = ((state.get("resources") or {}).get("regions") or {}).get("excluded") or []
+    return _Run(
+        spec=spec_of(state),
+        job_id=state["training"]["jobId"],
+        history=_history(state, execution_arn),
+        regions=tuple(allowed_regions(state)),
+        excluded=tuple(excluded),
+    )
+
+
+def _status_of(
+    run: _Run,
+    assessed: Assessment,
     *,
-    batch_job: dict[str, Any],
-    decision: Decision,
-    settings: QueueSettings,
-    in_queue_for: timedelta,
-    region: str,
-) -> dict[str, Any] | None:
-    """Raise a queued job's priority before its deadline forces on-demand (`spotline.core.queue`)."""
-    max_priority = settings.max_priority(spec.team)
-    if decision.verdict != "continue" or max_priority is None:
-        return None
-    raised = escalation(
-        status,
-        current_priority=int(batch_job.get("schedulingPriority") or spec.priority),
-        max_priority=max_priority,
-        slack_seconds=decision.slack_seconds,
-        waited_seconds=max(0.0, in_queue_for.total_seconds()),
-    )
-    if raised is None:
-        return None
-    job_links = links.for_job(
-        region, execution_arn=None, training_job_name=status.training_job_name, batch_job_id=batch_job["jobId"]
-    )
-    notified = raise_priority(batch_job["jobId"], spec, raised, settings, job_links)
-    return raised.to_dict() | {"notified": notified}
-
-
-def _priority_next(
-    spec: JobSpec,
-    batch_job: dict[str, Any],
-    decision: Decision,
-    raised: dict[str, Any] | None,
-    settings: QueueSettings,
-) -> int:
-    """The job's priority from now on: as raised; the team's maximum for an on-demand fallback
-    forced by the deadline (it must not wait behind lower-priority work); else as it is."""
-    current = int(batch_job.get("schedulingPriority") or spec.priority)
-    if raised:
-        return int(raised["to"])
-    if decision.verdict == "switch-to-on-demand":
-        return max(current, settings.max_priority(spec.team) or current)
-    return current
-
-
-def capacity_wait_seconds(status: TrainingStatus, submitted: datetime, now: datetime) -> float:
-    """How long the attempt has waited for capacity of its type so far (0 when not waiting)."""
-    if not (status.capacity_short or waits_for_capacity(status.state, status.reason)):
-        return 0.0
-    since = status.state_since if status.state_since and status.state == "starting" else submitted
-    return max(0.0, (now - since).total_seconds())
-
-
-def _tried(spec: JobSpec, state: dict[str, Any], status: TrainingStatus) -> str:
-    """Each attempt's tier and type (an on-demand one not yet selected: every type it asked for)."""
-    training = state["training"]
-    current = {**training, "instanceType": status.instance_type or training.get("instanceType")}
-    any_type = "/".join(option.instance_type for option in spec.instance_options)
-
-    def where(attempt: dict[str, Any]) -> str:
-        fallback = any_type if attempt.get("capacity") == "on-demand" else spec.instance_type
-        return f"{attempt.get('capacity')} on {attempt.get('instanceType') or fallback}"
-
-    return ", ".join(where(a) for a in [*training.get("previousAttempts", []), current])
-
-
-def deadline_at_risk(
-    spec: JobSpec,
-    state: dict[str, Any],
-    clock: JobClock,
-    status: TrainingStatus,
-    *,
-    settings: QueueSettings,
-    links_: dict[str, str],
-) -> dict[str, Any] | None:
-    """DeadlineAtRisk, once per run, as soon as no capacity tier can meet the deadline while it is
-    still ahead: cause, what was tried, what is left. Returns the notice kept in the state."""
-    earlier = (state.get("status") or {}).get("deadlineAtRisk")
-    running = status.state == "training"
-    if earlier or status.finished or not no_option_left(clock, running=running):
-        return earlier or None
-    tried = _tried(spec, state, status)
-    left = (clock.deadline - clock.now).total_seconds() if clock.deadline else 0.0
-    work = work_left_at_best(clock, running=running)
-    spread = work * estimate_spread(clock)
-    cause = (
-        f"{format_duration(left)} left before the deadline; {describe_work_left(clock, running=running)}"
-        f"{'' if running else ', plus a restart'}: even at best it ends after the deadline, on any capacity "
-        f"(tried: {tried})"
-    )
-    # The metric's record carries how sure the work left is (searchable in Logs Insights).
-    add_team_dimension(spec.team)
-    metrics.add_metric(name="DeadlinesAtRisk", unit=MetricUnit.Count, value=1)
-    metrics.add_metadata("workLeftSeconds", round(work))
-    metrics.add_metadata("workLeftSpreadSeconds", round(spread))
-    metrics.add_metadata("workLeftEstimated", clock.pace_measured_seconds > 0)
-    notified = bool(settings.alert_topic_arn) and try_publish_alert(
-        str(settings.alert_topic_arn),
-        kind="DeadlineAtRisk",
-        team=spec.team,
-        job=spec.name,
-        owner=spec.owner,
-        what="Spotline can no longer meet a training job's deadline on any capacity.",
-        cause=cause,
-        next_step="Decide now: move the deadline, or accept a late model (the job keeps going on "
-        f"{clock.capacity}); a job that has no capacity at its deadline is stopped (CapacityUnavailable). "
-        "The work left is the figure in Why, with how sure it is; docs/runbook.md, DeadlineAtRisk.",
-        links_=links_,
-    )
+    escalation: dict[str, Any] | None,
+    at_risk: dict[str, Any] | None,
+    job_links: dict[str, str],
+    now: datetime,
+) -> dict[str, Any]:
+    """`$.status`: the attempt's status, the decision and what happens next."""
+    status, decision, step, plan = assessed.status, assessed.decision, assessed.step, assessed.plan
+    queue_wait = assessed.queue_wait_seconds
     return {
-        "at": to_rfc3339(clock.now),
-        "cause": clip(cause, MAX_REASON),
-        "notified": notified,
-        "workLeftSeconds": round(work),
-        "workLeftSpreadSeconds": round(spread),
-        "workLeftEstimated": clock.pace_measured_seconds > 0,
-    }
-
-
-def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
-    """The status of the run's current attempt, read in the region it runs in (`region`: home)."""
-    where = state["training"].get("region") or region
-    with in_region(where if where != region else None):
-        return _check(state, execution_arn=execution_arn, now=now, where=where)
-
-
-def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: str) -> dict[str, Any]:
-    spec = spec_of(state)
-    here = spec_at(spec, where)
-    training = state["training"]
-    previous: list[dict[str, Any]] = training.get("previousAttempts", [])
-    batch_job = client("batch").describe_service_job(jobId=training["jobId"])
-    # Batch's status decides whether the job has ended; the SageMaker jobs of its attempts (one
-    # per Batch retry) give the figures.
-    earlier = [described for n in earlier_training_job_names(batch_job) if (described := describe_training_job(n))]
-    status = normalize(batch_job, describe_training_job(training_job_name_of(batch_job)), now, earlier)
-    submitted = datetime.fromisoformat(training["submittedAt"])
-    first_submitted = datetime.fromisoformat(previous[0]["submittedAt"]) if previous else submitted
-    queue_wait = (status.started_at - submitted).total_seconds() if status.started_at else None
-    capacity = training["capacity"]
-    settings = QueueSettings.from_environment()
-    queue = arn_in_region(settings.job_queue, where) if settings.job_queue else None
-    wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
-    overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
-    progress = progress_of(here, status, previous, where, now)
-    copy, size = copy_seconds(state, here, where) if capacity == "spot" else (0.0, 0)
-    since_submit = (now - submitted).total_seconds()
-    clock = JobClock(
-        now=now,
-        started_at=first_submitted,
-        deadline=spec.deadline_at,
-        total_work_seconds=float(
-            progress["estimatedWorkSeconds"] or spec.expected_duration_seconds or spec.max_runtime_seconds
-        )
-        / slowest_speed(progress),
-        fastest_speed=fastest_speed(progress) / slowest_speed(progress),
-        progress=progress["fraction"],
-        capacity="spot" if capacity == "spot" else "on-demand",  # a plan's attempt never goes back to spot
-        spot_missing=is_spot_missing(status, since_submit, overhead),
-        restart_overhead_seconds=overhead + copy,  # a move to another region copies the checkpoint first
-        queue_wait_seconds=wait_now,
-        work_measured=progress["estimatedWorkSeconds"] is not None,
-        trained_since_checkpoint=(progress["estimatedFraction"] or progress["fraction"]) - progress["fraction"],
-        since_checkpoint_seconds=float(progress["trainingSinceCheckpointSeconds"] or 0),
-        pace_measured_seconds=float(progress["trainingSeconds"] or 0) if progress["estimatedWorkSeconds"] else 0.0,
-        checkpoint_interval_seconds=spec.checkpoint_interval_minutes * 60.0,
-    )
-    decision = decide(clock)
-    raised = _raise_priority_if_at_risk(
-        spec,
-        status,
-        batch_job=batch_job,
-        decision=decision,
-        settings=settings,
-        in_queue_for=now - submitted,
-        region=where,
-    )
-    spot_attempts = sum(1 for a in [*previous, training] if a["capacity"] == "spot")
-    wait = CapacityWait(
-        instance_type=status.instance_type or training.get("instanceType") or spec.instance_type,
-        waited_seconds=capacity_wait_seconds(status, submitted, now),
-        deadline_passed=spec.deadline_at is not None and now >= spec.deadline_at,
-        plan_ended=plan_ended(training, now),
-        on_demand_attempts=sum(1 for a in [*previous, training] if a["capacity"] == "on-demand"),
-    )
-    checks = int((state.get("status") or {}).get("checks") or 0) + 1
-    step = within_history_budget(
-        next_step(
-            spec,
-            status,
-            capacity=capacity,
-            spot_attempts=spot_attempts,
-            decision=decision,
-            seed=f"{execution_arn}:{training['attempt']}",
-            wait=wait,
-        ),
-        checks,
-    )
-    step, region_choice, next_region = look_elsewhere(
-        state,
-        spec,
-        status,
-        clock,
-        step,
-        where=where,
-        execution=execution_arn,
-        size=size,
-        restart_seconds=overhead,
-    )
-    plan = None
-    if step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:
-        plan = fallback_plan(
-            spec,
-            candidate_plans(spec, settings.team_policy(spec.team), allowed_regions(state)),
-            now,
-            min_seconds=on_demand_needs(clock),
-        )
-        if plan is not None:
-            step = plan_step(step, plan)
-    # Only a job that may still move to on-demand has a moment of its own to look again at.
-    upcoming = next_check(
-        status,
-        expected_duration=spec.expected_duration_seconds,
-        slack_seconds=decision.slack_seconds,
-        may_switch=capacity == "spot" and spec.strategy == "spot-first" and not out_of_reach(clock),
-    )
-    job_links = links.for_job(
-        where,
-        execution_arn=execution_arn,
-        training_job_name=status.training_job_name,
-        batch_job_id=training["jobId"],
-    )
-    at_risk = deadline_at_risk(spec, state, clock, status, settings=settings, links_=job_links)
-    left = (spec.deadline_at - now).total_seconds() if spec.deadline_at else None
-    return {
-        "jobId": training["jobId"],
-        "instanceType": status.instance_type or training.get("instanceType"),  # None until SageMaker selects it
+        "jobId": run.job_id,
+        "instanceType": status.instance_type or run.history.current.instance_type,  # None until SageMaker selects it
         "state": status.state,
         "finished": status.finished,
         "reasonClass": status.reason_class,
@@ -396,34 +126,148 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
         "capacityShort": status.capacity_short,
         "queueWaitSeconds": int(queue_wait) if queue_wait is not None else None,
         "endedAt": to_rfc3339(status.ended_at) if status.ended_at else None,
-        "progress": progress,
+        "progress": assessed.progress,
         "decision": {
             "verdict": decision.verdict,
             "reason": decision.reason,
             "slackSeconds": int(decision.slack_seconds) if decision.slack_seconds is not None else None,
-            "restartOverheadSeconds": int(overhead),
-            "queueWaitNowSeconds": int(wait_now),
-            "priority": _priority_next(spec, batch_job, decision, raised, settings),
-            "escalation": raised,
+            "restartOverheadSeconds": int(assessed.restart_overhead_seconds),
+            "queueWaitNowSeconds": int(assessed.queue_wait_now_seconds),
+            "priority": assessed.priority,
+            "escalation": escalation,
         },
         "action": step.action,
         "explanation": step.explanation,
         "nextCapacity": step.next_capacity,
         "nextInstanceType": step.next_instance_type,
-        "nextRegion": next_region,
-        "regionChoice": region_choice,
+        "nextRegion": assessed.next_region,
+        "regionChoice": assessed.region_choice.to_dict() if assessed.region_choice else None,
         "nextTrainingPlan": plan_record(plan) if plan else None,
-        # An on-demand fallback may look for capacity as long as the deadline leaves after the work.
-        "maxPendingSeconds": pending_limit(left - remaining_work(clock) - STARTUP_AFTER_ACQUIRE_SECONDS)
-        if left is not None and step.next_capacity == "on-demand"
-        else None,
-        "capacityWaitSeconds": int(wait.waited_seconds),
+        "maxPendingSeconds": assessed.max_pending_seconds,
+        "capacityWaitSeconds": int(assessed.capacity_wait_seconds),
         "deadlineAtRisk": at_risk,
         "backoffSeconds": step.backoff_seconds,
         "finishReason": step.finish_reason,
         "checkedAt": to_rfc3339(now),
-        "nextPollSeconds": upcoming.seconds,
-        "nextCheckReason": upcoming.reason,
-        "checks": checks,
+        "nextPollSeconds": assessed.upcoming.seconds,
+        "nextCheckReason": assessed.upcoming.reason,
+        "checks": assessed.checks,
         "links": job_links,
     }
+
+
+# --- gather, assess, act ------------------------------------------------------------------------
+
+
+def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
+    """The status of the run's current attempt, read in the region it runs in (`region`: home)."""
+    where = state["training"].get("region") or region
+    with in_region(where if where != region else None):
+        return _check(state, execution_arn=execution_arn, now=now, where=where)
+
+
+def _gather(
+    run: _Run, here: JobSpec, settings: QueueSettings, *, where: str, now: datetime
+) -> tuple[Observation, dict[str, Any]]:
+    """What AWS says of the attempt, and its Batch job."""
+    batch_job = client("batch").describe_service_job(jobId=run.job_id)
+    # Batch's status decides whether the job has ended; the SageMaker jobs of its attempts (one
+    # per Batch retry) give the figures.
+    earlier = [described for n in earlier_training_job_names(batch_job) if (described := describe_training_job(n))]
+    status = normalize(batch_job, describe_training_job(training_job_name_of(batch_job)), now, earlier)
+    queue = arn_in_region(settings.job_queue, where) if settings.job_queue else None
+    wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
+    saved = read_progress(here.checkpoint_s3_uri, where)
+    spot = run.history.current.capacity == "spot"
+    copy, size = copy_seconds(run.regions, here, where) if spot else (0.0, 0)
+    observation = Observation(
+        status=status,
+        region=where,
+        priority=batch_job.get("schedulingPriority"),
+        queue_wait_now_seconds=wait_now,
+        progress=saved,
+        copy_seconds=copy,
+        checkpoint_bytes=size,
+        regions=run.regions,
+        excluded=run.excluded,
+    )
+    return observation, batch_job
+
+
+def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: str) -> dict[str, Any]:
+    run = _read_state(state, execution_arn)
+    spec, here = run.spec, spec_at(run.spec, where)
+    settings = QueueSettings.from_environment()
+    observation, batch_job = _gather(run, here, settings, where=where, now=now)
+    limits = QueueLimits(settings.max_priority(spec.team))
+    assessed = assess(here, observation, run.history, limits, now)
+    if assessed.sighting is not None:
+        note_sighting(assessed.sighting, execution_arn)
+    if assessed.needs:  # the fleet's record or the training plans: read only when the decision needs them
+        if "fleet" in assessed.needs:
+            observation = replace(observation, fleet=fleet_record(run.regions, assessed.instance_type, now))
+        if "plans" in assessed.needs:
+            plans = candidate_plans(spec, settings.team_policy(spec.team), run.regions)
+            observation = replace(observation, plans=tuple(plans))
+        assessed = assess(here, observation, run.history, limits, now)
+    status = assessed.status
+    escalation = None
+    if assessed.escalation is not None:  # raised before its deadline forces on-demand (`spotline.core.queue`)
+        raise_links = links.for_job(
+            where, execution_arn=None, training_job_name=status.training_job_name, batch_job_id=batch_job["jobId"]
+        )
+        notified = raise_priority(batch_job["jobId"], spec, assessed.escalation, settings, raise_links)
+        escalation = assessed.escalation.to_dict() | {"notified": notified}
+    job_links = links.for_job(
+        where, execution_arn=execution_arn, training_job_name=status.training_job_name, batch_job_id=run.job_id
+    )
+    at_risk: dict[str, Any] | None = None
+    if assessed.at_risk is not None:
+        at_risk = _publish_at_risk(spec, assessed.at_risk, assessed.clock, settings=settings, links_=job_links)
+    elif run.history.at_risk:
+        at_risk = dict(run.history.at_risk)
+    return _status_of(run, assessed, escalation=escalation, at_risk=at_risk, job_links=job_links, now=now)
+
+
+def _publish_at_risk(
+    spec: JobSpec, due: AtRisk, clock: JobClock, *, settings: QueueSettings, links_: dict[str, str]
+) -> dict[str, Any]:
+    """Count DeadlineAtRisk, page the team; the notice kept in the state."""
+    # The metric's record carries how sure the work left is (searchable in Logs Insights).
+    add_team_dimension(spec.team)
+    metrics.add_metric(name="DeadlinesAtRisk", unit=MetricUnit.Count, value=1)
+    metrics.add_metadata("workLeftSeconds", round(due.work_left_seconds))
+    metrics.add_metadata("workLeftSpreadSeconds", round(due.spread_seconds))
+    metrics.add_metadata("workLeftEstimated", due.estimated)
+    notified = bool(settings.alert_topic_arn) and try_publish_alert(
+        str(settings.alert_topic_arn),
+        kind="DeadlineAtRisk",
+        team=spec.team,
+        job=spec.name,
+        owner=spec.owner,
+        what="Spotline can no longer meet a training job's deadline on any capacity.",
+        cause=due.cause,
+        next_step="Decide now: move the deadline, or accept a late model (the job keeps going on "
+        f"{clock.capacity}); a job that has no capacity at its deadline is stopped (CapacityUnavailable). "
+        "The work left is the figure in Why, with how sure it is; docs/runbook.md, DeadlineAtRisk.",
+        links_=links_,
+    )
+    return due.record(notified)
+
+
+def deadline_at_risk(
+    spec: JobSpec,
+    state: dict[str, Any],
+    clock: JobClock,
+    status: TrainingStatus,
+    *,
+    settings: QueueSettings,
+    links_: dict[str, str],
+) -> dict[str, Any] | None:
+    """DeadlineAtRisk, once per run (`spotline.core.assess.at_risk_due`), sent when due. Returns
+    the notice kept in the state."""
+    history = _history(state, "")
+    due = at_risk_due(spec, history, clock, status)
+    if due is None:
+        return dict(history.at_risk) if history.at_risk else None
+    return _publish_at_risk(spec, due, clock, settings=settings, links_=links_)
