@@ -210,13 +210,29 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
             plans = candidate_plans(spec, settings.team_policy(spec.team), run.regions)
             observation = replace(observation, plans=tuple(plans))
         assessed = assess(here, observation, run.history, limits, now)
-    status = assessed.status
+    return _act(
+        run, assessed, settings, batch_job_id=batch_job["jobId"], execution_arn=execution_arn, where=where, now=now
+    )
+
+
+def _act(
+    run: _Run,
+    assessed: Assessment,
+    settings: QueueSettings,
+    *,
+    batch_job_id: str,
+    execution_arn: str,
+    where: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """Raise the job's priority and publish DeadlineAtRisk when the assessment says so; `$.status`."""
+    spec, status = run.spec, assessed.status
     escalation = None
     if assessed.escalation is not None:  # raised before its deadline forces on-demand (`spotline.core.queue`)
         raise_links = links.for_job(
-            where, execution_arn=None, training_job_name=status.training_job_name, batch_job_id=batch_job["jobId"]
+            where, execution_arn=None, training_job_name=status.training_job_name, batch_job_id=batch_job_id
         )
-        notified = raise_priority(batch_job["jobId"], spec, assessed.escalation, settings, raise_links)
+        notified = raise_priority(batch_job_id, spec, assessed.escalation, settings, raise_links)
         escalation = assessed.escalation.to_dict() | {"notified": notified}
     job_links = links.for_job(
         where, execution_arn=execution_arn, training_job_name=status.training_job_name, batch_job_id=run.job_id
