@@ -25,13 +25,14 @@ export AWS_DEFAULT_REGION ?= us-east-1
 TRACES ?= $(abspath ../shared/data/spot-availability)
 PAPER_TRACES ?= $(abspath ../shared/data/spot-traces/availability/1-node)
 
-.PHONY: help venv lock example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit test sandbox bench asl clean
+.PHONY: help venv lock example-venv checkov-venv lint typecheck architecture template checkov build docs docs-build unit unit-fast test sandbox bench asl clean
 
 help:
 	@echo "make venv      create .venv (Python 3.13) with every package of uv.lock (uv sync)"
 	@echo "make lock      after a dependency change in pyproject.toml: uv.lock and the layer's requirements.txt"
 	@echo "make test      lint, typecheck, template checks, checkov, sam build, pytest (what CI runs)"
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
+	@echo "make unit-fast the unit tests alone (no local stack, no scenario, no contract): the loop while coding"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
 	@echo "make architecture  import-linter: the core stays pure, the layer never imports devtools, no import cycles"
 	@echo "make docs      serve the documentation site (mkdocs) at http://127.0.0.1:8000; make docs-build: build it (strict)"
@@ -116,6 +117,10 @@ BYTECODE := $(BIN)/python -m compileall -q layers/spotline/spotline devtools/spo
 unit: $(STAMP) $(EXAMPLE_STAMP)
 	@$(BYTECODE)
 	$(BIN)/pytest --numprocesses=auto --dist=worksteal
+
+# The fast loop: the tests marked unit (tests/kinds.py marks every test by kind).
+unit-fast: $(STAMP) $(EXAMPLE_STAMP)
+	$(BIN)/pytest -m unit --numprocesses=auto --dist=worksteal
 
 # The documentation site (docs/, mkdocs.yml). --strict: a broken link, anchor or page missing
 # from the nav fails the build. (Material 9.8 prints a notice about MkDocs 2.0 on every build.)

@@ -20,6 +20,7 @@ for _name, _value in powertools_environment().items():  # before anything import
     os.environ.setdefault(_name, _value)
 
 from builders import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, spec_of  # noqa: E402
+from kinds import KINDS, kind_of  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
 from spotline.core.team_ownership import shared_with_each_other  # noqa: E402
 from spotline_dev.local.handles import LocalStack  # noqa: E402
@@ -31,6 +32,16 @@ from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
 pytest_plugins = ["permission_coverage"]  # every function's calls checked against its role, suite-wide
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks each test with its kind (tests/kinds.py), unless it says its own: `pytest -m unit`
+    is the fast loop (`make unit-fast`), `-m "not scenario"` leaves out the sandbox replays."""
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in KINDS) or not isinstance(item, pytest.Function):
+            continue
+        fixtures = [definitions[-1].func for definitions in item._fixtureinfo.name2fixturedefs.values() if definitions]
+        item.add_marker(kind_of(item.path, [item.obj, *fixtures]))
 
 
 def example_spec() -> JobSpec:

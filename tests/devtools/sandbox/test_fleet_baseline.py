@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from conftest import EXAMPLE_MANIFEST
+from builders import example_text
 from spotline_dev.sandbox.fleet_baseline import run_plain_batch
 from spotline_dev.sandbox.scenario import load_scenario
 
@@ -13,9 +13,7 @@ from spotline_dev.sandbox.scenario import load_scenario
 def test_plain_batch_waits_out_a_capacity_gap_on_spot_and_misses_the_deadline_spotline_keeps(tmp_path: Path) -> None:
     manifest = tmp_path / "hotfix.yaml"
     manifest.write_text(
-        EXAMPLE_MANIFEST.read_text()
-        .replace("expectedDuration: 8h", "expectedDuration: 4h")
-        .replace("maxWait: 36h", "maxWait: 48h")
+        example_text(("expectedDuration: 8h", "expectedDuration: 4h"), ("maxWait: 36h", "maxWait: 48h"))
     )
     scenario = tmp_path / "gap.yaml"
     scenario.write_text(
