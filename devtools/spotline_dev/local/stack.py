@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import random
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -26,6 +27,7 @@ from moto import mock_aws
 from moto.moto_api._internal import mock_random
 from moto.moto_api._internal.moto_random import MotoRandom
 from moto.s3 import models as moto_s3_models
+from moto.stepfunctions.parser.asl.component.common.retry import jitter_strategy_decl
 from moto.utilities.utils import get_partition
 
 from spotline.aws import clients as spotline_aws
@@ -214,6 +216,9 @@ def start_local_stack(
         share_botocore_data(exits)
         skip_repeated_botocore_work(exits)
         exits.enter_context(mock.patch.object(moto_s3_models, "random", _OwnVersionIds(seed)))
+        # A Retrier's "JitterStrategy": "FULL" draws its wait from the global random module: seeded
+        # here, so a replay's retry waits (hence its times and cost) are the same every time.
+        exits.enter_context(mock.patch.object(jitter_strategy_decl, "random", random.Random(seed)))
         physical: dict[str, str] = {}
         boto3.setup_default_session()  # moto cleared it; handlers' clients come from this session
         session = boto3._get_default_session()

@@ -4,6 +4,7 @@ execution ends, and what the scenario leaves running."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST, ROOT, upload
 from spotline_dev.cli import main as cli_main
+from spotline_dev.local import stack as local_stack
 from spotline_dev.local.executions import STATUS_CHANGE
 from spotline_dev.local.handles import LocalStack
 from spotline_dev.local.template import load_template, resources_of_type
@@ -220,6 +222,23 @@ def test_status_check_faults_fail_the_task_with_the_injected_error() -> None:
         # on; exactly that job is left running.
         (job,) = left
         assert (job["execution"], job["trainingStatus"]) == (run["name"], "InProgress")
+
+
+def test_a_replay_with_retries_is_the_same_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retries' FULL jitter draws its waits at random (moto's Retrier): seeded per stack, two
+    replays of the scenario (as two `spotline sandbox` processes would run it, each its process's
+    first stack) show the same times, lost work and cost (they differed before)."""
+    scenario = load_scenario(SCENARIOS / "status-check-faults.yaml")
+    summaries = []
+    for _ in range(2):
+        monkeypatch.setattr(local_stack, "_STACKS_STARTED", itertools.count())
+        summaries.append(run_scenario(scenario))
+    first, second = summaries
+    for summary in (first, second):
+        summary.pop("wallSeconds", None)  # and each history's wall-clock timestamps and task tokens:
+        for run in summary["executions"]:
+            run.pop("history")
+    assert first == second
 
 
 # --- scenario validation ----------------------------------------------------------------------
