@@ -139,9 +139,9 @@ def _task(machine: str, name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("machine", "task"), list(SELECTED))
 def test_each_result_selector_keeps_its_record_s_keys_and_writes_its_section(machine: str, task: str) -> None:
-    """The keys a record leaves out of the state (`omit_none`: the handler's answer only, such as
+    """The keys a record leaves out of the state (`answer_only`: the handler's answer only, such as
     CheckTrainingStatus' `jobId`) aside, a Task's ResultSelector keeps the record's keys, in its order."""
     record, state = SELECTED[(machine, task)], _task(machine, task)
     kept = [k.removesuffix(".$") for k in state["ResultSelector"]]
-    assert kept == [k.name for _, k in keys_of(record) if not k.omit_none]
+    assert kept == [k.name for _, k in keys_of(record) if not k.answer_only]
     assert state["ResultPath"] == record.SECTION

@@ -2,11 +2,23 @@
 
 A Lambda Task `keeps` its section's keys: its ResultSelector, `builder.result_selector(keys)`,
 is `{"<key>.$": "$.Payload.<key>"}` for each key, in this order, and nothing else of the Lambda's
-answer reaches the state. A key the handler returns but its section does not list here is
-dropped before the next step reads it. (These tuples are where the fields of the typed records
-of the execution state plug in.)"""
+answer reaches the state. A section with a typed record (`spotline.core.state`) keeps its record's
+fields (`state_keys`): deleting a field changes the ResultSelector, and the test that holds the
+committed files to a fresh build fails until they are built again. The sections without a record
+yet list their keys here."""
 
 from __future__ import annotations
+
+from spotline.core.state import (
+    ContinuedAs,
+    Fallback,
+    Outcome,
+    RunStatus,
+    Scoring,
+    ScoringOutcome,
+    Training,
+    state_keys,
+)
 
 # The training lifecycle (statemachines/training_lifecycle.asl.json).
 
@@ -22,91 +34,31 @@ RESOURCES_KEYS = ("valid", "problems", "summary", "regions", "subnets")
 LIVE_RUNS_KEYS = ("clear", "problems", "summary", "found")
 """$.liveRuns, from CheckNoLiveJob."""
 
-TRAINING_KEYS = (
-    "attempt",
-    "capacity",
-    "instanceType",
-    "trainingPlan",
-    "jobId",
-    "jobArn",
-    "jobName",
-    "region",
-    "regionChoice",
-    "checkpointCopy",
-    "submittedAt",
-    "firstPollSeconds",
-    "links",
-    "previousAttempts",
-)
+TRAINING_KEYS = tuple(state_keys(Training))
 """$.training, from SubmitTrainingJob: the attempt running now."""
 
-STATUS_KEYS = (
-    "state",
-    "finished",
-    "reasonClass",
-    "reason",
-    "batchStatus",
-    "secondaryStatus",
-    "trainingJobName",
-    "instanceType",
-    "trainingSeconds",
-    "billableSeconds",
-    "interruptions",
-    "preemptions",
-    "capacityShort",
-    "queueWaitSeconds",
-    "endedAt",
-    "progress",
-    "decision",
-    "action",
-    "explanation",
-    "nextCapacity",
-    "nextInstanceType",
-    "nextRegion",
-    "regionChoice",
-    "nextTrainingPlan",
-    "maxPendingSeconds",
-    "capacityWaitSeconds",
-    "deadlineAtRisk",
-    "backoffSeconds",
-    "finishReason",
-    "checkedAt",
-    "nextPollSeconds",
-    "nextCheckReason",
-    "checks",
-    "links",
-)
+STATUS_KEYS = tuple(state_keys(RunStatus))
 """$.status, from CheckTrainingStatus: the job's status, the decision and the next step."""
 
-CONTINUED_AS_KEYS = ("executionName", "executionArn", "retagged")
+CONTINUED_AS_KEYS = tuple(state_keys(ContinuedAs))
 """$.continuedAs, from ContinueInNewExecution."""
 
-FALLBACK_KEYS = ("jobId", "capacity", "terminated", "reason", "at", "notified")
+FALLBACK_KEYS = tuple(state_keys(Fallback))
 """$.fallback, from StopSpotJob."""
 
 JOBS_STOPPED_KEYS = ("stopped", "checked", "at")
 """$.cleanup (StopTrainingJobAfterError) and $.capacityCleanup (StopJobWithoutCapacity), both from
 StopExecutionJobs."""
 
-OUTCOME_KEYS = ("name", "succeeded", "cause", "next_step", "figures", "report", "notified")
+OUTCOME_KEYS = tuple(state_keys(Outcome))
 """$.outcome, from RecordOutcome."""
 
 # The scoring run (statemachines/scoring_run.asl.json).
 
-SCORING_KEYS = ("plan", "run")
+SCORING_KEYS = tuple(state_keys(Scoring))
 """$.scoring, from PlanScoringRun and AdvanceScoringRun."""
 
-SCORING_OUTCOME_KEYS = (
-    "windowMet",
-    "windowEnd",
-    "finishedAt",
-    "durationSeconds",
-    "marginSeconds",
-    "instances",
-    "recordsPerSecond",
-    "failedShards",
-    "report",
-)
+SCORING_OUTCOME_KEYS = tuple(state_keys(ScoringOutcome))
 """$.outcome, from RecordScoringRun."""
 
 TRANSFORM_JOBS_STOPPED_KEYS = ("stopped",)

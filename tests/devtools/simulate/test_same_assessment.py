@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from state_samples import status_state, training_state
 
 from spotline.aws import checking
 from spotline.aws.queue_state import QueueSettings
@@ -61,14 +62,18 @@ def _state(observation: Observation, history: History) -> dict[str, Any]:
     """The execution state the Lambda would be handed at that check."""
     assert history.current.submitted_at is not None and not history.previous
     return {
-        "training": {
-            "jobId": "job-1",
-            "capacity": history.current.capacity,
-            "submittedAt": to_rfc3339(history.current.submitted_at),
-            "attempt": 1,
-            "region": observation.region,
-        },
-        "status": {"checks": history.checks},
+        "training": training_state(
+            jobId="job-1",
+            capacity=history.current.capacity,
+            instanceType=None,
+            trainingPlan=None,
+            submittedAt=to_rfc3339(history.current.submitted_at),
+            attempt=1,
+            region=observation.region,
+            previousAttempts=[],
+        ),
+        # the last check before this one (its checks count, no DeadlineAtRisk sent); none before the first
+        "status": status_state(checks=history.checks, deadlineAtRisk=None) if history.checks else {},
         "resources": {"regions": {"allowed": list(observation.regions)}},
     }
 

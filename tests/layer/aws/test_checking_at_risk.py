@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from state_samples import training_state
 
 from spotline.aws.checking import deadline_at_risk
 from spotline.aws.observability import metrics
@@ -58,7 +59,8 @@ def _clock(deadline: datetime) -> JobClock:
 def _notice(clock: JobClock, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, Any] | None, list[str]]:
     validated = validate_bytes(EXAMPLE.read_bytes(), now=datetime(2026, 11, 29, tzinfo=UTC))
     assert validated.spec is not None
-    state = {"training": {"capacity": "on-demand", "instanceType": "ml.g5.2xlarge"}, "status": {}}
+    training = training_state(capacity="on-demand", instanceType="ml.g5.2xlarge", previousAttempts=[])
+    state = {"training": training, "status": {}}
     notices: list[dict[str, Any] | None] = []
 
     @metrics.log_metrics

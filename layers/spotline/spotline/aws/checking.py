@@ -4,9 +4,10 @@ the job's priority, record the sighting, publish DeadlineAtRisk) and report it i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -28,14 +29,16 @@ from spotline.core.observation import Attempt, History, Observation, QueueLimits
 from spotline.core.policy import JobClock
 from spotline.core.queue import queue_wait_now
 from spotline.core.regions import arn_in_region
+from spotline.core.state import AttemptRecord, RunStatus, Training
 from spotline.core.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
 from spotline.core.training_plans import plan_record
+from spotline.core.training_request import Capacity
 
 
 def progress_of(
     spec: JobSpec,
     status: TrainingStatus,
-    previous: list[dict[str, Any]],
+    previous: Sequence[AttemptRecord],
     region: str | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
@@ -58,31 +61,33 @@ class _Run:
     excluded: tuple[dict[str, str], ...]
 
 
-def _when(value: Any) -> datetime | None:
-    return datetime.fromisoformat(str(value)) if value else None
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
 
 
-def _attempt(training: dict[str, Any]) -> Attempt:
-    final = training.get("finalStatus") or {}
-    wait = final.get("queueWaitSeconds")
+def _attempt(attempt: Training | AttemptRecord) -> Attempt:
+    final = attempt.final_status if isinstance(attempt, AttemptRecord) else None
+    wait = final.queue_wait_seconds if final else None
+    plan = attempt.training_plan if isinstance(attempt, Training) else None
     return Attempt(
-        capacity=training.get("capacity"),  # type: ignore[arg-type]
-        instance_type=training.get("instanceType"),
-        submitted_at=_when(training.get("submittedAt")),
+        capacity=cast(Capacity, attempt.capacity),
+        instance_type=attempt.instance_type,
+        submitted_at=_when(attempt.submitted_at),
         queue_wait_seconds=float(wait) if wait is not None else None,
-        training_seconds=int(final.get("trainingSeconds") or 0),
-        plan_usable_until=_when((training.get("trainingPlan") or {}).get("usableUntil")),
+        training_seconds=int(final.training_seconds or 0) if final else 0,
+        plan_usable_until=_when(plan.usable_until) if plan else None,
     )
 
 
 def _history(state: dict[str, Any], execution_arn: str) -> History:
-    training, status = state["training"], state.get("status") or {}
+    training = Training.from_state(state["training"])
+    status = RunStatus.from_state(state["status"]) if state.get("status") else None
     return History(
         current=_attempt(training),
-        previous=tuple(_attempt(a) for a in training.get("previousAttempts", [])),
-        checks=int(status.get("checks") or 0),
-        at_risk=status.get("deadlineAtRisk"),
-        seed=f"{execution_arn}:{training.get('attempt')}",
+        previous=tuple(_attempt(a) for a in training.previous_attempts),
+        checks=status.checks if status else 0,
+        at_risk=status.deadline_at_risk.to_state() if status and status.deadline_at_risk else None,
+        seed=f"{execution_arn}:{training.attempt}",
     )
 
 
@@ -90,7 +95,7 @@ def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
     excluded = ((state.get("resources") or {}).get("regions") or {}).get("excluded") or []
     return _Run(
         spec=spec_of(state),
-        job_id=state["training"]["jobId"],
+        job_id=Training.from_state(state["training"]).job_id,
         history=_history(state, execution_arn),
         regions=tuple(allowed_regions(state)),
         excluded=tuple(excluded),
@@ -161,7 +166,7 @@ def _status_of(
 
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
     """The status of the run's current attempt, read in the region it runs in (`region`: home)."""
-    where = state["training"].get("region") or region
+    where = Training.from_state(state["training"]).region or region
     with in_region(where if where != region else None):
         return _check(state, execution_arn=execution_arn, now=now, where=where)
 

@@ -54,6 +54,9 @@ class Key:
     """Absent from the state when None (and read as None when absent)."""
     optional: str | None = None
     """Why a state may lack the key (read as None then); None: the key is required."""
+    answer_only: bool = False
+    """In the handler's answer, not in the state: its Task's ResultSelector leaves it out (read as
+    None when absent)."""
 
 
 def key(
@@ -64,10 +67,11 @@ def key(
     many: bool = False,
     omit_none: bool = False,
     optional: str | None = None,
+    answer_only: bool = False,
 ) -> Any:
     """A record field stored under `name` in the state (a dataclass field carrying its `Key`)."""
-    meta = {"state": Key(name, doc, record, many, omit_none, optional)}
-    if omit_none or optional:
+    meta = {"state": Key(name, doc, record, many, omit_none or answer_only, optional, answer_only)}
+    if omit_none or optional or answer_only:
         return dataclasses.field(default=None, metadata=meta)
     return dataclasses.field(metadata=meta)
 
@@ -78,8 +82,9 @@ def keys_of(record: type[StateRecord]) -> list[tuple[str, Key]]:
 
 
 def state_keys(record: type[StateRecord]) -> list[str]:
-    """The keys a section carries, in order: what a ResultSelector keeps of the handler's answer."""
-    return [k.name for _, k in keys_of(record)]
+    """The keys a section carries, in order: what a ResultSelector keeps of the handler's answer
+    (the state machine files build each ResultSelector from these, `spotline_dev.asl.sections`)."""
+    return [k.name for _, k in keys_of(record) if not k.answer_only]
 
 
 class StateRecord:

@@ -23,7 +23,7 @@ class Outcome(StateRecord):
         "`deadline_met`: `spotline.core.outcome.Figures`, snake_case",
     )
     prices: list[dict[str, Any]] | None = key(
-        "prices", "the prices it was costed at: in RecordOutcome's answer only, not kept in the state", omit_none=True
+        "prices", "the prices it was costed at: in RecordOutcome's answer only, not kept in the state", answer_only=True
     )
     report: str = key("report", "the outcome report beside the manifest (s3://...)")
     notified: bool = key("notified", "on-call was told (a run that failed)")

@@ -140,7 +140,7 @@ class RunStatus(StateRecord):
 
     SECTION: ClassVar[str] = "$.status"
     job_id: str | None = key(
-        "jobId", "the attempt's Batch job: in CheckTrainingStatus' answer only, not kept in the state", omit_none=True
+        "jobId", "the attempt's Batch job: in CheckTrainingStatus' answer only, not kept in the state", answer_only=True
     )
     state: str = key("state", "`queued`, `starting`, `training`, `interrupted`, `completed` or `failed`")
     finished: bool = key("finished", "the attempt has ended")
