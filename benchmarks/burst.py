@@ -22,13 +22,13 @@ from datetime import UTC, datetime
 from spotline.core.manifest import validate_bytes
 from spotline.core.model import JobSpec
 from spotline.core.service_jobs import job_name_prefix
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.registry import quota_totals
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.sandbox.account import prepare_account, team_allowance
-from spotline_dev.sandbox.runs import QUIET, powertools_environment_for
-from spotline_dev.standin import TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.registry import quota_totals
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import PROJECT_ROOT
+from spotline_dev.harness.sandbox.account import prepare_account, team_allowance
+from spotline_dev.harness.sandbox.runs import QUIET, powertools_environment_for
+from spotline_dev.harness.standin import TrainingBehaviour
 
 EXAMPLE = PROJECT_ROOT / "examples" / "manifests" / "ranker-v2.yaml"
 START = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from spotline.core.durations import format_duration
-from spotline_dev.sandbox.fleet_baseline import run_plain_batch
-from spotline_dev.sandbox.replay import load_scenario, run_scenario
-from spotline_dev.sandbox.scenario import PROJECT_ROOT
+from spotline_dev.harness.sandbox.fleet_baseline import run_plain_batch
+from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.harness.sandbox.scenario import PROJECT_ROOT
 
 DEFAULT = PROJECT_ROOT / "benchmarks" / "fleet-week.yaml"
 

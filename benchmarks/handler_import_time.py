@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spotline_dev.local.template import powertools_environment
+from spotline_dev.harness.local.template import powertools_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 5

@@ -17,17 +17,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spotline_dev.local.template import powertools_environment
+from spotline_dev.harness.local.template import powertools_environment
 
 QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true"}
 os.environ.update({**powertools_environment(), **QUIET})
 warnings.filterwarnings("ignore", message="No application metrics to publish")  # metrics are off
 
 from spotline.core.manifest import validate_bytes  # noqa: E402
-from spotline_dev.local.stack import start_local_stack  # noqa: E402
-from spotline_dev.sandbox.account import prepare_account, team_allowance  # noqa: E402
-from spotline_dev.sandbox.runs import max_state_bytes  # noqa: E402
-from spotline_dev.standin import SpotWeather, TrainingBehaviour  # noqa: E402
+from spotline_dev.harness.local.stack import start_local_stack  # noqa: E402
+from spotline_dev.harness.sandbox.account import prepare_account, team_allowance  # noqa: E402
+from spotline_dev.harness.sandbox.runs import max_state_bytes  # noqa: E402
+from spotline_dev.harness.standin import SpotWeather, TrainingBehaviour  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 START = datetime(2026, 12, 1, tzinfo=UTC)

@@ -14,11 +14,11 @@ from contextlib import ExitStack
 from typing import Any
 from unittest import mock
 
-from spotline_dev.local import stack as local_stack
-from spotline_dev.local.permissions.checker import PermissionCheck
-from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.sandbox.replay import load_scenario, run_scenario
-from spotline_dev.sandbox.runs import QUIET, powertools_environment_for
+from spotline_dev.harness.local import stack as local_stack
+from spotline_dev.harness.local.permissions.checker import PermissionCheck
+from spotline_dev.harness.local.template import PROJECT_ROOT
+from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.harness.sandbox.runs import QUIET, powertools_environment_for
 
 SCENARIOS = ("default", "spot-in-another-region", "trains-from-efs", "falls-back-onto-a-plan", "scores-a-night")
 

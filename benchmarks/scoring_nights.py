@@ -15,7 +15,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from spotline_dev.sandbox.replay import load_scenario, public_summary, run_scenario
+from spotline_dev.harness.sandbox.replay import load_scenario, public_summary, run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORING_SCENARIOS = (

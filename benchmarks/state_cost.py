@@ -24,11 +24,11 @@ from unittest import mock
 
 import botocore.client
 
-from spotline_dev.local import lambdas as local_lambdas
-from spotline_dev.local import stack as local_aws
-from spotline_dev.sandbox import replay as sandbox
-from spotline_dev.sandbox import runs as sandbox_runs
-from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.harness.local import lambdas as local_lambdas
+from spotline_dev.harness.local import stack as local_aws
+from spotline_dev.harness.sandbox import replay as sandbox
+from spotline_dev.harness.sandbox import runs as sandbox_runs
+from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
 
 
 class SectionClock:

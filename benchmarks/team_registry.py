@@ -18,10 +18,10 @@ from typing import Any
 import boto3
 
 from spotline.core.team_registry import Change
-from spotline_dev.local.registry import apply_to_registry, quota_totals, seed_registry, synthetic_registry
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import function_environment, load_template, resources_of_type
-from spotline_dev.sandbox.runs import QUIET, powertools_environment_for
+from spotline_dev.harness.local.registry import apply_to_registry, quota_totals, seed_registry, synthetic_registry
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import function_environment, load_template, resources_of_type
+from spotline_dev.harness.sandbox.runs import QUIET, powertools_environment_for
 
 TEAMS, PER_SHARE = 300, 20
 TYPES = ("ml.g5.2xlarge", "ml.g5.12xlarge", "ml.g6.2xlarge", "ml.p4d.24xlarge", "ml.c7i.4xlarge")

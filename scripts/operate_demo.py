@@ -9,7 +9,7 @@ from 6 h to 12 h).
     .venv/bin/python scripts/operate_demo.py --write   # and put them in the page
 
 What the local stack does not do by itself (EventBridge delivering an upload to Intake) happens
-while a command waits, as in the tests (tests/devtools/operate/).
+while a command waits, as in the tests (tests/devtools/cli/operate/).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from spotline.core.manifest import validate_bytes
-from spotline_dev import cli
-from spotline_dev.local.stack import STACK, start_local_stack
-from spotline_dev.operate import deployment
-from spotline_dev.sandbox.account import prepare_account, team_allowance
-from spotline_dev.sandbox.runs import QUIET, powertools_environment_for, weather_of
-from spotline_dev.sandbox.scenario import load_scenario
-from spotline_dev.standin import TrainingBehaviour
+from spotline_dev.cli import entry as cli
+from spotline_dev.cli.operate import deployment
+from spotline_dev.harness.local.stack import STACK, start_local_stack
+from spotline_dev.harness.sandbox.account import prepare_account, team_allowance
+from spotline_dev.harness.sandbox.runs import QUIET, powertools_environment_for, weather_of
+from spotline_dev.harness.sandbox.scenario import load_scenario
+from spotline_dev.harness.standin import TrainingBehaviour
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs/platform/operating.md")

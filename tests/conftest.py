@@ -14,7 +14,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from spotline_dev.local.template import powertools_environment
+from spotline_dev.harness.local.template import powertools_environment
 
 for _name, _value in powertools_environment().items():  # before anything imports spotline.aws.observability
     os.environ.setdefault(_name, _value)
@@ -23,11 +23,11 @@ from builders import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, spec_of  # noqa: E402
 from kinds import KINDS, kind_of  # noqa: E402
 from spotline.core.model import JobSpec  # noqa: E402
 from spotline.core.team_ownership import shared_with_each_other  # noqa: E402
-from spotline_dev.local.handles import LocalStack  # noqa: E402
-from spotline_dev.local.stack import start_local_stack  # noqa: E402
-from spotline_dev.sandbox.account import ensure_role, prepare_account, team_allowance  # noqa: E402
-from spotline_dev.standin import TrainingBehaviour  # noqa: E402
-from spotline_dev.standin.transform_jobs import TransformWeather  # noqa: E402
+from spotline_dev.harness.local.handles import LocalStack  # noqa: E402
+from spotline_dev.harness.local.stack import start_local_stack  # noqa: E402
+from spotline_dev.harness.sandbox.account import ensure_role, prepare_account, team_allowance  # noqa: E402
+from spotline_dev.harness.standin import TrainingBehaviour  # noqa: E402
+from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformWeather  # noqa: E402
 
 pytest_plugins = ["permission_coverage"]  # every function's calls checked against its role, suite-wide
 

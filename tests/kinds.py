@@ -30,7 +30,7 @@ CONTRACT_PATHS = (
 """Under tests/: the template, the import contracts, what the docs show, the permissions as IAM
 evaluates them."""
 SCENARIO_CALLS = frozenset({"run_scenario", "run_fleet", "fleet_stack", "run_plain_batch", "run_scoring", "sandbox"})
-"""What replays a scenario (spotline_dev.sandbox's functions that start a stack), by name, or the
+"""What replays a scenario (spotline_dev.harness.sandbox's functions that start a stack), by name, or the
 word the code holds (`cli_main(["sandbox", ...])`)."""
 STACK_CALLS = frozenset({"start_local_stack"})
 

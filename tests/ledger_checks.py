@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spotline_dev.local.handles import REGION
+from spotline_dev.harness.local.handles import REGION
 
 
 def assert_reconciled(run: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
 """The permission check covers every function: a run of the whole suite fails when some function of
-the template never had a call checked against its role (spotline_dev.local.permissions). Each
+the template never had a call checked against its role (spotline_dev.harness.local.permissions). Each
 xdist worker writes the functions it saw; the controller adds them up at the end."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from spotline_dev.local.permissions import checker
-from spotline_dev.local.template import load_template, resources_of_type
+from spotline_dev.harness.local.permissions import checker
+from spotline_dev.harness.local.template import load_template, resources_of_type
 
 TESTS = Path(__file__).resolve().parent
 _KEY = "permission_coverage_dir"

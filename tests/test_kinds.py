@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from kinds import TESTS, kind_of
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.sandbox.replay import run_scenario
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.sandbox.replay import run_scenario
 
 HERE = Path(__file__)
 

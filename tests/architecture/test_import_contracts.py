@@ -66,7 +66,7 @@ def test_the_real_tree_keeps_every_contract() -> None:
         ),
         ("spotline/core/uses_powertools.py", "from aws_lambda_powertools import Logger", "The domain core is pure"),
         ("spotline/training/uses_core.py", "from spotline.core import durations", "The training helper"),
-        ("spotline/aws/uses_devtools.py", "from spotline_dev import standin", "The layer (what Lambdas run)"),
+        ("spotline/aws/uses_devtools.py", "from spotline_dev.harness import standin", "The layer (what Lambdas run)"),
         # (devtools' tree sits beside the layer's)
         ("../../devtools/spotline_dev/simulate/uses_adapter.py", "from spotline.aws import checking", "The simulator"),
     ],
@@ -88,11 +88,14 @@ def test_a_planted_violation_breaks_its_contract(
     ("module", "line"),
     [
         # two modules of one package (the issue's own: the stack and the module it is built by)
-        ("devtools/spotline_dev/local/handles.py", "from spotline_dev.local import stack"),
+        ("devtools/spotline_dev/harness/local/handles.py", "from spotline_dev.harness.local import stack"),
         # two sub-packages: the local stack reaching back into the sandbox that drives it
-        ("devtools/spotline_dev/local/template.py", "from spotline_dev.sandbox import scenario"),
+        ("devtools/spotline_dev/harness/local/template.py", "from spotline_dev.harness.sandbox import scenario"),
         # inside the stand-in: a record reaching for the service that acts on it
-        ("devtools/spotline_dev/standin/records.py", "from spotline_dev.standin import batch_jobs"),
+        (
+            "devtools/spotline_dev/harness/standin/base/records.py",
+            "from spotline_dev.harness.standin.batch import jobs as batch_jobs",
+        ),
         # in the layer: the pure core reaching back to a module that imports it
         ("layers/spotline/spotline/core/durations.py", "from spotline.core import policy"),
     ],

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from spotline_dev.sandbox.fleet import uploads_of
-from spotline_dev.sandbox.scenario import PROJECT_ROOT, load_scenario
+from spotline_dev.harness.sandbox.fleet import uploads_of
+from spotline_dev.harness.sandbox.scenario import PROJECT_ROOT, load_scenario
 
 
 @pytest.mark.parametrize(

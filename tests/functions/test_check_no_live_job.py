@@ -13,11 +13,11 @@ from spotline.aws.request_check import submit_service_job_request
 from spotline.core.execution_state import JobSummary
 from spotline.core.regions import arn_in_region
 from spotline.core.training_request import Attempt
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import resources_of_type
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.standin import SpotWeather
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import resources_of_type
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.standin import SpotWeather
 
 PEER = "us-west-2"
 MACHINE = "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:"

@@ -10,8 +10,8 @@ from botocore.exceptions import ClientError
 from moto.events.models import EventPattern
 
 from conftest import emitted_metrics, sample_event
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import ACCOUNT
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import ACCOUNT
 
 DATASET = "clicks-2026-11-28"
 HUGE_LOCATION = "s3://search-ranking-data/" + "x" * 140 * 1024

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from conftest import deny_next, emitted_metrics, sample_event, upload
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 
 def _event_for(stack: LocalStack, key: str, version_id: str) -> dict[str, object]:

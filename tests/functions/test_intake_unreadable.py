@@ -16,7 +16,7 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST, sample_event
 from spotline.core.loader import MAX_BYTES, MAX_EXPANDED_NODES
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 KEY = "manifests/search-ranking/ranker-v2.yaml"
 EXAMPLE = EXAMPLE_MANIFEST.read_bytes()

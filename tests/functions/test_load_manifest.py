@@ -12,7 +12,7 @@ import pytest
 from conftest import NOW, deny_next, emitted_metrics, entered_states, upload
 from spotline.aws.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
 from spotline.core.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 KEY = "manifests/search-ranking/ranker-v2.yaml"
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:sm:run-1"
@@ -243,7 +243,7 @@ def test_a_manifest_deleted_before_loadmanifest_runs_ends_the_execution_in_manif
 
 
 def test_a_valid_scoring_manifest_started_here_by_hand_is_refused_naming_its_kind(stack: LocalStack) -> None:
-    from spotline_dev.local.template import PROJECT_ROOT
+    from spotline_dev.harness.local.template import PROJECT_ROOT
 
     key = "manifests/media-recs/nightly-scores.yaml"
     body = (PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_bytes()

@@ -21,7 +21,7 @@ from conftest import (
 )
 from spotline.core.service_jobs import LIVE_STATUSES
 from spotline.core.training_request import Attempt, service_job_request
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 HOUR = 3600
 RECONCILER = "ReconcileTrainingJobsFunction"

@@ -18,8 +18,8 @@ from conftest import (
 )
 from spotline.core.service_jobs import CANCELLED_ERROR
 from spotline.core.training_request import Attempt, service_job_request
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import ACCOUNT
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import ACCOUNT
 
 RULE = "StopExecutionJobsFunctionExecutionEnded"
 HOUR = 3600

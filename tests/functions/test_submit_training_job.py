@@ -16,11 +16,11 @@ from spotline.aws.attempts import network_settings
 from spotline.aws.clients import split_s3_uri
 from spotline.core.execution_state import JobSummary
 from spotline.core.model import JobSpec
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
-from spotline_dev.standin import SpotWeather
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.sandbox.replicas import played_replicas, prepare_replicas
+from spotline_dev.harness.standin import SpotWeather
 
 PEER = "us-west-2"
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:ranker-v2-1"

@@ -24,9 +24,9 @@ from moto import mock_aws
 
 from spotline.aws import clients as spotline_clients
 from spotline.aws import custom_resource
-from spotline_dev.local.lambda_context import LocalLambdaContext
-from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
-from spotline_dev.standin.http_answers import ApiError, answer
+from spotline_dev.harness.local.lambda_context import LocalLambdaContext
+from spotline_dev.harness.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
+from spotline_dev.harness.standin.base.http_answers import ApiError, answer
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "sync_quota_shares" / "app.py"
 REGION, ACCOUNT = "us-east-1", "123456789012"

@@ -55,7 +55,11 @@ def test_the_sandbox_excerpt_is_a_piece_of_a_real_run() -> None:
     excerpt = re.search(r"```\n(== search-ranking-urgent-retrain.*?)```", QUICK_START.read_text(), re.S)
     assert excerpt, f"the Quick start excerpt moved from {QUICK_START.relative_to(ROOT)}"
     done = subprocess.run(
-        [sys.executable, "-m", "spotline_dev.cli", "sandbox"], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "spotline_dev.cli.entry", "sandbox"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert excerpt.group(1) in done.stdout

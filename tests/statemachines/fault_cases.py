@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger_checks import assert_reconciled
 
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 ROOT = Path(__file__).parents[2]
 MACHINES = ("training_lifecycle", "scoring_run")

@@ -36,7 +36,7 @@ def test_the_committed_file_is_a_fresh_build(name: str) -> None:
 
 
 def test_every_state_machine_of_the_template_is_built() -> None:
-    from spotline_dev.local.template import load_template
+    from spotline_dev.harness.local.template import load_template
 
     uris = {
         resource["Properties"]["DefinitionUri"]

@@ -13,10 +13,10 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, team_policy_for
 from spotline.core.model import to_rfc3339
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.standin import ServiceJobView, SpotWeather, TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.standin import ServiceJobView, SpotWeather, TrainingBehaviour
 
 REQUEUE_WAIT = 600.0
 CAPACITY_ERROR = "CapacityError: Unable to provision requested ML compute capacity. Please retry later."

@@ -12,8 +12,8 @@ import pytest
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, NOW, entered_states, upload
 from spotline.core import lifecycle
 from spotline_dev.explain import explain
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.sandbox.runs import follow_run
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.sandbox.runs import follow_run
 
 CHECKS = 4
 

@@ -12,7 +12,7 @@ import boto3
 
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, entered_states, sample_event, upload
 from spotline.aws.clients import reset_clients
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 DATASET = "clicks-2026-11-28"
 WITH_DEPENDENCY = (

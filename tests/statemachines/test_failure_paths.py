@@ -25,11 +25,11 @@ from conftest import (
     team_policy_for,
     upload,
 )
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import load_template, resources_of_type
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import load_template, resources_of_type
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.standin import SpotWeather, TrainingBehaviour
 
 HOUR = 3600
 

@@ -30,10 +30,10 @@ from statemachines.fault_cases import (
 )
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, sample_event, team_policy_for
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.standin import SpotWeather, TrainingBehaviour
 
 # Step Functions' "Handle Lambda service exceptions": "Lambda.ClientExecutionTimeoutException",
 # "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException"; "When Lambda

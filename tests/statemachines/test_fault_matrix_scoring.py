@@ -24,8 +24,8 @@ from statemachines.fault_cases import (
 )
 
 from conftest import entered_states, scoring_stack_of, upload
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.template import PROJECT_ROOT
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.template import PROJECT_ROOT
 
 MANIFEST = (PROJECT_ROOT / "examples" / "scoring" / "scores-on-upload.yaml").read_bytes()
 KEY = "manifests/media-recs/backfill-scores.yaml"

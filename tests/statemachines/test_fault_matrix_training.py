@@ -32,11 +32,11 @@ from statemachines.fault_cases import (
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, sample_event, team_policy_for, upload
 from spotline.core import lifecycle
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.sandbox.runs import follow_run
-from spotline_dev.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.sandbox.runs import follow_run
+from spotline_dev.harness.standin import SpotWeather, TrainingBehaviour
 
 DATASET = "clicks-2026-11-28"
 ARRIVES = NOW + timedelta(minutes=30)  # the pipeline's Dataset Ready event, half an hour after the upload

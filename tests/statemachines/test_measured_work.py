@@ -12,10 +12,10 @@ import pytest
 
 from conftest import NOW, example_spec, run_upload, team_policy_for
 from spotline.core.policy import MEASURED_MARGIN_FRACTION, MIN_MEASURED_MARGIN_SECONDS
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.standin import TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.standin import TrainingBehaviour
 
 DECLARED, REAL = 8 * 3600, 10 * 3600  # the example declares 8 h; this job really trains 10 h
 

@@ -15,10 +15,10 @@ from conftest import SCORING_OBJECTS, emitted_metrics, entered_states, upload
 from spotline.core.manifest import validate_bytes
 from spotline.core.scoring import registered_model_name
 from spotline_dev.explain import explain
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.template import PROJECT_ROOT
-from spotline_dev.sandbox.account import ensure_image, ensure_role
-from spotline_dev.standin.transform_jobs import TransformWeather
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.template import PROJECT_ROOT
+from spotline_dev.harness.sandbox.account import ensure_image, ensure_role
+from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformWeather
 
 
 def _run(stack: LocalStack, manifest: str, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -30,7 +30,7 @@ from spotline.core.state import (
     Training,
     keys_of,
 )
-from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
 
 SECTIONS: dict[str, type[StateRecord]] = {
     "training": Training,

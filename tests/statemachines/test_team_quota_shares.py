@@ -5,7 +5,7 @@ runs to SUCCEEDED with every attempt in its team's share."""
 from __future__ import annotations
 
 from conftest import run_upload
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 
 def test_a_manifest_runs_to_succeeded_in_its_teams_quota_share(stack: LocalStack, example_manifest: bytes) -> None:

@@ -20,11 +20,11 @@ from conftest import (
     run_upload,
     team_policy_for,
 )
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import load_template
-from spotline_dev.sandbox.account import prepare_account, team_allowance
-from spotline_dev.standin import TrainingBehaviour
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import load_template
+from spotline_dev.harness.sandbox.account import prepare_account, team_allowance
+from spotline_dev.harness.standin import TrainingBehaviour
 
 ASL = ROOT / "statemachines" / "training_lifecycle.asl.json"
 TRANSIENT_LAMBDA_ERRORS = {  # Step Functions' best practices, "Handle Lambda service exceptions"

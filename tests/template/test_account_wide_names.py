@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spotline_dev.local.template import Resolver, load_template
+from spotline_dev.harness.local.template import Resolver, load_template
 
 TEMPLATE = load_template()
 ACCOUNT_WIDE_NAMES = {  # resource type -> the property that names it explicitly

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from spotline_dev.local.custom_resources import with_parameters
-from spotline_dev.local.permissions import roles
-from spotline_dev.local.permissions.policy import Decision, Request, Statement, evaluate
-from spotline_dev.local.template import Resolver, load_template
+from spotline_dev.harness.local.custom_resources import with_parameters
+from spotline_dev.harness.local.permissions import roles
+from spotline_dev.harness.local.permissions.policy import Decision, Request, Statement, evaluate
+from spotline_dev.harness.local.template import Resolver, load_template
 
 ACCOUNT, REGION, STACK = "123456789012", "us-east-1", "spotline"
 PIPELINE_ACCOUNT = "210987654321"

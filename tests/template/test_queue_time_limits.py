@@ -7,8 +7,8 @@ MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE and MISCONFIGURATION:QUOTA_MAN
 
 from __future__ import annotations
 
-from spotline_dev.local.template import load_template
-from spotline_dev.standin.batch_queues import TIME_LIMIT_REASONS
+from spotline_dev.harness.local.template import load_template
+from spotline_dev.harness.standin.batch.queues import TIME_LIMIT_REASONS
 
 TEMPLATE = load_template()
 QUEUE = TEMPLATE["Resources"]["TrainingJobQueue"]["Properties"]

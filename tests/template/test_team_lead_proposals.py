@@ -20,10 +20,10 @@ from moto import mock_aws
 
 from spotline.aws import clients, team_registry
 from spotline.core.team_registry import Change
-from spotline_dev.local.permissions import roles
-from spotline_dev.local.permissions.calls import Call, needs_of
-from spotline_dev.local.permissions.policy import Decision, Request, Statement, evaluate, statements_of
-from spotline_dev.local.template import load_template
+from spotline_dev.harness.local.permissions import roles
+from spotline_dev.harness.local.permissions.calls import Call, needs_of
+from spotline_dev.harness.local.permissions.policy import Decision, Request, Statement, evaluate, statements_of
+from spotline_dev.harness.local.template import load_template
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 REGISTRY = "spotline-registry"

@@ -14,7 +14,7 @@ import pytest
 from template.bucket_policies import S3Request, actions_needed, denied
 
 from spotline.aws.team_registry import CHANGED_BY_TAG, LEAD_TAG
-from spotline_dev.local.template import function_environment, load_template, resources_of_type
+from spotline_dev.harness.local.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
 RESOURCES = TEMPLATE["Resources"]

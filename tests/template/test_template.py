@@ -14,7 +14,7 @@ from template.bucket_policies import S3Request, bucket_value, denied
 from spotline.aws import training_settings
 from spotline.core.naming import report_key
 from spotline.core.training_request import DEFAULT_SETTINGS
-from spotline_dev.local.template import function_environment, load_template, resources_of_type
+from spotline_dev.harness.local.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
 

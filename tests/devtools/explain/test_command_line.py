@@ -12,9 +12,9 @@ import pytest
 from botocore.stub import Stubber
 
 from conftest import EXAMPLE_MANIFEST, run_upload
-from spotline_dev.cli import main as cli_main
+from spotline_dev.cli.entry import main as cli_main
 from spotline_dev.explain import history
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import run_upload
 from spotline_dev.explain.plot import RunPicture, heading, plot_run, run_picture
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.sandbox.replay import load_scenario, run_scenario
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

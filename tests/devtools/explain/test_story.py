@@ -12,8 +12,8 @@ from typing import Any
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, entered_states, run_upload, upload
 from spotline.core import links as console_links
 from spotline_dev.explain import Story, explain, render_text, timeline
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.sandbox.replay import Scenario, load_scenario, run_scenario
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.sandbox.replay import Scenario, load_scenario, run_scenario
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 HOUR = 3600.0

@@ -1,5 +1,5 @@
 """Issue 46: DeadlineAtRisk's record in the state and its metric say how sure the work left is.
-(The sandbox scenarios in tests/devtools/sandbox/test_deadline_at_risk.py replay the page itself.)"""
+(The sandbox scenarios in tests/devtools/harness/sandbox/test_deadline_at_risk.py replay the page itself.)"""
 
 from __future__ import annotations
 

@@ -25,12 +25,12 @@ from spotline.core.model import JobSpec
 from spotline.core.regions import Sighting, arn_in_region
 from spotline.core.service_jobs import EXECUTION_TAG, RUNNING_EXECUTION, KnownJobs
 from spotline.core.training_request import Attempt
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import load_template, resources_of_type
-from spotline_dev.sandbox.account import prepare_account
-from spotline_dev.sandbox.replicas import played_replicas, prepare_replicas
-from spotline_dev.standin import SpotWeather
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import load_template, resources_of_type
+from spotline_dev.harness.sandbox.account import prepare_account
+from spotline_dev.harness.sandbox.replicas import played_replicas, prepare_replicas
+from spotline_dev.harness.standin import SpotWeather
 
 PEER = "us-west-2"
 EXECUTION = (

@@ -16,10 +16,10 @@ from spotline.aws.resources import STACK_PATH, ResourceSettings, check_resources
 from spotline.core.model import InputChannel
 from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline.core.training_request import Attempt
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import resources_of_type
-from spotline_dev.sandbox.account import prepare_account, team_allowance
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import resources_of_type
+from spotline_dev.harness.sandbox.account import prepare_account, team_allowance
 
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-TrainingLifecycle:search-ranking-ranker-v2-"
 

@@ -20,8 +20,8 @@ from spotline.aws.scoring_runs import CHECK_SECONDS, ScoringRun, ThroughputStore
 from spotline.core.manifest import validate_document
 from spotline.core.scoring import ScoringSpec
 from spotline.core.scoring_plan import STARTUP_SECONDS, WAVES
-from spotline_dev.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
-from spotline_dev.standin.transform_jobs import TransformWeather
+from spotline_dev.harness.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
+from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformWeather
 
 OPENS = datetime(2026, 12, 5, 0, tzinfo=UTC)  # 01:00 in Berlin
 CLOSES = OPENS + timedelta(hours=3)
@@ -69,7 +69,7 @@ def night(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Clock, BatchSageMak
 def _spec(**changes: object) -> ScoringSpec:
     import yaml
 
-    from spotline_dev.local.template import PROJECT_ROOT
+    from spotline_dev.harness.local.template import PROJECT_ROOT
 
     document = yaml.safe_load((PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_text())
     document["spec"]["input"]["s3Uri"] = "s3://media-recs-data/pairs/2026-12-05/"

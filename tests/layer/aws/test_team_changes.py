@@ -15,9 +15,9 @@ from conftest import example_spec
 from spotline.aws import team_changes
 from spotline.aws.team_registry import approve, caller_id, pending_key, propose, read_registry, record_key
 from spotline.core.team_registry import Change
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.permissions.checker import running
-from spotline_dev.sandbox.account import team_allowance
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.permissions.checker import running
+from spotline_dev.harness.sandbox.account import team_allowance
 
 QUOTA = {"ml.g5.2xlarge": 5}  # each alone fits the stack's TrainingCapacity (ml.g5.2xlarge=8); both do not
 

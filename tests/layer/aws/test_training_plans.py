@@ -21,11 +21,11 @@ from spotline.core.model import JobSpec
 from spotline.core.state import RunStatus, Training
 from spotline.core.team_policy import TeamPolicy
 from spotline.core.training_plans import PLAN_PATH, fallback_plan
-from spotline_dev.local.handles import LocalStack
-from spotline_dev.local.stack import start_local_stack
-from spotline_dev.local.template import load_template
-from spotline_dev.standin import SpotWeather
-from spotline_dev.standin.training_plans import ReservedPlan
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import load_template
+from spotline_dev.harness.standin import SpotWeather
+from spotline_dev.harness.standin.base.training_plans import ReservedPlan
 
 HOME, PEER = "us-east-1", "us-west-2"
 PLAN_TYPE = "ml.p4d.24xlarge"  # a type training plans offer (ReservedCapacityInstanceType)

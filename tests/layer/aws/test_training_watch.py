@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from conftest import NOW
 from spotline.aws.training_watch import TrainingWatches, watches_from_environment
-from spotline_dev.local.handles import LocalStack
+from spotline_dev.harness.local.handles import LocalStack
 
 EXECUTION = "search-ranking-ranker-v2-2a265c01"
 CHANGE = {"source": "sagemaker", "job": "j", "status": "Completed", "summary": "SageMaker training job j: Completed"}

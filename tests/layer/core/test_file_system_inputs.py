@@ -16,7 +16,7 @@ from spotline.core.model import JobSpec
 from spotline.core.replicas import place, spec_in
 from spotline.core.team_policy import TeamPolicy
 from spotline.core.training_request import Attempt, TrainingSettings
-from spotline_dev.sandbox.account import team_allowance
+from spotline_dev.harness.sandbox.account import team_allowance
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = datetime(2026, 11, 29, 8, tzinfo=UTC)

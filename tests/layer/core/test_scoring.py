@@ -97,7 +97,7 @@ def test_the_rules_a_schema_cannot_say_give_their_reasons() -> None:
 
 
 def test_the_committed_example_is_valid() -> None:
-    from spotline_dev.local.template import PROJECT_ROOT
+    from spotline_dev.harness.local.template import PROJECT_ROOT
 
     document = yaml.safe_load((PROJECT_ROOT / "examples" / "scoring" / "nightly-scores.yaml").read_text())
     assert _errors(document) == []
@@ -149,7 +149,7 @@ def test_spotline_validate_holds_a_scoring_environment_to_create_transform_jobs_
 ) -> None:
     # botocore's sagemaker model: CreateTransformJob's Environment is a TransformEnvironmentMap, "max": 16
     # (a training job's EnvironmentMap takes 100): a 17th variable fails the night at its first shard.
-    from spotline_dev.cli import main as cli_main
+    from spotline_dev.cli.entry import main as cli_main
 
     limit = "CreateTransformJob takes at most 16 environment variables"
     document = _document(environment={f"VAR_{i}": str(i) for i in range(count)})

@@ -27,7 +27,7 @@ import pytest
 
 from spotline.core.errors import DOCUMENT, ManifestError
 from spotline.core.manifest import ValidationResult, format_path, validate_bytes
-from spotline_dev.cli import main
+from spotline_dev.cli.entry import main
 
 HERE = Path(__file__).resolve().parent
 BAD_DIR = HERE / "bad"

@@ -46,7 +46,7 @@ from spotline.core.errors import DOCUMENT
 from spotline.core.manifest import schema, validate_bytes
 from spotline.core.scoring import ScoringSpec
 from spotline.core.training_request import Attempt
-from spotline_dev.standin.http_answers import request_problems
+from spotline_dev.harness.standin.base.http_answers import request_problems
 
 ROOT = Path(__file__).resolve().parents[4]
 EXAMPLES = [ROOT / "examples" / "manifests" / "ranker-v2.yaml", ROOT / "examples" / "manifests" / "urgent-retrain.yaml"]

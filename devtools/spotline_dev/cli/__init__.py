@@ -1,0 +1,1 @@
+"""The `spotline` command: its entry point and command table, and what only the commands use."""

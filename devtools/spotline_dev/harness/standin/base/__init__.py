@@ -1,0 +1,1 @@
+"""What the stand-in's Batch and SageMaker share: records, clock, weather."""

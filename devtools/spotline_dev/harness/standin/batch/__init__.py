@@ -1,0 +1,1 @@
+"""The stand-in's AWS Batch: job queues, quota shares, service jobs."""

@@ -1,0 +1,1 @@
+"""The stand-in's SageMaker: training and transform jobs, logs, bills."""

@@ -1,0 +1,172 @@
+"""The stand-in's own ledger: what it billed for each SageMaker training job and what work each
+one lost, kept from the stand-in's timelines, never from what Spotline reads through the API.
+
+Tests reconcile every figure Spotline reports (cost, billed time, lost work, the on-demand
+baseline) with this ledger. Its rules are SageMaker's: a job is billed from TrainingStartTime to
+its end, for the time spent Downloading, Training and Uploading ("You are billed for the time
+interval between the value of TrainingStartTime and this time", DescribeTrainingJob
+TrainingEndTime), managed spot at a discount shown as a shorter BillableTimeInSeconds; and the
+work a job loses is the training since its last checkpoint whenever it stops without finishing
+(a spot interruption, a stop, a preemption, a failure), as the checkpoint contract says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spotline.core.cost import cost_usd
+from spotline_dev.harness.standin.base.clock import EPS
+from spotline_dev.harness.standin.base.timeline import BILLED, DOWNLOAD_SECONDS, Plan
+
+EXECUTION_TAG = "spotline:execution"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One SageMaker training job as the stand-in billed it."""
+
+    execution: str  # the run's (its service job's `spotline:execution` tag)
+    service_job: str  # the Batch service job's name
+    training_job: str
+    capacity: str  # "spot" | "on-demand" | "training-plan"
+    instance_type: str
+    instance_count: int
+    ended: bool
+    completed: bool
+    billed_seconds: int
+    training_seconds: int
+    lost_work_seconds: float
+    work_seconds: float  # the whole job's work (the training code's duration)
+    upload_seconds: float
+    region: str = ""  # where it ran ("": the stack's region)
+    created: float = 0.0  # when it was created (epoch seconds): the order across regions
+
+
+@dataclass(frozen=True)
+class LedgerPart:
+    """What a run was billed on one instance type in one region (each job at its own count)."""
+
+    instance_counts: tuple[int, ...]
+    billed_seconds: int  # per instance, as BillableTimeInSeconds (prepaid plan time included)
+    training_seconds: int
+    training_plan_seconds: int  # of billed_seconds, on a training plan: paid up front, not in cost_usd
+    lost_work_seconds: float
+    cost_usd: float | None  # None: no price for the type in that region
+
+
+@dataclass(frozen=True)
+class RunLedger:
+    """A run's entries, oldest first, and its totals."""
+
+    entries: tuple[LedgerEntry, ...]
+    on_demand_start_delay: float
+
+    @property
+    def billed_seconds(self) -> int:
+        return sum(e.billed_seconds for e in self.entries)
+
+    @property
+    def training_seconds(self) -> int:
+        return sum(e.training_seconds for e in self.entries)
+
+    @property
+    def lost_work_seconds(self) -> float:
+        return sum(e.lost_work_seconds for e in self.entries)
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.entries) and self.entries[-1].completed
+
+    @property
+    def training_plan_seconds(self) -> int:
+        """Billed time on training plans: paid up front with the plan, not in the cost."""
+        return sum(e.billed_seconds for e in self.entries if e.capacity == "training-plan")
+
+    def cost_usd(self, region: str) -> float | None:
+        """Each job's bill at its type's on-demand rate, added up (None: a type without a price; a job
+        on a training plan adds nothing: the plan was paid up front)."""
+        costs = [_entry_cost(e, region) for e in self.entries]
+        return None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
+
+    @property
+    def on_demand_seconds(self) -> float | None:
+        """The job run once on on-demand: its work, an on-demand start's billed download and the
+        upload. None when the run did not finish."""
+        if not self.completed:
+            return None
+        last = self.entries[-1]
+        download = min(DOWNLOAD_SECONDS, self.on_demand_start_delay / 2)
+        return last.work_seconds + download + last.upload_seconds
+
+    def parts(self, region: str) -> dict[tuple[str, str], LedgerPart]:
+        """The run's bill per (instance type, region where it ran), in the order first billed: the
+        figures that add up to the run's. `region` is the stack's (an entry without one ran there)."""
+        grouped: dict[tuple[str, str], list[LedgerEntry]] = {}
+        for entry in self.entries:
+            grouped.setdefault((entry.instance_type, entry.region or region), []).append(entry)
+        parts = {}
+        for (instance_type, where), entries in grouped.items():
+            costs = [_entry_cost(e, where) for e in entries]
+            parts[(instance_type, where)] = LedgerPart(
+                instance_counts=tuple(sorted({e.instance_count for e in entries})),
+                billed_seconds=sum(e.billed_seconds for e in entries),
+                training_seconds=sum(e.training_seconds for e in entries),
+                training_plan_seconds=sum(e.billed_seconds for e in entries if e.capacity == "training-plan"),
+                lost_work_seconds=sum(e.lost_work_seconds for e in entries),
+                cost_usd=None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4),
+            )
+        return parts
+
+    def on_demand_cost_usd(self, region: str) -> float | None:
+        baseline = self.on_demand_seconds
+        if baseline is None or not self.entries:
+            return None
+        last = self.entries[-1]
+        return cost_usd(last.instance_type, last.instance_count, round(baseline), region=region)
+
+
+def billed_seconds(plan: Plan, *, spot: bool, spot_price_ratio: float, until: float) -> tuple[int, int]:
+    """(TrainingTimeInSeconds, BillableTimeInSeconds) of a job's timeline up to `until`: what
+    DescribeTrainingJob reports once the job has ended, and what the ledger records."""
+    training = round(plan.seconds_in(BILLED, min(until, plan.end)))
+    return training, round(training * spot_price_ratio) if spot else training
+
+
+def lost_work(plan: Plan, *, duration: float, total_steps: int) -> float:
+    """The work a timeline lost: back to the last checkpoint at each spot interruption, and at
+    its end, if it did not complete, the training since its last checkpoint (or since it began,
+    without checkpoints)."""
+    lost = sum(amount for _, amount in plan.interruptions)
+    if plan.status == "Completed":
+        return lost
+    trainings = [i for i, s in enumerate(plan.segments) if s.status == "Training"]
+    if not trainings:
+        return lost
+    last = trainings[-1]
+    if any(s.status in ("Interrupted", "Pending") for s in plan.segments[last + 1 :]):
+        return lost  # it ended while restarting (or pending after its plan's end): that counted what was lost
+    segment = plan.segments[last]
+    stop = plan.segments[last + 1].start if last + 1 < len(plan.segments) else plan.end
+    reached = segment.progress + max(0.0, stop - segment.start)
+    saved = max(
+        [segment.progress] + [step / total_steps * duration for t, step in plan.checkpoints if t >= segment.start - EPS]
+    )
+    return lost + max(0.0, reached - saved)
+
+
+def runs_of(
+    entries: Iterable[LedgerEntry], on_demand_start_delay: float, *, by_service_job: bool = False
+) -> dict[str, RunLedger]:
+    """The ledger per run (execution tag), or per service job, each run's entries oldest first."""
+    runs: dict[str, list[LedgerEntry]] = {}
+    for entry in entries:
+        runs.setdefault(entry.service_job if by_service_job else entry.execution, []).append(entry)
+    return {name: RunLedger(tuple(items), on_demand_start_delay) for name, items in runs.items()}
+
+
+def _entry_cost(entry: LedgerEntry, region: str) -> float | None:
+    """A job's bill at its type's on-demand rate; nothing for one on a training plan (paid up front)."""
+    if entry.capacity == "training-plan":
+        return 0.0
+    return cost_usd(entry.instance_type, entry.instance_count, entry.billed_seconds, region=entry.region or region)
