@@ -6,63 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from spotline_dev.cli.manifest_checks import manifest_problems
-from spotline_dev.cli.operate.parser import examples, timestamp
 from spotline_dev.cli.sdk.request_to_manifest import SpotlineFields, TrainerNotConvertible, manifest_from_request
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
-
-STRATEGIES = ("spot-first", "spot-only", "on-demand")
-
-
-def add_from_trainer_command(commands: Any) -> None:
-    parser = commands.add_parser(
-        "from-trainer",
-        help="turn a SageMaker SDK ModelTrainer into a manifest",
-        description="Load the ModelTrainer a Python file defines (the SageMaker Python SDK 3.x), build the "
-        "CreateTrainingJob request the SDK itself would send, offline, and write it as a spotline/v1 "
-        "manifest with Spotline's own fields, validated. What a manifest cannot carry (networking and "
-        "encryption are the stack's settings, local code, distributed drivers, ...) is refused, naming it.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=examples(
-            "spotline from-trainer train_job.py --team search-ranking --name ranker-v2 -o ranker-v2.yaml",
-            "spotline from-trainer jobs.py:weekly --team search-ranking --name ranker-v2 "
-            '--expected-duration 8h --deadline "2026-12-07T06:00:00Z" --checkpoint-interval 15',
-        ),
-    )
-    parser.add_argument(
-        "trainer",
-        metavar="FILE[:NAME]",
-        help="a Python file defining the ModelTrainer NAME (default: trainer); a list named `inputs` in it "
-        "is used as TrainingQueue.submit(inputs=...) would",
-    )
-    parser.add_argument("--team", required=True, help="metadata.team")
-    parser.add_argument("--name", required=True, help="metadata.name")
-    parser.add_argument("--owner", help="metadata.owner (an e-mail address)")
-    parser.add_argument(
-        "--label", action="append", default=[], metavar="KEY=VALUE", help="metadata.labels, besides the trainer's tags"
-    )
-    parser.add_argument(
-        "--strategy", choices=STRATEGIES, help="default: spot-first for a managed spot trainer, else on-demand"
-    )
-    parser.add_argument("--expected-duration", metavar="DURATION", help="capacity.expectedDuration, e.g. 8h")
-    parser.add_argument("--deadline", metavar="TIME", help="capacity.deadline, RFC 3339 with an offset")
-    parser.add_argument("--priority", type=int, help="spec.priority (0-9999)")
-    parser.add_argument("--depends-on", action="append", default=[], metavar="DATASET", help="spec.dependsOn")
-    parser.add_argument("--checkpoint-interval", type=int, metavar="MINUTES", help="checkpoint.intervalMinutes")
-    parser.add_argument("--now", type=timestamp, help="judge the deadline as of this RFC 3339 time (default: now)")
-    parser.add_argument(
-        # No -o: elsewhere (the aws CLI, every other spotline command) --output names a format, not a file.
-        "--output-file",
-        type=Path,
-        metavar="FILE",
-        help="write the manifest here (default: stdout)",
-    )
-    parser.set_defaults(run=cmd_from_trainer)
 
 
 def cmd_from_trainer(args: argparse.Namespace) -> int:
