@@ -16,11 +16,12 @@ the job back in RUNNABLE until capacity returns, other failures are retried by t
 retryStrategy or end it FAILED, each retry being a new training job in `attempts[]` (the wait in
 RUNNABLE is `SpotWeather.requeue_wait`); a repeated clientToken is rejected.
 
-`stand_in` wires the parts: `batch_queues`, `batch_jobs` and `batch_capacity` (Batch's side:
-the queue's capacity limit shared by its jobs), `training_jobs` and
-`training_timeline` (SageMaker's), `training_logs` (the CloudWatch logs a training job writes),
-`state_events` (the EventBridge events both send for the jobs' changes), `spot_weather`,
-`http_answers` (the hook's responses), `clock`.
+`stand_in` wires the parts: `batch/` (Batch's side: `queues`, `shares`, `jobs`, and `capacity`,
+the queue's capacity limit shared by its jobs), `sagemaker/` (`training_jobs`, `training_logs`, the
+CloudWatch logs a training job writes, `transform_jobs`, `ledger`), both over `base/` (`records`,
+`timeline`, a training job's, `spot_weather`, `http_answers`, the hook's responses, `clock`), and
+`state_events` (the EventBridge events both send for the jobs' changes). Batch uses SageMaker
+(each attempt of a service job is a training job), never the reverse: a layers contract.
 """
 
 from spotline_dev.harness.standin.base.spot_weather import SpotWeather, TrainingBehaviour
