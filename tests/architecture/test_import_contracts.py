@@ -91,10 +91,11 @@ def test_a_planted_violation_breaks_its_contract(
         ("devtools/spotline_dev/harness/local/handles.py", "from spotline_dev.harness.local import stack"),
         # two sub-packages: the local stack reaching back into the sandbox that drives it
         ("devtools/spotline_dev/harness/local/template.py", "from spotline_dev.harness.sandbox import scenario"),
-        # inside the stand-in: a record reaching for the service that acts on it
+        # inside the stand-in's Batch: a queue reaching for the jobs that use it (a record of the base
+        # reaching for Batch would break the stand-in's layers as well: see the test below)
         (
-            "devtools/spotline_dev/harness/standin/base/records.py",
-            "from spotline_dev.harness.standin.batch import jobs as batch_jobs",
+            "devtools/spotline_dev/harness/standin/batch/queues.py",
+            "from spotline_dev.harness.standin.batch import jobs",
         ),
         # in the layer: the pure core reaching back to a module that imports it
         ("layers/spotline/spotline/core/durations.py", "from spotline.core import policy"),
@@ -111,3 +112,37 @@ def test_a_planted_import_cycle_breaks_the_acyclic_contract(
     assert run.returncode != 0, run.stdout
     broken = [name for name, verdict in _verdicts(run.stdout).items() if verdict == "BROKEN"]
     assert broken == [next(name for name in CONTRACTS if name.startswith("No import cycles"))], run.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        # (the command line runs the harness and the simulator: these are cycles too)
+        ("harness/sandbox/uses_cli.py", "from spotline_dev.cli import entry", "The harness and|No import"),
+        ("research/uses_cli.py", "from spotline_dev.cli.operate import output", "The harness and|No import"),
+        ("research/uses_harness.py", "from spotline_dev.harness.standin import SpotWeather", "The research tools"),
+        ("explain/uses_cli.py", "from spotline_dev.cli.operate import output", "What the command line|No import"),
+        ("exit_codes.py", "from spotline_dev.harness.sandbox import replay", "What the command line|No import"),
+        (
+            "harness/standin/base/records_use_batch.py",
+            "from spotline_dev.harness.standin.batch import jobs",
+            "The stand-in's Batch|No import",
+        ),
+        (
+            "harness/standin/sagemaker/uses_batch.py",
+            "from spotline_dev.harness.standin.batch import queues",
+            "The stand-in's Batch|No import",
+        ),
+    ],
+)
+def test_a_planted_import_breaks_the_devtools_products_contract(
+    pristine: Path, tmp_path: Path, module: str, line: str, contract: str
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(pristine, tree)
+    (tree / "devtools" / "spotline_dev" / module).write_text(f"{line}\n")
+    run = _lint_imports(tree)
+    assert run.returncode != 0, run.stdout
+    broken = sorted(name for name, verdict in _verdicts(run.stdout).items() if verdict == "BROKEN")
+    expected = sorted(name for name in CONTRACTS for prefix in contract.split("|") if name.startswith(prefix))
+    assert broken == expected, run.stdout
