@@ -19,9 +19,9 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from spotline.core.manifest import validate_bytes
-from spotline.core.model import JobSpec
-from spotline.core.service_jobs import job_name_prefix
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.spec.model import JobSpec
+from spotline.core.training.service_jobs import job_name_prefix
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.registry import quota_totals
 from spotline_dev.harness.local.stack import start_local_stack

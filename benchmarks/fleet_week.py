@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spotline.core.durations import format_duration
+from spotline.core.common.durations import format_duration
 from spotline_dev.harness.sandbox.fleet_baseline import run_plain_batch
 from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
 from spotline_dev.harness.sandbox.scenario import PROJECT_ROOT

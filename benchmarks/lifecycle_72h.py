@@ -23,7 +23,7 @@ QUIET = {"POWERTOOLS_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true
 os.environ.update({**powertools_environment(), **QUIET})
 warnings.filterwarnings("ignore", message="No application metrics to publish")  # metrics are off
 
-from spotline.core.manifest import validate_bytes  # noqa: E402
+from spotline.core.manifest.manifest import validate_bytes  # noqa: E402
 from spotline_dev.harness.local.stack import start_local_stack  # noqa: E402
 from spotline_dev.harness.sandbox.account import prepare_account, team_allowance  # noqa: E402
 from spotline_dev.harness.sandbox.runs import max_state_bytes  # noqa: E402

@@ -17,7 +17,7 @@ from typing import Any
 
 import boto3
 
-from spotline.core.team_registry import Change
+from spotline.core.teams.team_registry import Change
 from spotline_dev.harness.local.registry import apply_to_registry, quota_totals, seed_registry, synthetic_registry
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.local.template import function_environment, load_template, resources_of_type

@@ -24,7 +24,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from spotline.core.manifest import validate_bytes
+from spotline.core.manifest.manifest import validate_bytes
 from spotline_dev.cli import entry as cli
 from spotline_dev.cli.operate import deployment
 from spotline_dev.harness.local.stack import STACK, start_local_stack

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections import defaultdict
 
-from spotline.core import catalog
+from spotline.core.spec import catalog
 
 
 def main() -> int:

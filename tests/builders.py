@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spotline.core.manifest import validate_bytes
-from spotline.core.model import JobSpec
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.spec.model import JobSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_MANIFEST = ROOT / "examples" / "manifests" / "ranker-v2.yaml"

@@ -16,13 +16,13 @@ from botocore.awsrequest import AWSResponse
 
 from spotline_dev.harness.local.template import powertools_environment
 
-for _name, _value in powertools_environment().items():  # before anything imports spotline.aws.observability
+for _name, _value in powertools_environment().items():  # before anything imports spotline.aws.common.observability
     os.environ.setdefault(_name, _value)
 
 from builders import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, spec_of  # noqa: E402
 from kinds import KINDS, kind_of  # noqa: E402
-from spotline.core.model import JobSpec  # noqa: E402
-from spotline.core.team_ownership import shared_with_each_other  # noqa: E402
+from spotline.core.spec.model import JobSpec  # noqa: E402
+from spotline.core.teams.team_ownership import shared_with_each_other  # noqa: E402
 from spotline_dev.harness.local.handles import LocalStack  # noqa: E402
 from spotline_dev.harness.local.stack import start_local_stack  # noqa: E402
 from spotline_dev.harness.sandbox.account import ensure_role, prepare_account, team_allowance  # noqa: E402

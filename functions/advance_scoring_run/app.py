@@ -9,11 +9,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import bind_execution, logger
-from spotline.aws.scoring_runs import ScoringRun, advance
-from spotline.aws.scoring_steps import notify, scoring_spec_for_step
-from spotline.core.model import to_rfc3339
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.scoring.scoring_runs import ScoringRun, advance
+from spotline.aws.scoring.scoring_steps import notify, scoring_spec_for_step
+from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import Scoring, ScoringRunState
 
 

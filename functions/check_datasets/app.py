@@ -6,9 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws.datasets import store_from_environment
-from spotline.aws.observability import bind_execution, logger
-from spotline.aws.spec_store import spec_of
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.datasets.datasets import store_from_environment
+from spotline.aws.manifest.spec_store import spec_of
 
 
 @logger.inject_lambda_context

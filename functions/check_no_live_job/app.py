@@ -10,14 +10,14 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws.clients import in_region
-from spotline.aws.observability import bind_execution, logger
-from spotline.aws.service_jobs import live_runs
-from spotline.aws.team_registry import policy_for
-from spotline.core.errors import summarize
-from spotline.core.execution_state import job_summary_of
-from spotline.core.regions import arn_in_region
-from spotline.core.service_jobs import execution_name_of, live_run_problem
+from spotline.aws.common.clients import in_region
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.teams.team_registry import policy_for
+from spotline.aws.training.service_jobs import live_runs
+from spotline.core.common.errors import summarize
+from spotline.core.regions.regions import arn_in_region
+from spotline.core.state.execution_state import job_summary_of
+from spotline.core.training.service_jobs import execution_name_of, live_run_problem
 
 
 @logger.inject_lambda_context

@@ -8,13 +8,13 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.checking import check
-from spotline.aws.observability import bind_execution, log_metrics, logger
+from spotline.aws.capacity.checking import check
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, log_metrics, logger
 from spotline.core.state import RunStatus
 
 
-@log_metrics  # PriorityRaises when a queued job's priority is raised (spotline.aws.queue_state)
+@log_metrics  # PriorityRaises when a queued job's priority is raised (spotline.aws.capacity.queue_state)
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)

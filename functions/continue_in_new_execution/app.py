@@ -8,8 +8,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws.continuation import continue_in_new_execution
-from spotline.aws.observability import bind_execution, logger
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.training.continuation import continue_in_new_execution
 
 
 @logger.inject_lambda_context

@@ -1,6 +1,6 @@
 """DatasetGate: a "Dataset Ready" event from the preprocessing pipeline records readiness and
 releases every execution waiting on that dataset (whose other datasets are ready too), and starts
-the night's run of every scoring job registered for it (spotline.aws.scoring_intake).
+the night's run of every scoring job registered for it (spotline.aws.manifest.scoring_intake).
 Duplicate events are harmless: readiness is overwritten, releases are idempotent. A malformed
 event is rejected once (events dead-letter queue, with the reason) and records nothing."""
 
@@ -11,14 +11,14 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.clients import client
-from spotline.aws.datasets import release_if_ready, store_from_environment
-from spotline.aws.observability import log_metrics, logger, metrics
-from spotline.aws.rejections import reject
-from spotline.aws.scoring_intake import start_ready_runs
-from spotline.core.events import Rejection, check_dataset_ready
-from spotline.core.model import to_rfc3339
+from spotline.aws.common import clock
+from spotline.aws.common.clients import client
+from spotline.aws.common.observability import log_metrics, logger, metrics
+from spotline.aws.datasets.datasets import release_if_ready, store_from_environment
+from spotline.aws.manifest.rejections import reject
+from spotline.aws.manifest.scoring_intake import start_ready_runs
+from spotline.core.manifest.events import Rejection, check_dataset_ready
+from spotline.core.spec.model import to_rfc3339
 
 
 @log_metrics

@@ -2,7 +2,7 @@
 
 Two events lead here: S3 "Object Created" for manifests/<team>/... in the ingest bucket, and
 "Training Requested" from the preprocessing pipeline naming a manifest there. A ScoringJob
-manifest starts a scoring run instead, or is registered for its datasets (spotline.aws.scoring_intake).
+manifest starts a scoring run instead, or is registered for its datasets (spotline.aws.manifest.scoring_intake).
 The execution
 name is derived from bucket/key/version, so redeliveries of either event (EventBridge delivers
 at least once), or both events for the same version, find it and start nothing. A malformed
@@ -17,12 +17,12 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws.intake import IntakeSettings, manifest_source, requested_manifest, start_for_manifest
-from spotline.aws.observability import add_team_dimension, log_metrics, logger, metrics
-from spotline.aws.rejections import reject
-from spotline.aws.scoring_intake import kind_of, register, start_run
-from spotline.core.events import TRAINING_REQUESTED, Rejection, check_object_created, check_training_requested
-from spotline.core.naming import execution_name
+from spotline.aws.common.observability import add_team_dimension, log_metrics, logger, metrics
+from spotline.aws.manifest.intake import IntakeSettings, manifest_source, requested_manifest, start_for_manifest
+from spotline.aws.manifest.rejections import reject
+from spotline.aws.manifest.scoring_intake import kind_of, register, start_run
+from spotline.core.common.naming import execution_name
+from spotline.core.manifest.events import TRAINING_REQUESTED, Rejection, check_object_created, check_training_requested
 
 
 @log_metrics

@@ -11,9 +11,9 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.manifest_store import load_and_validate
-from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
+from spotline.aws.common import clock
+from spotline.aws.common.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
+from spotline.aws.manifest.manifest_store import load_and_validate
 from spotline.core.state import RunInput
 
 

@@ -13,16 +13,16 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import bind_execution, logger
-from spotline.aws.scoring_intake import night_input
-from spotline.aws.scoring_models import register_model
-from spotline.aws.scoring_runs import MAX_INPUT_OBJECTS, input_objects, plan_run
-from spotline.aws.scoring_steps import admission_problems, scoring_spec_of, throughput_store
-from spotline.core.errors import ManifestError, summarize
-from spotline.core.scoring import ScoringModel
-from spotline.core.service_jobs import execution_name_of
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.manifest.scoring_intake import night_input
+from spotline.aws.scoring.scoring_models import register_model
+from spotline.aws.scoring.scoring_runs import MAX_INPUT_OBJECTS, input_objects, plan_run
+from spotline.aws.scoring.scoring_steps import admission_problems, scoring_spec_of, throughput_store
+from spotline.core.common.errors import ManifestError, summarize
+from spotline.core.scoring.scoring import ScoringModel
 from spotline.core.state import ScoringInput
+from spotline.core.training.service_jobs import execution_name_of
 
 MAX_PROBLEMS_IN_STATE = 20
 

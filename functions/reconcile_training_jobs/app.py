@@ -20,11 +20,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import log_metrics, logger, metrics
-from spotline.aws.service_jobs import alert_stopped, count_by_team, sweep
-from spotline.core.model import to_rfc3339
-from spotline.core.service_jobs import ENDED_HOW, Intruder, ServiceJob
+from spotline.aws.common import clock
+from spotline.aws.common.observability import log_metrics, logger, metrics
+from spotline.aws.training.service_jobs import alert_stopped, count_by_team, sweep
+from spotline.core.spec.model import to_rfc3339
+from spotline.core.training.service_jobs import ENDED_HOW, Intruder, ServiceJob
 
 NEXT_STEP = (
     "Find out why the clean-up at the execution's end missed it (StopExecutionJobs' logs, the events "

@@ -8,9 +8,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import bind_execution, log_metrics, logger
-from spotline.aws.reporting import record_outcome
+from spotline.aws.billing.reporting import record_outcome
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, log_metrics, logger
 
 
 @log_metrics

@@ -9,12 +9,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import bind_execution, log_metrics, logger
-from spotline.aws.scoring_runs import ScoringRun, stop_transform_jobs
-from spotline.aws.scoring_steps import notify, record_night, scoring_spec_for_step
-from spotline.core.service_jobs import execution_name_of
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, log_metrics, logger
+from spotline.aws.scoring.scoring_runs import ScoringRun, stop_transform_jobs
+from spotline.aws.scoring.scoring_steps import notify, record_night, scoring_spec_for_step
 from spotline.core.state import Failure, Scoring
+from spotline.core.training.service_jobs import execution_name_of
 
 
 @log_metrics

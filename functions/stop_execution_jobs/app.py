@@ -19,20 +19,20 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
-from spotline.aws.scoring_runs import stop_transform_jobs
-from spotline.aws.service_jobs import alert_stopped, count_by_team, stop_everywhere
-from spotline.core.execution_state import job_summary_in
-from spotline.core.model import to_rfc3339
-from spotline.core.service_jobs import (
+from spotline.aws.common import clock
+from spotline.aws.common.observability import add_team_dimension, bind_execution, log_metrics, logger, metrics
+from spotline.aws.scoring.scoring_runs import stop_transform_jobs
+from spotline.aws.training.service_jobs import alert_stopped, count_by_team, stop_everywhere
+from spotline.core.spec.model import to_rfc3339
+from spotline.core.state import Failure, Training, as_state
+from spotline.core.state.execution_state import job_summary_in
+from spotline.core.training.service_jobs import (
     CANCELLED_ERROR,
     ENDED_HOW,
     ServiceJob,
     execution_name_of,
     job_ids_by_region,
 )
-from spotline.core.state import Failure, Training, as_state
 
 STATUS_CHANGE = "Step Functions Execution Status Change"
 NEXT_STEP = (
@@ -74,7 +74,7 @@ def _after_the_end(detail: dict[str, Any], queue: str) -> dict[str, Any]:
     name, status = str(detail["name"]), str(detail["status"])
     logger.append_keys(execution=detail.get("executionArn"))
     if detail.get("stateMachineArn") == os.environ.get("SCORING_STATE_MACHINE_ARN"):
-        # A scoring run's transform jobs, by the key in their names (spotline.aws.scoring_runs).
+        # A scoring run's transform jobs, by the key in their names (spotline.aws.scoring.scoring_runs).
         stopped = stop_transform_jobs(name)
         metrics.add_metric(name="TransformJobsStoppedAtExecutionEnd", unit=MetricUnit.Count, value=len(stopped))
         if stopped:

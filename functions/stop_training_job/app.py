@@ -1,5 +1,5 @@
 """StopSpotJob: terminate the spot job before the run moves (to on-demand, a training plan, or spot
-on another instance type or region) and tell on-call (`spotline.aws.moves`); returns `$.fallback`."""
+on another instance type or region) and tell on-call (`spotline.aws.capacity.moves`); returns `$.fallback`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.moves import stop_for_move
-from spotline.aws.observability import bind_execution, log_metrics, logger
-from spotline.core.execution_state import job_summary_of
+from spotline.aws.capacity.moves import stop_for_move
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, log_metrics, logger
 from spotline.core.state import RunStatus, Training
+from spotline.core.state.execution_state import job_summary_of
 
 
 @log_metrics

@@ -1,5 +1,5 @@
 """SubmitTrainingJob: queue the run's next attempt, a SageMaker training job, on AWS Batch
-(`spotline.aws.attempts`: placed, its checkpoint copied where it runs, submitted once, logged);
+(`spotline.aws.training.attempts`: placed, its checkpoint copied where it runs, submitted once, logged);
 returns it as `$.training`."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.attempts import submit_next_attempt
-from spotline.aws.observability import bind_execution, log_metrics, logger
-from spotline.aws.spec_store import spec_of
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, log_metrics, logger
+from spotline.aws.manifest.spec_store import spec_of
+from spotline.aws.training.attempts import submit_next_attempt
 from spotline.core.state import RunStatus, Training
 
 

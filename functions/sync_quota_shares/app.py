@@ -3,11 +3,11 @@
 CloudFormation cannot loop over the team registry, so this function makes the job queue's AWS
 Batch quota shares follow it when the stack changes (a new queue, a new TrainingCapacity): on
 Create and Update one share per quota share of the registry (created, updated, or disabled for
-one no team counts in any more: `spotline.core.quota_shares`); a change of the registry itself
+one no team counts in any more: `spotline.core.teams.quota_shares`); a change of the registry itself
 brings the shares in step at once (ApplyTeamChange). On Delete (the
 stack or the queue going away) every share of the queue disabled and, once Batch reads it
-DISABLED, deleted (`spotline.aws.quota_shares.tear_down`). It always answers CloudFormation's
-ResponseURL (`spotline.aws.custom_resource`): on Create and Update FAILED with the reason when
+DISABLED, deleted (`spotline.aws.teams.quota_shares.tear_down`). It always answers CloudFormation's
+ResponseURL (`spotline.aws.common.custom_resource`): on Create and Update FAILED with the reason when
 anything goes wrong; on Delete always SUCCESS, so Spotline's own clean-up never leaves a stack in
 DELETE_FAILED: a share it could not delete (a Batch error, the wait for DISABLED running out of
 time) is logged and named in the answer's Reason and Data (`LeftInPlace`), with what to run.
@@ -27,11 +27,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import custom_resource, quota_shares
-from spotline.aws.custom_resource import CustomResourceError, Result
-from spotline.aws.observability import logger
-from spotline.aws.team_registry import read_registry
-from spotline.core.quota_shares import QuotaSharesInvalid, parse_capacity
+from spotline.aws.common import custom_resource
+from spotline.aws.common.custom_resource import CustomResourceError, Result
+from spotline.aws.common.observability import logger
+from spotline.aws.teams import quota_shares
+from spotline.aws.teams.team_registry import read_registry
+from spotline.core.teams.quota_shares import QuotaSharesInvalid, parse_capacity
 
 JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:[0-9]{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
 MAX_DATA_NAMES = 1000  # characters of share names in Data (20 names of at most 24 fit)

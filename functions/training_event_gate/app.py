@@ -14,12 +14,12 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.clients import client, error_code
-from spotline.aws.observability import log_metrics, logger, metrics
-from spotline.aws.training_watch import release, watches_from_environment
-from spotline.core.service_jobs import EXECUTION_TAG
-from spotline.core.training_events import TrainingChange, training_change_of
+from spotline.aws.common import clock
+from spotline.aws.common.clients import client, error_code
+from spotline.aws.common.observability import log_metrics, logger, metrics
+from spotline.aws.training.training_watch import release, watches_from_environment
+from spotline.core.training.service_jobs import EXECUTION_TAG
+from spotline.core.training.training_events import TrainingChange, training_change_of
 
 
 @log_metrics

@@ -8,14 +8,14 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws.file_systems import MountPlan, mount_plan
-from spotline.aws.observability import bind_execution, logger
-from spotline.aws.region_checks import RegionPlan, plan_regions
-from spotline.aws.resources import ResourceSettings, check_resources
-from spotline.aws.spec_store import spec_of
-from spotline.aws.team_registry import admission_policy
-from spotline.core.errors import summarize
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.datasets.file_systems import MountPlan, mount_plan
+from spotline.aws.manifest.spec_store import spec_of
+from spotline.aws.teams.team_registry import admission_policy
+from spotline.aws.training.region_checks import RegionPlan, plan_regions
+from spotline.aws.training.resources import ResourceSettings, check_resources
+from spotline.core.common.errors import summarize
+from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
 
 
 def _available(plan: RegionPlan) -> str:

@@ -10,10 +10,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from spotline.aws import clock
-from spotline.aws.observability import bind_execution, logger
-from spotline.aws.training_watch import release, watches_from_environment
-from spotline.core.service_jobs import execution_name_of
+from spotline.aws.common import clock
+from spotline.aws.common.observability import bind_execution, logger
+from spotline.aws.training.training_watch import release, watches_from_environment
+from spotline.core.training.service_jobs import execution_name_of
 
 
 @logger.inject_lambda_context

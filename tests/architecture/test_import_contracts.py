@@ -61,14 +61,18 @@ def test_the_real_tree_keeps_every_contract() -> None:
         # (the adapters import the core: this one is a cycle as well, and breaks that contract too)
         (
             "spotline/core/uses_adapter.py",
-            "from spotline.aws.clients import client",
+            "from spotline.aws.common.clients import client",
             "The domain core is pure|No import cycles",
         ),
         ("spotline/core/uses_powertools.py", "from aws_lambda_powertools import Logger", "The domain core is pure"),
-        ("spotline/training/uses_core.py", "from spotline.core import durations", "The training helper"),
+        ("spotline/training/uses_core.py", "from spotline.core.common import durations", "The training helper"),
         ("spotline/aws/uses_devtools.py", "from spotline_dev.harness import standin", "The layer (what Lambdas run)"),
         # (devtools' tree sits beside the layer's)
-        ("../../devtools/spotline_dev/simulate/uses_adapter.py", "from spotline.aws import checking", "The simulator"),
+        (
+            "../../devtools/spotline_dev/simulate/uses_adapter.py",
+            "from spotline.aws.capacity import checking",
+            "The simulator",
+        ),
     ],
 )
 def test_a_planted_violation_breaks_its_contract(
@@ -98,7 +102,7 @@ def test_a_planted_violation_breaks_its_contract(
             "from spotline_dev.harness.standin.batch import jobs",
         ),
         # in the layer: the pure core reaching back to a module that imports it
-        ("layers/spotline/spotline/core/durations.py", "from spotline.core import policy"),
+        ("layers/spotline/spotline/core/common/durations.py", "from spotline.core.capacity import policy"),
     ],
 )
 def test_a_planted_import_cycle_breaks_the_acyclic_contract(

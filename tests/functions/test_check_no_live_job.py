@@ -9,10 +9,10 @@ from dataclasses import replace
 import pytest
 
 from conftest import NOW, example_spec, team_policy_for
-from spotline.aws.request_check import submit_service_job_request
-from spotline.core.execution_state import JobSummary
-from spotline.core.regions import arn_in_region
-from spotline.core.training_request import Attempt
+from spotline.aws.training.request_check import submit_service_job_request
+from spotline.core.regions.regions import arn_in_region
+from spotline.core.state.execution_state import JobSummary
+from spotline.core.training.training_request import Attempt
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.local.template import resources_of_type

@@ -2,7 +2,7 @@
 training lifecycle for it (it is not a scoring job), LoadManifest writes the rejection report
 beside it naming the position or the field, the execution ends in ManifestInvalid, nothing goes
 to the events dead-letter queue, the manifest is left as it was, and a redelivered event starts
-nothing twice. A version deleted before it is read has no report (spotline.aws.manifest_store:
+nothing twice. A version deleted before it is read has no report (spotline.aws.manifest.manifest_store:
 it would land beside a key whose current version may be another upload): it ends ManifestNotFound.
 
 Each upload goes through the local stack's S3 -> EventBridge -> Intake path (deliver_events)."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE_MANIFEST, sample_event
-from spotline.core.loader import MAX_BYTES, MAX_EXPANDED_NODES
+from spotline.core.manifest.loader import MAX_BYTES, MAX_EXPANDED_NODES
 from spotline_dev.harness.local.handles import LocalStack
 
 KEY = "manifests/search-ranking/ranker-v2.yaml"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from conftest import NOW, deny_next, emitted_metrics, entered_states, upload
-from spotline.aws.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
-from spotline.core.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
+from spotline.aws.manifest.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
+from spotline.core.state.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
 from spotline_dev.harness.local.handles import LocalStack
 
 KEY = "manifests/search-ranking/ranker-v2.yaml"

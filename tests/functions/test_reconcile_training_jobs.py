@@ -19,8 +19,8 @@ from conftest import (
     subscribe_to_alerts,
     upload,
 )
-from spotline.core.service_jobs import LIVE_STATUSES
-from spotline.core.training_request import Attempt, service_job_request
+from spotline.core.training.service_jobs import LIVE_STATUSES
+from spotline.core.training.training_request import Attempt, service_job_request
 from spotline_dev.harness.local.handles import LocalStack
 
 HOUR = 3600

@@ -16,8 +16,8 @@ from conftest import (
     sample_event,
     upload,
 )
-from spotline.core.service_jobs import CANCELLED_ERROR
-from spotline.core.training_request import Attempt, service_job_request
+from spotline.core.training.service_jobs import CANCELLED_ERROR
+from spotline.core.training.training_request import Attempt, service_job_request
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import ACCOUNT
 

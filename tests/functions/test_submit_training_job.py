@@ -12,10 +12,10 @@ from datetime import timedelta
 import pytest
 
 from conftest import NOW, example_spec, team_policy_for
-from spotline.aws.attempts import network_settings
-from spotline.aws.clients import split_s3_uri
-from spotline.core.execution_state import JobSummary
-from spotline.core.model import JobSpec
+from spotline.aws.common.clients import split_s3_uri
+from spotline.aws.training.attempts import network_settings
+from spotline.core.spec.model import JobSpec
+from spotline.core.state.execution_state import JobSummary
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account

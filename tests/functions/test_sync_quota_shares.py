@@ -22,8 +22,8 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from spotline.aws import clients as spotline_clients
-from spotline.aws import custom_resource
+from spotline.aws.common import clients as spotline_clients
+from spotline.aws.common import custom_resource
 from spotline_dev.harness.local.lambda_context import LocalLambdaContext
 from spotline_dev.harness.standin import BatchSageMakerStandIn, InMemoryCheckpointStore, SpotWeather, TrainingBehaviour
 from spotline_dev.harness.standin.base.http_answers import ApiError, answer

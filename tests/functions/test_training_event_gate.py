@@ -14,10 +14,10 @@ import pytest
 from moto.events.models import EventPattern
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, sample_event, team_policy_for
-from spotline.aws.clients import reset_clients
-from spotline.aws.request_check import submit_service_job_request
-from spotline.core.regions import arn_in_region
-from spotline.core.training_request import Attempt
+from spotline.aws.common.clients import reset_clients
+from spotline.aws.training.request_check import submit_service_job_request
+from spotline.core.regions.regions import arn_in_region
+from spotline.core.training.training_request import Attempt
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.local.template import resources_of_type

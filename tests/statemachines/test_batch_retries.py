@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, run_upload, team_policy_for
-from spotline.core.model import to_rfc3339
+from spotline.core.spec.model import to_rfc3339
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account

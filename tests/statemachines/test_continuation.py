@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, NOW, entered_states, upload
-from spotline.core import lifecycle
+from spotline.core.capacity import lifecycle
 from spotline_dev.explain import explain
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.sandbox.runs import follow_run

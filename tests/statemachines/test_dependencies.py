@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, entered_states, sample_event, upload
-from spotline.aws.clients import reset_clients
+from spotline.aws.common.clients import reset_clients
 from spotline_dev.harness.local.handles import LocalStack
 
 DATASET = "clicks-2026-11-28"

@@ -31,7 +31,7 @@ from statemachines.fault_cases import (
 )
 
 from conftest import EXAMPLE_MANIFEST, NOW, entered_states, example_spec, sample_event, team_policy_for, upload
-from spotline.core import lifecycle
+from spotline.core.capacity import lifecycle
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account
@@ -301,7 +301,7 @@ def test_one_transient_fault_in_a_clean_up_still_ends_named_with_nothing_running
 
 
 def _failure_named(cause: str) -> str:
-    """The cause without the sentence on the clean-up (spotline.core.outcome.cleanup_report)."""
+    """The cause without the sentence on the clean-up (spotline.core.billing.outcome.cleanup_report)."""
     for sentence in ("Spotline stopped this run's training job", "No training job of this run"):
         cause = cause.split(sentence, maxsplit=1)[0]
     return cause

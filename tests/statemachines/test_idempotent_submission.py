@@ -11,9 +11,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from conftest import entered_states, example_spec, run_upload
-from spotline.aws.request_check import submit_service_job_request
-from spotline.aws.submission import find_submitted, submit_once
-from spotline.core.training_request import Attempt
+from spotline.aws.training.request_check import submit_service_job_request
+from spotline.aws.training.submission import find_submitted, submit_once
+from spotline.core.training.training_request import Attempt
 from spotline_dev.harness.local.handles import LocalStack
 
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:search-ranking-x-1"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import NOW, example_spec, run_upload, team_policy_for
-from spotline.core.policy import MEASURED_MARGIN_FRACTION, MIN_MEASURED_MARGIN_SECONDS
+from spotline.core.capacity.policy import MEASURED_MARGIN_FRACTION, MIN_MEASURED_MARGIN_SECONDS
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account

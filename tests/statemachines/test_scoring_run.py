@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conftest import SCORING_OBJECTS, emitted_metrics, entered_states, upload
-from spotline.core.manifest import validate_bytes
-from spotline.core.scoring import registered_model_name
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.scoring.scoring import registered_model_name
 from spotline_dev.explain import explain
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.template import PROJECT_ROOT
@@ -37,7 +37,7 @@ def test_a_scoring_manifest_runs_once_on_upload_and_ends_before_its_deadline(
     assert states[:3] == ["PlanScoringRun", "IsThePlanValid?", "WaitForTheWindowToOpen"]
     assert states[-3:] == ["RecordScoringRun", "DidEveryShardSucceed?", "Scored"]
     outcome = json.loads(execution["output"])["outcome"]
-    # 5 instances: each scores 6 shards in turn, 6 start-ups of 8 min (tests/layer/core/test_scoring_plan.py)
+    # 5 instances: each scores 6 shards in turn, 6 start-ups of 8 min (tests/layer/core/scoring/test_scoring_plan.py)
     assert outcome["windowMet"] is True and outcome["instances"] == 5, outcome
     assert outcome["finishedAt"] <= "2026-12-05T03:00:00Z"
     report = json.loads(

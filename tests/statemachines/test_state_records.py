@@ -6,7 +6,7 @@ record field nobody fills fails both.
 The executions are example scenarios run by the sandbox (the real state machines, handlers and
 the Batch/SageMaker stand-in), chosen for what their states hold: a move to another region (a
 checkpoint copy, the region choice, StopSpotJob's `$.fallback`), a fallback onto a training plan,
-a scoring night. What `spotline.aws.checking.check` returns (the dict CheckTrainingStatus reads
+a scoring night. What `spotline.aws.capacity.checking.check` returns (the dict CheckTrainingStatus reads
 into its record) is read and written back too, equal."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
-from spotline.aws import checking
+from spotline.aws.capacity import checking
 from spotline.core.state import (
     ContinuedAs,
     Fallback,
@@ -78,7 +78,7 @@ def _outcome(document: dict[str, Any]) -> StateRecord:
 def test_every_section_of_every_state_and_every_answer_reads_into_its_record_and_back(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked: list[dict[str, Any]] = []  # what spotline.aws.checking.check returns, as it builds it
+    checked: list[dict[str, Any]] = []  # what spotline.aws.capacity.checking.check returns, as it builds it
 
     def check(*args: Any, **kwargs: Any) -> dict[str, Any]:
         checked.append(real_check(*args, **kwargs))

@@ -9,7 +9,7 @@ import fnmatch
 import json
 from typing import Any
 
-from spotline.core.quota_shares import MAX_CAPACITY_LIMITS, quota_share_name
+from spotline.core.teams.quota_shares import MAX_CAPACITY_LIMITS, quota_share_name
 from spotline_dev.harness.local.template import Resolver, function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()

@@ -18,8 +18,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from spotline.aws import clients, team_registry
-from spotline.core.team_registry import Change
+from spotline.aws.common import clients
+from spotline.aws.teams import team_registry
+from spotline.core.teams.team_registry import Change
 from spotline_dev.harness.local.permissions import roles
 from spotline_dev.harness.local.permissions.calls import Call, needs_of
 from spotline_dev.harness.local.permissions.policy import Decision, Request, Statement, evaluate, statements_of

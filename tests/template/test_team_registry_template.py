@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from template.bucket_policies import S3Request, actions_needed, denied
 
-from spotline.aws.team_registry import CHANGED_BY_TAG, LEAD_TAG
+from spotline.aws.teams.team_registry import CHANGED_BY_TAG, LEAD_TAG
 from spotline_dev.harness.local.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
@@ -61,7 +61,7 @@ def test_only_apply_team_change_writes_the_registry_and_one_change_at_a_time() -
                     writers.append(name)
     assert set(writers) == {"ApplyTeamChangeFunction"}
     # Not by reserved concurrency, which an account whose unreserved pool is at its minimum cannot
-    # give (the deployment would fail): by S3 conditional writes (tests/layer/aws/test_team_changes.py).
+    # give (the deployment would fail): by S3 conditional writes (tests/layer/aws/teams/test_team_changes.py).
     assert "ReservedConcurrentExecutions" not in RESOURCES["ApplyTeamChangeFunction"]["Properties"]
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from template.bucket_policies import S3Request, bucket_value, denied
 
-from spotline.aws import training_settings
-from spotline.core.naming import report_key
-from spotline.core.training_request import DEFAULT_SETTINGS
+from spotline.aws.training import training_settings
+from spotline.core.common.naming import report_key
+from spotline.core.training.training_request import DEFAULT_SETTINGS
 from spotline_dev.harness.local.template import function_environment, load_template, resources_of_type
 
 TEMPLATE = load_template()
@@ -214,7 +214,7 @@ def test_alarms_cover_failures_deadlines_rejections_and_the_dead_letter_queue() 
 def test_the_scoring_trend_alarm_projects_the_stack_wide_margin_one_night_ahead() -> None:
     """It watches the metric RecordScoringRun publishes with the service dimension only (the
     functions' POWERTOOLS_SERVICE_NAME), daily, and fires on 2 of 3 projections under the threshold."""
-    from spotline.aws.scoring_steps import MARGIN_METRIC
+    from spotline.aws.scoring.scoring_steps import MARGIN_METRIC
 
     props = TEMPLATE["Resources"]["ScoringWindowTrendAlarm"]["Properties"]
     margin, projected = props["Metrics"]
@@ -339,7 +339,7 @@ def test_only_spotlines_service_jobs_can_be_terminated_but_by_the_reconciler() -
             # be stopped; IAM has no condition to keep this to the queue (the code lists JOB_QUEUE).
             assert "Condition" not in statement
             continue
-        # The tags spotline.core.training_request puts on every service job it submits.
+        # The tags spotline.core.training.training_request puts on every service job it submits.
         assert statement["Condition"] == {
             "Null": {"aws:ResourceTag/spotline:team": "false", "aws:ResourceTag/spotline:execution": "false"}
         }

@@ -11,12 +11,12 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spotline.aws import training_settings
-from spotline.aws.request_check import TrainingRequestInvalid, submit_service_job_request
-from spotline.core.errors import DOCUMENT, ManifestError
-from spotline.core.manifest import validate_bytes
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
-from spotline.core.training_request import (
+from spotline.aws.training import training_settings
+from spotline.aws.training.request_check import TrainingRequestInvalid, submit_service_job_request
+from spotline.core.common.errors import DOCUMENT, ManifestError
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.training.training_request import (
     Attempt,
     Capacity,
     TrainingSettings,
@@ -172,7 +172,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError, NoRegionError  # noqa: PLC0415 (boto3 only when asked)
 
-    from spotline.aws.clients import error_code  # noqa: PLC0415
+    from spotline.aws.common.clients import error_code  # noqa: PLC0415
     from spotline_dev import explain  # noqa: PLC0415
     from spotline_dev.cli.operate.deployment import OperateError, aws_failure, use_session  # noqa: PLC0415
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from spotline.core.advice import warnings_of
-from spotline.core.errors import ManifestError
-from spotline.core.manifest import validate_bytes
-from spotline.core.model import JobSpec
-from spotline.core.scoring import ScoringSpec
-from spotline.core.scoring_policy import allowance_errors
-from spotline.core.team_policy import TeamPolicy
+from spotline.core.common.errors import ManifestError
+from spotline.core.manifest.advice import warnings_of
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.scoring.scoring import ScoringSpec
+from spotline.core.scoring.scoring_policy import allowance_errors
+from spotline.core.spec.model import JobSpec
+from spotline.core.teams.team_policy import TeamPolicy
 
 
 def manifest_problems(
@@ -30,5 +30,5 @@ def manifest_problems(
 
 
 def manifest_warnings(spec: JobSpec | ScoringSpec | None, *, now: datetime) -> list[ManifestError]:
-    """What a valid training manifest may still get wrong (`spotline.core.advice`): said, never refused."""
+    """What a valid training manifest may still get wrong (`spotline.core.manifest.advice`): said, never refused."""
     return warnings_of(spec, now) if isinstance(spec, JobSpec) else []

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from spotline.core import links as console_links
+from spotline.core.common import links as console_links
 
 HistoryEvent = Mapping[str, Any]
 END_EVENTS = {

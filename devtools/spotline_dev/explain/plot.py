@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from spotline.core.capacity_moves import WHAT, move_of
-from spotline.core.durations import format_duration
+from spotline.core.capacity.capacity_moves import WHAT, move_of
+from spotline.core.common.durations import format_duration
 from spotline_dev.explain.history import END_EVENTS, HistoryEvent, as_dict, job_of, load_document, parse_time
 from spotline_dev.explain.story import MOVE_ACTIONS
 

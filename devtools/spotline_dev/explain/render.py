@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spotline.core.cost import format_usd
-from spotline.core.durations import format_duration
+from spotline.core.billing.cost import format_usd
+from spotline.core.common.durations import format_duration
 from spotline_dev.explain.history import LINK_LABELS, parse_time, summarize
 from spotline_dev.explain.story import Story
 from spotline_dev.explain.timeline import TimelineEntry, format_entry

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from spotline.core.durations import format_duration
-from spotline.core.scoring_plan import STARTUP_SECONDS
+from spotline.core.common.durations import format_duration
+from spotline.core.scoring.scoring_plan import STARTUP_SECONDS
 from spotline_dev.explain.history import as_dict, parse_time
 
 SCORING_NEXT_STEPS = {

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spotline.core.capacity_moves import WHAT, move_of
-from spotline.core.durations import format_duration
+from spotline.core.capacity.capacity_moves import WHAT, move_of
+from spotline.core.common.durations import format_duration
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     AttemptRecord,

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from spotline.core.durations import format_duration
-from spotline.core.policy import OUT_OF_REACH
-from spotline.core.status import is_preemption, waits_for_capacity
+from spotline.core.capacity.policy import OUT_OF_REACH
+from spotline.core.common.durations import format_duration
+from spotline.core.training.status import is_preemption, waits_for_capacity
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     HistoryEvent,

@@ -4,8 +4,8 @@ figures are the run's own (RecordOutcome's); nothing is recomputed here."""
 
 from __future__ import annotations
 
-from spotline.core.cost import format_usd
-from spotline.core.durations import format_duration
+from spotline.core.billing.cost import format_usd
+from spotline.core.common.durations import format_duration
 
 
 def saving_words(savings_percent: float | None, on_demand_usd: float | None, plan_seconds: int | None) -> str:

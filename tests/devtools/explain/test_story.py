@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, entered_states, run_upload, upload
-from spotline.core import links as console_links
+from spotline.core.common import links as console_links
 from spotline_dev.explain import Story, explain, render_text, timeline
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.sandbox.replay import Scenario, load_scenario, run_scenario

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from spotline.core.policy import JobClock, decide
+from spotline.core.capacity.policy import JobClock, decide
 from spotline_dev.explain.timeline import status_line
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

@@ -2,13 +2,13 @@
 
 The execution is stopped first: a training job terminated under a running execution would wake
 it and count as a failed attempt (which it may resubmit). The jobs are then terminated with the
-same clean-up the stack runs at an execution's end (`spotline.aws.service_jobs`), idempotent:
+same clean-up the stack runs at an execution's end (`spotline.aws.training.service_jobs`), idempotent:
 whichever of the two gets to a job first stops it, and the end-of-execution rule, seeing the
 stop's error (CANCELLED_ERROR), alerts nobody. A job that a SubmitTrainingJob already under way
 submits after both have looked is the 15-minute sweep's (ReconcileTrainingJobs).
 
 A scoring run's transform jobs are found by the key every one of its jobs has in its name
-(`spotline.aws.scoring_runs.stop_transform_jobs`, the same clean-up as the stack's).
+(`spotline.aws.scoring.scoring_runs.stop_transform_jobs`, the same clean-up as the stack's).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from spotline.aws.scoring_runs import stop_transform_jobs, transform_jobs_of
-from spotline.aws.service_jobs import describe, stop_everywhere, summaries
-from spotline.core.service_jobs import CANCELLED_ERROR, LIVE_STATUSES, ServiceJob, run_job_name_pattern
+from spotline.aws.scoring.scoring_runs import stop_transform_jobs, transform_jobs_of
+from spotline.aws.training.service_jobs import describe, stop_everywhere, summaries
+from spotline.core.training.service_jobs import CANCELLED_ERROR, LIVE_STATUSES, ServiceJob, run_job_name_pattern
 from spotline_dev.cli.operate.deployment import Deployment
 from spotline_dev.cli.operate.runs import describe_run
 

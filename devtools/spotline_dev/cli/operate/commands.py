@@ -12,8 +12,8 @@ from datetime import datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from spotline.core.cost import format_usd
-from spotline.core.durations import format_duration
+from spotline.core.billing.cost import format_usd
+from spotline.core.common.durations import format_duration
 from spotline_dev.cli.operate.cancel import caller, cancel
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError, aws_failure, connect
 from spotline_dev.cli.operate.logs import LogLine, follow_logs, run_logs

@@ -19,9 +19,9 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError, ProfileNotFound
 
-from spotline.aws import clients
-from spotline.aws.clients import error_code, reset_clients
-from spotline.core.service_jobs import execution_arn
+from spotline.aws.common import clients
+from spotline.aws.common.clients import error_code, reset_clients
+from spotline.core.training.service_jobs import execution_arn
 
 OUTPUTS = {
     "bucket": "IngestBucketName",

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from spotline.aws import clients
-from spotline.aws.clients import in_region
-from spotline.aws.service_jobs import summaries
-from spotline.core.model import to_rfc3339
-from spotline.core.regions import arn_in_region
-from spotline.core.service_jobs import CONTINUED_NAME, EXECUTION_TAG, job_name_prefix
+from spotline.aws.common import clients
+from spotline.aws.common.clients import in_region
+from spotline.aws.training.service_jobs import summaries
+from spotline.core.regions.regions import arn_in_region
+from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import Training
-from spotline.core.status import training_job_name_of
+from spotline.core.training.service_jobs import CONTINUED_NAME, EXECUTION_TAG, job_name_prefix
+from spotline.core.training.status import training_job_name_of
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment
 from spotline_dev.cli.operate.runs import Run, describe_run, latest_document, wait_for_start
 from spotline_dev.explain.history import parse_time

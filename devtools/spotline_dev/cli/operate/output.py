@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from spotline.core.durations import format_duration
+from spotline.core.common.durations import format_duration
 
 OUTPUTS = ("table", "json")
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from spotline.core.durations import parse_duration
+from spotline.core.common.durations import parse_duration
 from spotline_dev.cli.operate.output import OUTPUTS
 
 STACK_ENV = "SPOTLINE_STACK"

@@ -15,13 +15,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from spotline.aws.billing import bill_for_state
-from spotline.core.execution_state import job_summary_of
-from spotline.core.model import to_rfc3339
-from spotline.core.naming import slug
-from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
-from spotline.core.service_jobs import execution_name_of
+from spotline.aws.billing.billing import bill_for_state
+from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
+from spotline.core.common.naming import slug
+from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import Outcome, RunStatus, Scoring, Training
+from spotline.core.state.execution_state import job_summary_of
+from spotline.core.training.service_jobs import execution_name_of
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError
 from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
 from spotline_dev.explain.scoring import ScoringNight, scoring_night
@@ -298,7 +298,7 @@ def list_runs(
     listings = [_executions(sfn, machine, status, since) for machine in deployment.state_machines]
     for listed in heapq.merge(*listings, key=_newest_first):
         if prefix and not listed["name"].startswith(prefix):
-            continue  # execution names begin with the team's slug (core.naming.execution_name)
+            continue  # execution names begin with the team's slug (core.common.naming.execution_name)
         document, end = latest_document(sfn, listed["executionArn"])
         run = run_of(listed, document, end, now)
         if run.continued_as or (team and run.team != team):

@@ -3,7 +3,7 @@ where the caller may read it), upload it to `manifests/<team>/`, name the execut
 follow the run to its end.
 
 The execution's name is known before it exists: Intake names it after the bucket, key and
-S3 version (`core.naming.execution_name`), so the upload's VersionId is all it takes. A scoring
+S3 version (`core.common.naming.execution_name`), so the upload's VersionId is all it takes. A scoring
 manifest (`kind: ScoringJob`) starts its run on the stack's scoring state machine under the same
 name; one with `dependsOn` is only registered: each night's Dataset Ready event starts a run.
 """
@@ -18,14 +18,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from spotline.aws.team_registry import record_of
-from spotline.core import links
-from spotline.core.errors import ManifestError
-from spotline.core.model import JobSpec
-from spotline.core.naming import MANIFEST_PREFIX, MANIFEST_SUFFIXES, ManifestLocation, execution_name
-from spotline.core.scoring import ScoringSpec
-from spotline.core.scoring_policy import allowance_errors
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.aws.teams.team_registry import record_of
+from spotline.core.common import links
+from spotline.core.common.errors import ManifestError
+from spotline.core.common.naming import MANIFEST_PREFIX, MANIFEST_SUFFIXES, ManifestLocation, execution_name
+from spotline.core.scoring.scoring import ScoringSpec
+from spotline.core.scoring.scoring_policy import allowance_errors
+from spotline.core.spec.model import JobSpec
+from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.cli.manifest_checks import manifest_problems
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError
 from spotline_dev.cli.operate.runs import Run, describe_run, wait_for_start

@@ -9,9 +9,9 @@ import json
 import sys
 from typing import Any
 
-from spotline.aws.team_registry import read_registry
-from spotline.core.errors import ManifestError
-from spotline.core.team_registry import Change, TeamRecord, diff_entries
+from spotline.aws.teams.team_registry import read_registry
+from spotline.core.common.errors import ManifestError
+from spotline.core.teams.team_registry import Change, TeamRecord, diff_entries
 from spotline_dev.cli.operate.deployment import Deployment, OperateError
 from spotline_dev.cli.operate.output import as_json, table
 from spotline_dev.cli.operate.teams import (

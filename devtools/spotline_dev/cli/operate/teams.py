@@ -1,5 +1,5 @@
 """`spotline teams`: the stack's team registry read and changed as the stack itself does it
-(`spotline.aws.team_registry`, ApplyTeamChange). A change is checked here first, against the
+(`spotline.aws.teams.team_registry`, ApplyTeamChange). A change is checked here first, against the
 JSON Schema and the registry and queue as they are now, so a refusal costs no proposal; the
 stack checks it again, against the registry as it is when it writes, before it takes effect."""
 
@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from spotline.aws.quota_share_reads import existing_shares
-from spotline.aws.team_registry import (
+from spotline.aws.teams.quota_share_reads import existing_shares
+from spotline.aws.teams.team_registry import (
     AuthorNotTaggable,
     approve,
     author_id,
@@ -21,10 +21,18 @@ from spotline.aws.team_registry import (
     record_of,
     submit_changes,
 )
-from spotline.core.errors import ManifestError
-from spotline.core.quota_shares import QuotaSharesInvalid, parse_capacity
-from spotline.core.team_policy import TeamPolicyInvalid
-from spotline.core.team_registry import Applied, Change, Registry, TeamRecord, apply_changes, changes_in, diff_entries
+from spotline.core.common.errors import ManifestError
+from spotline.core.teams.quota_shares import QuotaSharesInvalid, parse_capacity
+from spotline.core.teams.team_policy import TeamPolicyInvalid
+from spotline.core.teams.team_registry import (
+    Applied,
+    Change,
+    Registry,
+    TeamRecord,
+    apply_changes,
+    changes_in,
+    diff_entries,
+)
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError
 
 

@@ -13,8 +13,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from spotline.core.model import CHECKPOINT_LOCAL_PATH
-from spotline.core.training_request import CODE_DIRECTORY_HYPERPARAMETER, CODE_PROGRAM_HYPERPARAMETER
+from spotline.core.spec.model import CHECKPOINT_LOCAL_PATH
+from spotline.core.training.training_request import CODE_DIRECTORY_HYPERPARAMETER, CODE_PROGRAM_HYPERPARAMETER
 
 STACK_SETTING = "set by the stack for every job (template parameters), not by a manifest"
 
@@ -66,7 +66,7 @@ class SpotlineFields:
 
 def manifest_from_request(request: dict[str, Any], fields: SpotlineFields) -> dict[str, Any]:
     """The manifest for `request`; raises TrainerNotConvertible naming every member it cannot carry.
-    The result is not validated here: `spotline.core.manifest.validate_document` does that."""
+    The result is not validated here: `spotline.core.manifest.manifest.validate_document` does that."""
     reader = _Reader(copy.deepcopy(request))
     spec: dict[str, Any] = {}
     algorithm = reader.take("AlgorithmSpecification", {})

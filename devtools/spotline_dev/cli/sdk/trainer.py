@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spotline.core.training_request import CODE_DIRECTORY_HYPERPARAMETER, CODE_PROGRAM_HYPERPARAMETER
+from spotline.core.training.training_request import CODE_DIRECTORY_HYPERPARAMETER, CODE_PROGRAM_HYPERPARAMETER
 from spotline_dev.cli.sdk.request_to_manifest import TrainerNotConvertible
 
 DEFAULT_OBJECT = "trainer"

@@ -1,7 +1,7 @@
 """The template's custom resources in the local stack, created as CloudFormation creates them:
 the real handler of the resource's ServiceToken function gets a Create request of
 CloudFormation's shape (ResourceProperties with every scalar as a string, a presigned-looking
-HTTPS ResponseURL), and its answer, the one PUT `spotline.aws.custom_resource` makes, is caught
+HTTPS ResponseURL), and its answer, the one PUT `spotline.aws.common.custom_resource` makes, is caught
 instead of sent. A FAILED answer fails the stack's creation with the handler's Reason.
 
 Parameters take the local stack's values: a parameter a function reads through an environment
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from unittest import mock
 from urllib.request import Request
 
-import spotline.aws.clients as spotline_clients
+import spotline.aws.common.clients as spotline_clients
 from spotline_dev.harness.local.lambda_context import LocalLambdaContext
 from spotline_dev.harness.local.permissions.checker import running
 from spotline_dev.harness.local.template import Resolver, function_environment, resources_of_type
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 RESPONSE_URL = (
     "https://cloudformation-custom-resource-response-local.s3.amazonaws.com/{stack}/{logical}?X-Amz-Signature=local"
 )
-OPENER = "spotline.aws.custom_resource.urlopen"  # the one network call of the protocol adapter
+OPENER = "spotline.aws.common.custom_resource.urlopen"  # the one network call of the protocol adapter
 
 
 class CustomResourceFailed(RuntimeError):

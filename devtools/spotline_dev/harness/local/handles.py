@@ -17,7 +17,7 @@ from moto.iam.models import iam_backends
 from moto.sagemaker import models as moto_sagemaker_models
 from moto.sqs.models import sqs_backends
 
-from spotline.aws.clients import reset_clients
+from spotline.aws.common.clients import reset_clients
 from spotline_dev.harness.local.dataset_bus import put_dataset_event
 from spotline_dev.harness.local.executions import ExecutionRecord, Executions, history_of
 from spotline_dev.harness.local.faults import CallThrottles, Fault, Faults

@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from spotline.aws.clients import reset_clients
-from spotline.aws.team_registry import submit_changes
-from spotline.core.team_registry import Change, changes_in
+from spotline.aws.common.clients import reset_clients
+from spotline.aws.teams.team_registry import submit_changes
+from spotline.core.teams.team_registry import Change, changes_in
 
 if TYPE_CHECKING:
     from spotline_dev.harness.local.handles import LocalStack

@@ -30,10 +30,10 @@ from moto.s3 import models as moto_s3_models
 from moto.stepfunctions.parser.asl.component.common.retry import jitter_strategy_decl
 from moto.utilities.utils import get_partition
 
-from spotline.aws import clients as spotline_aws
-from spotline.aws import team_registry
-from spotline.core import catalog
-from spotline.core.quota_shares import format_capacity
+from spotline.aws.common import clients as spotline_aws
+from spotline.aws.teams import team_registry
+from spotline.core.spec import catalog
+from spotline.core.teams.quota_shares import format_capacity
 from spotline_dev.harness.local.cloudformation import install_stack_description
 from spotline_dev.harness.local.custom_resources import with_parameters
 from spotline_dev.harness.local.events import install_service_events
@@ -142,10 +142,10 @@ def _stop_execution(stack: LocalStack, execution_arn: str, cause: str) -> None:
 
 
 def _forget_prices() -> None:
-    """The Lambda containers' cached prices (spotline.aws.pricing), if a handler loaded it: not
+    """The Lambda containers' cached prices (spotline.aws.billing.pricing), if a handler loaded it: not
     imported here, since its logger reads Powertools' settings when made, and the handlers'
     environment sets them first."""
-    loaded = sys.modules.get("spotline.aws.pricing")
+    loaded = sys.modules.get("spotline.aws.billing.pricing")
     if loaded is not None:
         loaded.forget_cached()
 

@@ -161,7 +161,7 @@ class Resolver:
 def powertools_environment(template: dict[str, Any] | None = None) -> dict[str, str]:
     """The POWERTOOLS_* variables of the template's Globals with parameters at their defaults.
 
-    Powertools reads them when `spotline.aws.observability` is first imported, so in-process users
+    Powertools reads them when `spotline.aws.common.observability` is first imported, so in-process users
     (tests, sandbox) set them before that import, as Lambda does."""
     template = template or load_template()
     resolver = Resolver(template, lambda logical, attribute: logical, {})

@@ -26,7 +26,7 @@ from moto.stepfunctions.parser.asl.component.state.wait.wait_function import tim
 from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackOutcomeSuccess, CallbackOutcomeTimedOut
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
-from spotline.aws import clock as spotline_clock
+from spotline.aws.common import clock as spotline_clock
 
 TIMEOUT_GRACE_SECONDS = 10.0
 """Real time a task's thread gets, once its virtual timeout has come, to end on its own."""

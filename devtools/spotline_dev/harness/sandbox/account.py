@@ -10,11 +10,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spotline.aws.clients import split_s3_uri
-from spotline.aws.resources import TEAM_TAG
-from spotline.core.images import DLC_REGISTRY_ACCOUNTS, parse_image
-from spotline.core.model import JobSpec
-from spotline.core.quota_shares import MAX_CAPACITY_LIMITS, parse_capacity
+from spotline.aws.common.clients import split_s3_uri
+from spotline.aws.training.resources import TEAM_TAG
+from spotline.core.spec.images import DLC_REGISTRY_ACCOUNTS, parse_image
+from spotline.core.spec.model import JobSpec
+from spotline.core.teams.quota_shares import MAX_CAPACITY_LIMITS, parse_capacity
 from spotline_dev.harness.local.template import load_template
 from spotline_dev.harness.sandbox.scenario import ScenarioError
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from spotline.core.model import JobSpec
-from spotline.core.network_reach import FILE_SYSTEM_PORTS
-from spotline.core.replicas import Replicas, file_system_uri, mounted_at, replica_of
+from spotline.core.datasets.network_reach import FILE_SYSTEM_PORTS
+from spotline.core.regions.replicas import Replicas, file_system_uri, mounted_at, replica_of
+from spotline.core.spec.model import JobSpec
 from spotline_dev.harness.sandbox.scenario import ScenarioError
 from spotline_dev.harness.standin.file_systems import FileSystemRecord, MountTarget
 

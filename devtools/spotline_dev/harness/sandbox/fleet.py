@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from spotline.core.manifest import validate_bytes
-from spotline.core.model import JobSpec, to_rfc3339
-from spotline.core.service_jobs import job_name_prefix
-from spotline.core.team_ownership import shared_with_each_other
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.spec.model import JobSpec, to_rfc3339
+from spotline.core.teams.team_ownership import shared_with_each_other
+from spotline.core.training.service_jobs import job_name_prefix
 from spotline_dev.harness.local.executions import ExecutionRecord
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.peers import every_job, every_ledger

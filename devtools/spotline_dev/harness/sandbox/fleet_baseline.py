@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from spotline.core.model import to_rfc3339
-from spotline.core.training_request import Attempt, service_job_request
+from spotline.core.spec.model import to_rfc3339
+from spotline.core.training.training_request import Attempt, service_job_request
 from spotline_dev.harness.local.handles import ACCOUNT, REGION
 from spotline_dev.harness.sandbox.fleet import Upload, fleet_stack, quota_capacity, uploads_of
 from spotline_dev.harness.sandbox.fleet_figures import fleet_figures

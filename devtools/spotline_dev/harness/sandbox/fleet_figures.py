@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from spotline.core.cost import format_usd
-from spotline.core.durations import format_duration
+from spotline.core.billing.cost import format_usd
+from spotline.core.common.durations import format_duration
 from spotline_dev.harness.standin import ServiceJobView
 
 PERCENTILES = {"p50": 50, "p95": 95}

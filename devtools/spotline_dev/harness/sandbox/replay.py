@@ -21,10 +21,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from spotline.core.catalog import price_region
-from spotline.core.cost import format_usd
-from spotline.core.durations import format_duration
-from spotline.core.manifest import validate_bytes
+from spotline.core.billing.cost import format_usd
+from spotline.core.common.durations import format_duration
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.spec.catalog import price_region
 from spotline_dev.exit_codes import EXIT_NOT_SUCCEEDED, EXIT_OK
 from spotline_dev.explain import render_text as render_story
 from spotline_dev.explain.timeline import offset

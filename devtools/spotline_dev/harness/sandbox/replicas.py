@@ -12,10 +12,10 @@ import hashlib
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from spotline.aws.clients import split_s3_uri
-from spotline.core.images import parse_image
-from spotline.core.model import JobSpec
-from spotline.core.replicas import Replicas, replica_of, resources
+from spotline.aws.common.clients import split_s3_uri
+from spotline.core.regions.replicas import Replicas, replica_of, resources
+from spotline.core.spec.images import parse_image
+from spotline.core.spec.model import JobSpec
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.sandbox.account import INPUT_OBJECTS, SOURCE_ARCHIVE, ensure_image
 from spotline_dev.harness.sandbox.file_systems import play_file_systems

@@ -18,13 +18,13 @@ from typing import Any
 
 from moto.sns.models import sns_backends
 
-from spotline.aws import clock
-from spotline.aws.billing import bill_for_state
-from spotline.core.execution_state import job_summary_of
-from spotline.core.model import to_rfc3339
-from spotline.core.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
-from spotline.core.regions import checkpoint_copies
+from spotline.aws.billing.billing import bill_for_state
+from spotline.aws.common import clock
+from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
+from spotline.core.regions.regions import checkpoint_copies
+from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import AttemptRecord, RunStatus, Training, history_of
+from spotline.core.state.execution_state import job_summary_of
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import job_of, region_of
 from spotline_dev.harness.local.handles import LocalStack

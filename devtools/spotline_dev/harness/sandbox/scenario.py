@@ -14,10 +14,10 @@ from typing import Any
 import botocore.session
 import yaml
 
-from spotline.core import json_schemas
-from spotline.core.durations import parse_duration
-from spotline.core.loader import ManifestLoadError, parse_manifest
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.common import json_schemas
+from spotline.core.common.durations import parse_duration
+from spotline.core.manifest.loader import ManifestLoadError, parse_manifest
+from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
 from spotline_dev.harness.local.template import PROJECT_ROOT, load_template, resources_of_type
 from spotline_dev.harness.sandbox.team_changes import TeamChangeInvalid, TeamChangeSpec, parse_team_changes
 

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spotline.aws.clients import split_s3_uri
-from spotline.core.catalog import family_of
-from spotline.core.scoring import ScoringSpec
+from spotline.aws.common.clients import split_s3_uri
+from spotline.core.scoring.scoring import ScoringSpec
+from spotline.core.spec.catalog import family_of
 from spotline.core.state import Scoring, ScoringOutcome
 from spotline_dev.explain import explain, timeline
 from spotline_dev.harness.local.stack import start_local_stack

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spotline.core.team_policy import TeamPolicy, TeamPolicyInvalid
-from spotline.core.team_registry import Change
+from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
+from spotline.core.teams.team_registry import Change
 from spotline_dev.harness.local.registry import RegistryChangeRefused, apply_to_registry
 
 if TYPE_CHECKING:

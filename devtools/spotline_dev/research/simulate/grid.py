@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import numpy as np
 
-from spotline.core.regions import GIB, copy_estimate
+from spotline.core.regions.regions import GIB, copy_estimate
 from spotline_dev.research.simulate.model import (
     DEFAULT_CHECKPOINT_SECONDS,
     DEFAULT_OVERHEAD_SECONDS,

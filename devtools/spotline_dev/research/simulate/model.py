@@ -42,9 +42,9 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from spotline.core.assess import STARTUP_AFTER_ACQUIRE_SECONDS
-from spotline.core.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
-from spotline.core.regions import RECORD_WINDOW_SECONDS, RegionRecord
+from spotline.core.capacity.assess import STARTUP_AFTER_ACQUIRE_SECONDS
+from spotline.core.capacity.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
+from spotline.core.regions.regions import RECORD_WINDOW_SECONDS, RegionRecord
 
 SPOT_PRICE_RATIO = 0.3
 """Spot price / on-demand price (source in the module docstring)."""
@@ -58,7 +58,7 @@ NEVER = 1 << 62
 SIGHTING_SECONDS = 10 * 60
 """How old the fleet's latest sighting of a region's spot capacity may be in the simulation: a
 fleet busy enough to have a job starting, waiting or interrupted in each allowed region every
-ten minutes (Spotline records each, `spotline.core.regions`)."""
+ten minutes (Spotline records each, `spotline.core.regions.regions`)."""
 
 Capacity = Literal["spot", "on-demand", "none"]
 Phase = Literal["idle", "copying", "waiting", "interrupted", "starting", "training"]

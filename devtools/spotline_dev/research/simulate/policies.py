@@ -10,7 +10,7 @@
 - `declared`: the rule before issue 14, kept as a baseline: the production policy planning with
   the declared work (expectedDuration) and its 5 % margin throughout, as if progress.json
   recorded no training seconds.
-- `spotline`: the production policy: `spotline.core.assess.assess`, the function the
+- `spotline`: the production policy: `spotline.core.capacity.assess.assess`, the function the
   CheckTrainingStatus Lambda calls, on an `Observation` built from the trace as the Lambda would
   read it (the normalized status; progress.json as the checkpoints left it; no queue ahead of it,
   no instance-type alternatives, no training plan), asked at the Lambda's cadence:
@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from spotline.core.assess import Assessment, assess
-from spotline.core.model import JobSpec
-from spotline.core.observation import Attempt, FleetRecord, History, Observation, QueueLimits
-from spotline.core.policy import JobClock
-from spotline.core.regions import Sighting
-from spotline.core.status import State, TrainingStatus
+from spotline.core.capacity.assess import Assessment, assess
+from spotline.core.capacity.observation import Attempt, FleetRecord, History, Observation, QueueLimits
+from spotline.core.capacity.policy import JobClock
+from spotline.core.regions.regions import Sighting
+from spotline.core.spec.model import JobSpec
+from spotline.core.training.status import State, TrainingStatus
 from spotline_dev.research.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
 
 FIRST_POLL_SECONDS = 60
@@ -170,7 +170,7 @@ class SpotlinePolicy:
     """The production policy through the CheckTrainingStatus Lambda's interface: at each check, an
     `Observation` of what the Lambda would read (the normalized status, progress.json as the
     checkpoints left it, no queue ahead of it), the run's attempts, and the same
-    `spotline.core.assess.assess` the Lambda calls; `next_check` in its answer for the next check.
+    `spotline.core.capacity.assess.assess` the Lambda calls; `next_check` in its answer for the next check.
     Woken by every event of the model, it acts only on what a real event would tell it: an
     interruption of its job."""
 

@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 
-from spotline.core.regions import RECORD_WINDOW_SECONDS
+from spotline.core.regions.regions import RECORD_WINDOW_SECONDS
 from spotline_dev.research.simulate.grid import GridSpec, Row, row_of
 from spotline_dev.research.simulate.model import HOUR
 from spotline_dev.research.simulate.optimum import optimal_costs, optimal_costs_across_regions

@@ -7,7 +7,7 @@ a step when any of its zones has: SageMaker picks the zone itself when no subnet
 On-demand is available in every region at the same price.
 
 **Moving.** An attempt in another region than the latest checkpoint's starts with a copy of it
-(`spotline.core.regions.copy_estimate` for `--checkpoint-gib`: its time before the start-up, its
+(`spotline.core.regions.regions.copy_estimate` for `--checkpoint-gib`: its time before the start-up, its
 transfer price in the job's cost).
 
 **Policies across regions** (`REGION_POLICIES`):
@@ -20,8 +20,8 @@ transfer price in the job's cost).
   deadline; when preempted, or when a launch finds no capacity for `LAUNCH_TIMEOUT_SECONDS`, it
   moves to the next region in order.
 - `spotline`: the production policy (`SpotlinePolicy`) across regions: it places its spot
-  attempt by the fleet's sightings (`spotline.core.regions.choose_region`, as SubmitTrainingJob
-  does), and `spotline.core.assess.assess` moves a stuck one; the copy's time counts in its
+  attempt by the fleet's sightings (`spotline.core.regions.regions.choose_region`, as SubmitTrainingJob
+  does), and `spotline.core.capacity.assess.assess` moves a stuck one; the copy's time counts in its
   restart estimate. It never sees capacity
   directly, only the fleet's record (`View.sighted`, at most `SIGHTING_SECONDS` old) and its own
   waits and interruptions.
@@ -41,9 +41,9 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from spotline.core.assess import Assessment
-from spotline.core.observation import FleetRecord
-from spotline.core.regions import GIB, Sighting, choose_region, latest_sightings
+from spotline.core.capacity.assess import Assessment
+from spotline.core.capacity.observation import FleetRecord
+from spotline.core.regions.regions import GIB, Sighting, choose_region, latest_sightings
 from spotline_dev.research.simulate.model import SIGHTING_SECONDS, Command, Job, Outcome, Policy, View, simulate
 from spotline_dev.research.simulate.policies import (
     FIRST_POLL_SECONDS,

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST
 from devtools.cli.operate.printed import printed_json, printed_lines
-from spotline.core import lifecycle
+from spotline.core.capacity import lifecycle
 from spotline_dev.cli.entry import main
 from spotline_dev.exit_codes import EXIT_OK
 from spotline_dev.explain import fetch_run

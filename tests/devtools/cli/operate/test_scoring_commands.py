@@ -50,7 +50,7 @@ def test_a_submitted_scoring_job_is_followed_to_its_night_and_shown_by_runs_stat
     status = printed_lines(capsys.readouterr().out)
     assert status[0] == f"{name}  SUCCEEDED: scored, window met"
     assert status[2].startswith("  Window      2026-12-05T03:00:00Z: met (finished 2026-12-05T0")
-    # 5 instances: each scores 6 shards in turn, 6 start-ups of 8 min (tests/layer/core/test_scoring_plan.py)
+    # 5 instances: each scores 6 shards in turn, 6 start-ups of 8 min (tests/layer/core/scoring/test_scoring_plan.py)
     sized = "  Sized       5 ml.c5.2xlarge instance(s) at 1,500 records/s each (probe), 30% headroom, each instance 6"
     assert any(line.startswith(sized) for line in status), status
 

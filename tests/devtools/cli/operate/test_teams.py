@@ -12,8 +12,8 @@ import pytest
 
 from conftest import EXAMPLE_MANIFEST, example_spec, run_upload
 from devtools.cli.operate.printed import printed_json, printed_lines
-from spotline.aws.team_registry import propose
-from spotline.core.team_registry import Change
+from spotline.aws.teams.team_registry import propose
+from spotline.core.teams.team_registry import Change
 from spotline_dev.cli.entry import main
 from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from spotline_dev.harness.local.handles import LocalStack
@@ -93,8 +93,8 @@ def test_an_invalid_change_is_refused_naming_the_field_and_the_previous_version_
 def test_the_stack_refuses_a_proposal_the_cli_was_not_asked_to_check(deployed: LocalStack) -> None:
     """ApplyTeamChange validates on its own: a proposal put by hand (not through the CLI) that
     breaks the schema is refused with the field named, and nothing is written."""
-    from spotline.aws.team_registry import submit_changes
-    from spotline.core.team_registry import Change
+    from spotline.aws.teams.team_registry import submit_changes
+    from spotline.core.teams.team_registry import Change
 
     answer = submit_changes(
         [Change(TEAM, {"maxInstances": 0})],
@@ -150,7 +150,7 @@ def test_a_caller_whose_session_name_holds_a_comma_is_refused_before_anything_is
 ) -> None:
     """STS lets a role session name hold `,` ([\\w+=,.@-]*), an S3 tag value may not: the CLI says
     so and what to do, instead of S3's InvalidTag after the upload started."""
-    from spotline.aws import team_registry
+    from spotline.aws.teams import team_registry
 
     sts = deployed.client("sts")
     role = f"arn:aws:iam::{sts.get_caller_identity()['Account']}:role/vision-lead"

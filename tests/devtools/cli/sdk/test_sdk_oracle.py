@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from devtools.cli.sdk.sdk_child import TRAINERS, offline_environment, sdk_requests
-from spotline.core.manifest import validate_bytes, validate_document
-from spotline.core.training_request import Attempt, create_training_job_request
+from spotline.core.manifest.manifest import validate_bytes, validate_document
+from spotline.core.training.training_request import Attempt, create_training_job_request
 from spotline_dev.cli.sdk.request_to_manifest import SpotlineFields, comparable, manifest_from_request
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

@@ -16,7 +16,7 @@ import pytest
 
 from builders import spec_of
 from conftest import run_upload
-from spotline.core.model import JobSpec
+from spotline.core.spec.model import JobSpec
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.local.template import PROJECT_ROOT

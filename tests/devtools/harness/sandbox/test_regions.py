@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from spotline.aws import regions
+from spotline.aws.regions import regions
 from spotline_dev.cli.entry import main as cli_main
 from spotline_dev.harness.local.template import PROJECT_ROOT
 from spotline_dev.harness.sandbox import replay as replay_module

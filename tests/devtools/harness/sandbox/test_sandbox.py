@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from builders import example_text
-from spotline.core.loader import MAX_BYTES
-from spotline.core.manifest import validate_bytes
+from spotline.core.manifest.loader import MAX_BYTES
+from spotline.core.manifest.manifest import validate_bytes
 from spotline_dev.cli.entry import main as cli_main
 from spotline_dev.harness.sandbox.replay import Scenario, ScenarioError, load_scenario, run_scenario
 
@@ -256,12 +256,12 @@ def test_json_with_explain_adds_each_story_under_explain(capsys: pytest.CaptureF
 
 def test_the_sandbox_modules_leave_the_handlers_logger_unmade_until_their_settings_are_set() -> None:
     """Powertools reads its settings when its Logger and Metrics are made (at import, as in
-    Lambda): if the CLI imported `spotline.aws.observability` first, every handler would log at
+    Lambda): if the CLI imported `spotline.aws.common.observability` first, every handler would log at
     INFO with no service name, and `make sandbox` and `make bench` would print it all."""
     code = (
         "import sys, spotline_dev.cli.entry, spotline_dev.harness.sandbox.replay, spotline_dev.harness.sandbox.fleet\n"
         "import spotline_dev.harness.sandbox.fleet_baseline\n"
-        "print(sorted(m for m in sys.modules if m == 'spotline.aws.observability'))"
+        "print(sorted(m for m in sys.modules if m == 'spotline.aws.common.observability'))"
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 

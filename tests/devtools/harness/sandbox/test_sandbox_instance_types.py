@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from spotline.core.catalog import instance_type
+from spotline.core.spec.catalog import instance_type
 from spotline_dev.harness.sandbox.replay import load_scenario, render_text, run_scenario
 
 ROOT = Path(__file__).resolve().parents[4]

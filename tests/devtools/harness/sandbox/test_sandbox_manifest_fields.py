@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from spotline.core.manifest import validate_bytes
+from spotline.core.manifest.manifest import validate_bytes
 from spotline_dev.harness.sandbox.account import team_allowance
 from spotline_dev.harness.sandbox.replay import load_scenario, run_scenario
 from spotline_dev.harness.standin.sagemaker import training_jobs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from ledger_checks import assert_reconciled
 
-from spotline.core import catalog
+from spotline.core.spec import catalog
 from spotline_dev.harness.sandbox.replay import load_scenario, public_summary, run_scenario
 from spotline_dev.harness.sandbox.scenario import DEFAULT_SCENARIO, ScenarioError
 

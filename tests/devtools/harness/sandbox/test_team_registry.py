@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from spotline.core.manifest import validate_bytes
-from spotline.core.quota_shares import MAX_SHARES_PER_QUEUE
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.teams.quota_shares import MAX_SHARES_PER_QUEUE
 from spotline_dev.harness.local.registry import quota_totals, synthetic_registry
 from spotline_dev.harness.local.template import PROJECT_ROOT
 from spotline_dev.harness.sandbox.account import team_allowance

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from spotline.aws import pricing
+from spotline.aws.billing import pricing
 from spotline_dev.harness.standin.price_list import PriceListStandIn
 
 PUBLISHED = datetime(2026, 12, 1, tzinfo=UTC)

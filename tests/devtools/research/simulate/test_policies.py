@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import spotline.core.assess
+import spotline.core.capacity.assess
 import spotline_dev.research.simulate.policies
 from devtools.research.simulate.fixture_traces import HOUR, START, fixture_logs, flags, job, random_trace
 from spotline_dev.research.simulate import (
@@ -85,7 +85,7 @@ def test_uniform_progress_catches_up_on_demand_and_goes_back_to_spot() -> None:
 
 def test_spotline_asks_the_production_policy_as_the_lambda_does() -> None:
     assert (
-        spotline_dev.research.simulate.policies.assess is spotline.core.assess.assess
+        spotline_dev.research.simulate.policies.assess is spotline.core.capacity.assess.assess
     )  # what CheckTrainingStatus calls
     j = Job.from_seconds(work=4 * HOUR, deadline=8 * HOUR)
     policy = SpotlinePolicy(j, START)

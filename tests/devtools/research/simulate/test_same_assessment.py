@@ -1,5 +1,5 @@
 """One observation, one assessment: the simulator's Spotline policy and the CheckTrainingStatus
-adapter (`spotline.aws.checking.check`, AWS answered by this test's stubs) hand the same
+adapter (`spotline.aws.capacity.checking.check`, AWS answered by this test's stubs) hand the same
 observation of a stuck spot attempt to `assess` and get the same answer: move to another region."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from state_samples import status_state, training_state
 
-from spotline.aws import checking
-from spotline.aws.queue_state import QueueSettings
-from spotline.core.assess import Assessment, assess
-from spotline.core.model import to_rfc3339
-from spotline.core.observation import FleetRecord, History, Observation, QueueLimits
-from spotline.core.regions import GIB, Sighting
+from spotline.aws.capacity import checking
+from spotline.aws.capacity.queue_state import QueueSettings
+from spotline.core.capacity.assess import Assessment, assess
+from spotline.core.capacity.observation import FleetRecord, History, Observation, QueueLimits
+from spotline.core.regions.regions import GIB, Sighting
+from spotline.core.spec.model import to_rfc3339
 from spotline_dev.research.simulate.model import Job, View, simulate
 from spotline_dev.research.simulate.regions import SpotlineAcrossRegions
 

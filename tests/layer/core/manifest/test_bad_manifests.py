@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from spotline.core.errors import DOCUMENT, ManifestError
-from spotline.core.manifest import ValidationResult, format_path, validate_bytes
+from spotline.core.common.errors import DOCUMENT, ManifestError
+from spotline.core.manifest.manifest import ValidationResult, format_path, validate_bytes
 from spotline_dev.cli.entry import main
 
 HERE = Path(__file__).resolve().parent

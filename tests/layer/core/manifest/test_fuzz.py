@@ -41,11 +41,11 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from hypothesis_jsonschema import from_schema
 
-from spotline.aws.request_check import submit_service_job_request
-from spotline.core.errors import DOCUMENT
-from spotline.core.manifest import schema, validate_bytes
-from spotline.core.scoring import ScoringSpec
-from spotline.core.training_request import Attempt
+from spotline.aws.training.request_check import submit_service_job_request
+from spotline.core.common.errors import DOCUMENT
+from spotline.core.manifest.manifest import schema, validate_bytes
+from spotline.core.scoring.scoring import ScoringSpec
+from spotline.core.training.training_request import Attempt
 from spotline_dev.harness.standin.base.http_answers import request_problems
 
 ROOT = Path(__file__).resolve().parents[4]

@@ -17,9 +17,9 @@ from typing import Any
 import botocore.session
 import pytest
 
-from spotline.core.errors import DOCUMENT
-from spotline.core.manifest import MAX_ERRORS, ValidationResult, schema, validate_bytes
-from spotline.core.training_request import CHECKPOINT_INTERVAL_ENV, Attempt, create_training_job_request
+from spotline.core.common.errors import DOCUMENT
+from spotline.core.manifest.manifest import MAX_ERRORS, ValidationResult, schema, validate_bytes
+from spotline.core.training.training_request import CHECKPOINT_INTERVAL_ENV, Attempt, create_training_job_request
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:TrainingLifecycle:search-ranking-ranker-v2-1a2b3c4d"

@@ -1,4 +1,4 @@
-"""`spotline.core.loader.parse_manifest`: bytes in, a plain document out, or one document-level error."""
+"""`spotline.core.manifest.loader.parse_manifest`: bytes in, a plain document out, or one document-level error."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from spotline.core.errors import DOCUMENT, ManifestError
-from spotline.core.loader import MAX_BYTES, ManifestLoadError, parse_manifest
-from spotline.core.manifest import validate_bytes
+from spotline.core.common.errors import DOCUMENT, ManifestError
+from spotline.core.manifest.loader import MAX_BYTES, ManifestLoadError, parse_manifest
+from spotline.core.manifest.manifest import validate_bytes
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)

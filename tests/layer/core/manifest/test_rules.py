@@ -1,4 +1,4 @@
-"""Semantic rules and normalization on valid variants, JobSpec serialization, and `spotline.core.naming`."""
+"""Semantic rules and normalization on valid variants, JobSpec serialization, and `spotline.core.common.naming`."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from spotline.core.durations import format_duration, parse_duration
-from spotline.core.manifest import ValidationResult, validate_bytes
-from spotline.core.model import InputChannel, JobSpec
-from spotline.core.naming import ManifestLocation, execution_name, manifest_location, report_key
+from spotline.core.common.durations import format_duration, parse_duration
+from spotline.core.common.naming import ManifestLocation, execution_name, manifest_location, report_key
+from spotline.core.manifest.manifest import ValidationResult, validate_bytes
+from spotline.core.spec.model import InputChannel, JobSpec
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 11, 29, tzinfo=UTC)

@@ -16,8 +16,8 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from spotline.core.manifest import schema, validate_bytes, validate_document
-from spotline.core.training_request import Attempt, create_training_job_request
+from spotline.core.manifest.manifest import schema, validate_bytes, validate_document
+from spotline.core.training.training_request import Attempt, create_training_job_request
 
 from .test_limits import EXECUTION, MINIMAL
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from state_samples import PLAN, previous_attempt_state, status_state, training_state
 
-from spotline.core.execution_state import attempt_history, attempt_record
 from spotline.core.state import (
     AttemptRecord,
     Outcome,
@@ -22,6 +21,7 @@ from spotline.core.state import (
     history_of,
     state_keys,
 )
+from spotline.core.state.execution_state import attempt_history, attempt_record
 
 SCORING = {
     "plan": {

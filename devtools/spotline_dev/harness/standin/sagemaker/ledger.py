@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from spotline.core.cost import cost_usd
+from spotline.core.billing.cost import cost_usd
 from spotline_dev.harness.standin.base.clock import EPS
 from spotline_dev.harness.standin.base.timeline import BILLED, DOWNLOAD_SECONDS, Plan
 

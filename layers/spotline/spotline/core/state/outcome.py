@@ -20,7 +20,7 @@ class Outcome(StateRecord):
     figures: dict[str, Any] = key(
         "figures",
         "attempts, interruptions, seconds, cost (`cost_usd`, `cost_by_region`, `savings_percent`), "
-        "`deadline_met`: `spotline.core.outcome.Figures`, snake_case",
+        "`deadline_met`: `spotline.core.billing.outcome.Figures`, snake_case",
     )
     prices: list[dict[str, Any]] | None = key(
         "prices", "the prices it was costed at: in RecordOutcome's answer only, not kept in the state", answer_only=True

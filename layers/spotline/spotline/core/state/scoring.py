@@ -23,7 +23,7 @@ class ScoringPlan(StateRecord):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoringRunState(StateRecord):
-    """`$.scoring.run`: the night under way (`spotline.aws.scoring_runs.ScoringRun`'s state)."""
+    """`$.scoring.run`: the night under way (`spotline.aws.scoring.scoring_runs.ScoringRun`'s state)."""
 
     SECTION: ClassVar[str] = "$.scoring.run"
     run_id: str = key("runId", "the night's id")

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from devtools.harness.standin.fixture_rig import RigFactory, run_to_end, training_payload
-from spotline.core.quota_shares import parse_capacity
+from spotline.core.teams.quota_shares import parse_capacity
 from spotline_dev.harness.local.custom_resources import with_parameters
 from spotline_dev.harness.local.template import Resolver, queue_capacity, resources_of_type
 from spotline_dev.harness.standin import TrainingBehaviour

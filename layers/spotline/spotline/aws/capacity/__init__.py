@@ -1,0 +1,1 @@
+"""CheckTrainingStatus: observe AWS, assess, act; the queue and training plans it reads."""

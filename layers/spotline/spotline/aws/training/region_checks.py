@@ -1,0 +1,125 @@
+"""ValidateResources across regions: which of `spec.capacity.regions` a run may use.
+
+A region other than home qualifies when the team's replicas place every resource of the job
+there (`spotline.core.regions.replicas`), those replicas exist (`check_in_region`), and each input's
+replica is not behind its home prefix: S3 replication copies only objects written after it is
+set up, asynchronously, so a replica may lack the newest objects. A job that mounts a file system
+qualifies only where the team's replicas name one of the same type there, listed in its
+`fileSystems` too, that the stack in that region reaches (`spotline.aws.datasets.file_systems`, with that
+stack's subnets and security groups); the subnets that reach it are kept per region. A region that
+does not qualify is left out with the field and the reason, never the run refused: it still runs
+in the regions that qualify, the home region at least.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spotline.aws.datasets.file_systems import mount_plan
+from spotline.aws.regions.regions import prefix_contents
+from spotline.aws.training import training_settings
+from spotline.aws.training.resources import check_in_region
+from spotline.core.common.errors import ManifestError
+from spotline.core.regions.regions import arn_in_region
+from spotline.core.regions.replicas import Replicas, place, spec_in
+from spotline.core.spec.model import JobSpec
+
+REGIONS_PATH = "spec.capacity.regions"
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    region: str
+    field: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"region": self.region, "field": self.field, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class RegionPlan:
+    home: str
+    allowed: tuple[str, ...]
+    excluded: tuple[Excluded, ...] = ()
+    subnets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per peer region, the subnets of the stack there that reach the job's file systems."""
+
+    def to_dict(self) -> dict[str, Any]:
+        plan: dict[str, Any] = {
+            "home": self.home,
+            "allowed": list(self.allowed),
+            "excluded": [e.to_dict() for e in self.excluded],
+        }
+        if self.subnets:
+            plan["subnets"] = {region: list(ids) for region, ids in self.subnets.items()}
+        return plan
+
+
+def plan_regions(
+    spec: JobSpec, home: str, replicas: Replicas, queue: str, file_systems: Collection[str] = ()
+) -> tuple[RegionPlan, list[ManifestError]]:
+    """The regions the run may use, and the problems that refuse it (only a list without home);
+    `file_systems` the ones the team may mount (its `fileSystems`)."""
+    if not spec.regions:
+        return RegionPlan(home, (home,)), []
+    if home not in spec.regions:
+        problem = ManifestError(
+            REGIONS_PATH,
+            f"must include {home}, the region the manifest was dropped in: the run, its on-demand fallback "
+            "and its records stay there",
+        )
+        return RegionPlan(home, (home,)), [problem]
+    allowed, excluded, subnets = [], [], dict[str, tuple[str, ...]]()
+    for region in spec.regions:
+        if region == home:
+            allowed.append(region)
+            continue
+        placed, problems = place(spec, region, home, replicas)
+        if placed is not None:
+            there = spec_in(spec, placed)
+            problems = check_in_region(there, region, arn_in_region(queue, region)) or _behind(spec, there, region)
+            if not problems and any(channel.on_file_system for channel in there.inputs):
+                problems, reaching = _mounts(there, region, file_systems)
+                subnets[region] = reaching
+        if problems:
+            excluded.append(Excluded(region, problems[0].path, problems[0].message))
+            subnets.pop(region, None)
+        else:
+            allowed.append(region)
+    return RegionPlan(home, tuple(allowed), tuple(excluded), subnets), []
+
+
+def _mounts(there: JobSpec, region: str, file_systems: Collection[str]) -> tuple[list[ManifestError], tuple[str, ...]]:
+    """The job's file systems in `region`: the team's, reached by the stack there."""
+    for index, channel in enumerate(there.inputs):
+        if channel.on_file_system and channel.file_system_id not in file_systems:
+            path = f"spec.inputs[{index}].fileSystem"
+            return [
+                ManifestError(path, f"its replica {channel.file_system_id} is not a file system the team may mount")
+            ], ()
+    settings = training_settings.in_region(region)
+    if not settings.subnet_ids:
+        return [ManifestError("spec.inputs", f"the stack in {region} runs its jobs in no VPC (TrainingSubnetIds)")], ()
+    plan = mount_plan(there, settings.subnet_ids, settings.security_group_ids, region)
+    return plan.problems, plan.subnets or ()
+
+
+def _behind(spec: JobSpec, there: JobSpec, region: str) -> list[ManifestError]:
+    """An input whose replica lacks objects, or holds fewer bytes, than its home prefix."""
+    for index, (home_channel, channel) in enumerate(zip(spec.inputs, there.inputs, strict=True)):
+        if channel.on_file_system:
+            continue  # a file system replica is the team's to keep in step; S3 says nothing of it
+        home_count, home_bytes = prefix_contents(home_channel.s3_uri, None)
+        count, size = prefix_contents(channel.s3_uri, region)
+        if count < home_count or size < home_bytes:
+            return [
+                ManifestError(
+                    f"spec.inputs[{index}].s3Uri",
+                    f"the replica {channel.s3_uri} in {region} is behind: {count} of {home_count} objects, "
+                    f"{size:,} of {home_bytes:,} bytes (replication copies new objects asynchronously)",
+                )
+            ]
+    return []

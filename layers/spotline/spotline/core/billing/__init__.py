@@ -1,0 +1,1 @@
+"""What a run cost (pure): bills, prices, and how the execution ended (the outcome)."""

@@ -1,0 +1,1 @@
+"""The capacity decision (pure): deadline policy, queue, plans, speeds, the lifecycle's next step."""

@@ -1,0 +1,303 @@
+"""The deadline policy: keep a job on spot, or move it to on-demand in time (pure).
+
+One rule, explainable in one sentence to on-call:
+
+**Last safe moment.** Switch when the time left before the deadline no longer covers the
+remaining work on on-demand, plus the restart overhead, plus a safety margin for what is still
+uncertain: 5 % of the declared work (at least ten minutes) until a checkpoint measures the job's
+real throughput, then 2 % of the work left (at least ten minutes).
+
+The work is the declared expectedDuration until a checkpoint records the training seconds behind
+it, then what that throughput says the whole job needs (`measured_work_seconds`). Until the last
+safe moment the job stays on spot and waits out interruptions and capacity gaps, whether spot
+capacity is there or not. When it is already too late (on-demand from now could not make the
+deadline either: out of reach from the start, or a check came late) it stays on spot, since a
+switch would only cost more.
+
+Once on on-demand a job stays there, so moving earlier never makes the rest cheaper (the work
+left is the same or less later); it only gives up spot capacity that may come back. A former
+second rule did just that: while spot capacity was missing, it switched as soon as progress fell
+behind the uniform-progress line (after Wu et al., "Can't Be Late", NSDI 2024, whose policy uses
+on-demand to catch up and then goes back to spot, which a switch for good cannot). On real spot
+traces (`spotline simulate`, docs/simulation.md) it made most switches and raised the mean cost
+by 14 % without saving a deadline the margin covers. `uniform_progress_line` remains as the
+job's even schedule, for reports.
+
+**DeadlineAtRisk** (`no_option_left`) tells on-call when no capacity can meet the deadline any
+more. A job training now has trained past its last checkpoint: its work left is estimated at the
+pace measured up to that checkpoint (`estimated_work_left`), and the page fires only when even the
+estimate's optimistic end (`estimate_spread`) misses the deadline. A restart resumes from the
+checkpoint, so the switch rule and a job not training count the work left from there.
+
+Spotline's Lambdas, the sandbox and `spotline simulate` all call `decide` with the same inputs;
+time is passed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from spotline.core.common.durations import format_duration
+
+Capacity = Literal["spot", "on-demand"]
+Verdict = Literal["continue", "switch-to-on-demand"]
+
+DEFAULT_RESTART_OVERHEAD_SECONDS = 1200.0
+"""Resubmission to training again (queue, instance, image download) before anything was measured."""
+START_UP_ALLOWANCE_SECONDS = DEFAULT_RESTART_OVERHEAD_SECONDS
+"""Where the uniform-progress line starts: no job makes progress while it first starts up."""
+MIN_SAFETY_MARGIN_SECONDS = 600.0
+SAFETY_MARGIN_FRACTION = 0.05
+MIN_MEASURED_MARGIN_SECONDS = 600.0
+MEASURED_MARGIN_FRACTION = 0.02
+MAX_BACKOFF_SECONDS = 3600.0
+ESTIMATE_SPREAD_AT_ONE_INTERVAL = 0.10
+"""How far off a work-left estimate may be, as a share of the work left, when its pace rests on
+one checkpoint interval of training; it shrinks with the square root of the intervals measured,
+down to MEASURED_MARGIN_FRACTION (`estimate_spread`)."""
+DEFAULT_CHECKPOINT_INTERVAL_SECONDS = 900.0
+OUT_OF_REACH = "deadline out of reach"
+"""How the reason of a decision that finds the deadline out of reach even for on-demand starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobClock:
+    """What the policy knows about one job at one instant."""
+
+    now: datetime
+    started_at: datetime
+    """When the first attempt was submitted."""
+    deadline: datetime | None
+    total_work_seconds: float
+    """Compute the job needs in all: measured (`measured_work_seconds`) once a checkpoint
+    records its training time, else the manifest's expectedDuration."""
+    progress: float
+    """Fraction of the work done and safe in a checkpoint, 0..1."""
+    capacity: Capacity
+    spot_missing: bool
+    """True while the job waits for spot capacity (queued short of capacity, interrupted, or
+    stuck starting beyond the restart overhead). Reported; the switch does not depend on it."""
+    restart_overhead_seconds: float = DEFAULT_RESTART_OVERHEAD_SECONDS
+    work_measured: bool = False
+    """`total_work_seconds` is measured (progress.json's training seconds), not declared."""
+    queue_wait_seconds: float = 0.0
+    """The wait a new attempt would meet in the queue now, included in the restart overhead
+    (`spotline.core.capacity.queue`): in a crowded queue on-demand is not instant either."""
+    fastest_speed: float = 1.0
+    """A job with instance-type alternatives: `total_work_seconds` is on its slowest type (the
+    switch comes in time for whichever type on-demand gets); the fastest type's speed relative
+    to it (>= 1) judges whether the deadline is out of reach (even the best type cannot make it)."""
+    trained_since_checkpoint: float = 0.0
+    """Fraction of the work the attempt running now has trained since the last checkpoint (or since
+    it resumed), estimated at the measured pace; 0 when not training. Kept only while it runs: a
+    restart resumes from `progress`, so `remaining_work` (what a move or an interruption leaves)
+    does not count it, `estimated_work_left` (what the running attempt still has to do) does."""
+    since_checkpoint_seconds: float = 0.0
+    """The training seconds behind `trained_since_checkpoint` (SageMaker's Training status since
+    progress.json's updatedAt, at most one checkpoint interval)."""
+    pace_measured_seconds: float = 0.0
+    """The training seconds the pace is measured over (progress.json's trainingSeconds at the last
+    checkpoint); 0 when the work is the declared expectedDuration."""
+    checkpoint_interval_seconds: float = DEFAULT_CHECKPOINT_INTERVAL_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+    slack_seconds: float | None
+    """Time left minus what on-demand needs (remaining work + overhead + margin); None without a deadline."""
+
+
+def measured_work_seconds(fraction_done: float, training_seconds: float | None) -> float | None:
+    """The job's whole work from its real throughput: the training seconds behind its
+    checkpointed progress (progress.json's `trainingSeconds`) over that progress. None before a
+    checkpoint that records them: then the declared expectedDuration is all there is."""
+    if training_seconds is None or training_seconds <= 0 or fraction_done <= 0:
+        return None
+    return training_seconds / min(1.0, fraction_done)
+
+
+def safety_margin(total_work_seconds: float) -> float:
+    return max(MIN_SAFETY_MARGIN_SECONDS, SAFETY_MARGIN_FRACTION * total_work_seconds)
+
+
+def margin_of(job: JobClock) -> float:
+    """The margin for what is still uncertain: 5 % of the declared work until the job's
+    throughput is measured (a job may run longer than its expectedDuration), then a smaller share
+    of the work left (throughput drift)."""
+    if job.work_measured:
+        return max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * remaining_work(job))
+    return safety_margin(job.total_work_seconds)
+
+
+def remaining_work(job: JobClock) -> float:
+    return max(0.0, job.total_work_seconds * (1.0 - min(1.0, max(0.0, job.progress))))
+
+
+def on_demand_needs(job: JobClock) -> float:
+    """Seconds on-demand needs from now to finish: remaining work + restart + margin."""
+    return remaining_work(job) + job.restart_overhead_seconds + margin_of(job)
+
+
+def uniform_progress_line(job: JobClock) -> float:
+    """The fraction of work a job spreading its work evenly from its start (after one start-up
+    allowance) to its deadline would have done by now (the even schedule: for reports; `decide`
+    does not switch on it)."""
+    if job.deadline is None:
+        return 0.0
+    window = (job.deadline - job.started_at).total_seconds() - START_UP_ALLOWANCE_SECONDS
+    elapsed = (job.now - job.started_at).total_seconds() - START_UP_ALLOWANCE_SECONDS
+    if window <= 0:
+        return 1.0
+    return min(1.0, max(0.0, elapsed / window))
+
+
+def decide(job: JobClock) -> Decision:
+    if job.capacity == "on-demand":
+        return Decision("continue", "on on-demand capacity; a job never goes back to spot", _slack(job))
+    if job.deadline is None:
+        return Decision("continue", "no deadline: spot for as long as it takes", None)
+    slack = _slack(job)
+    assert slack is not None
+    left = (job.deadline - job.now).total_seconds()
+    if slack <= 0 and out_of_reach(job):
+        return Decision(
+            "continue",
+            f"{OUT_OF_REACH}: {format_duration(max(0.0, left))} left, less than on-demand's "
+            f"{format_duration(best_remaining_work(job) + best_restart_seconds(job))} for the work and a restart: "
+            "moving would cost more and miss it all the same, so the job stays on spot",
+            slack,
+        )
+    if slack <= 0:
+        return Decision(
+            "switch-to-on-demand",
+            f"deadline at risk: {format_duration(max(0.0, left))} left, on-demand needs "
+            f"{format_duration(on_demand_needs(job))} ({format_duration(remaining_work(job))} of work "
+            f"+ {format_duration(job.restart_overhead_seconds)} restart{_queue_part(job)} "
+            f"+ {format_duration(margin_of(job))} margin)",
+            slack,
+        )
+    return Decision("continue", f"on track: {format_duration(slack)} of slack on-demand would not need", slack)
+
+
+def out_of_reach(job: JobClock) -> bool:
+    """Too late to switch: even on-demand from now at best (the fastest type, no margin, and no
+    queue wait: the fallback runs at the team's top priority) ends after the deadline."""
+    if job.deadline is None:
+        return False
+    return (job.deadline - job.now).total_seconds() < best_remaining_work(job) + best_restart_seconds(job)
+
+
+def best_remaining_work(job: JobClock) -> float:
+    """The work left on the fastest type the job may run on."""
+    return remaining_work(job) / max(1.0, job.fastest_speed)
+
+
+def training_since_checkpoint(
+    now: datetime, checkpoint_at: datetime | None, training_since: datetime | None, interval_seconds: float
+) -> float:
+    """Seconds the attempt running now has trained since the last checkpoint: since the later of
+    progress.json's updatedAt and the start of SageMaker's current Training status (a resumed
+    attempt trains from its restore), at most one checkpoint interval (the training code saves
+    every interval: progress beyond it is not in evidence, and a stalled job must not look busy)."""
+    if checkpoint_at is None or training_since is None:
+        return 0.0
+    since = (now - max(checkpoint_at, training_since)).total_seconds()
+    return min(max(0.0, interval_seconds), max(0.0, since))
+
+
+def estimated_work_left(job: JobClock) -> float:
+    """The work the attempt running now still has to do: `remaining_work` less what it has trained
+    since the last checkpoint at the measured pace (an estimate; the same as `remaining_work` for a
+    job not training)."""
+    done = min(1.0, max(0.0, job.progress) + max(0.0, job.trained_since_checkpoint))
+    return max(0.0, job.total_work_seconds * (1.0 - done))
+
+
+def estimate_spread(job: JobClock) -> float:
+    """How far off the work left may be, as a share of it: 0 for declared work (the team's
+    expectedDuration is taken as it is), else 10 % when the pace rests on one checkpoint interval
+    of training, shrinking with the square root of the intervals measured, to at least 2 %."""
+    if job.pace_measured_seconds <= 0:
+        return 0.0
+    intervals = max(1.0, job.pace_measured_seconds / max(1.0, job.checkpoint_interval_seconds))
+    return max(MEASURED_MARGIN_FRACTION, ESTIMATE_SPREAD_AT_ONE_INTERVAL / math.sqrt(intervals))
+
+
+def work_left_at_best(job: JobClock, *, running: bool) -> float:
+    """The work left on the fastest type: the running attempt's estimate, else from the last
+    checkpoint (what a restart resumes from)."""
+    work = estimated_work_left(job) if running else remaining_work(job)
+    return work / max(1.0, job.fastest_speed)
+
+
+def no_option_left(job: JobClock, *, running: bool) -> bool:
+    """No capacity tier can meet the deadline any more, while it is still ahead: the time left is
+    less than the work left (plus a restart for a job not running now) even at best, i.e. even if
+    the job runs faster than measured by the estimate's spread. On-call hears of it at once
+    (DeadlineAtRisk), not only at the end."""
+    if job.deadline is None:
+        return False
+    left = (job.deadline - job.now).total_seconds()
+    work = work_left_at_best(job, running=running)
+    if work <= 0:  # nothing left to do: no restart is needed either
+        return False
+    return 0 < left < work * (1.0 - estimate_spread(job)) + (0.0 if running else best_restart_seconds(job))
+
+
+def describe_work_left(job: JobClock, *, running: bool) -> str:
+    """The work left as on-call reads it, saying how sure it is: declared, or estimated from the
+    measured pace (and how much training that pace rests on), with the spread."""
+    work = work_left_at_best(job, running=running)
+    fastest = " on the fastest type" if job.fastest_speed > 1.0 else ""
+    if job.pace_measured_seconds <= 0:
+        return (
+            f"{format_duration(work)} of work left{fastest} (from the declared expectedDuration: no pace measured yet)"
+        )
+    measured = format_duration(job.pace_measured_seconds)
+    spread = format_duration(work * estimate_spread(job))
+    if not running:
+        return (
+            f"about {format_duration(work)} of work left{fastest} from the last checkpoint (at the pace measured "
+            f"over {measured} of training to it; it may be {spread} less)"
+        )
+    since = (
+        f", less the {format_duration(job.since_checkpoint_seconds)} trained since it"
+        if job.since_checkpoint_seconds >= 1
+        else ""
+    )
+    return (
+        f"about {format_duration(work)} of work left{fastest} (estimated at the pace measured over {measured} of "
+        f"training to the last checkpoint{since}; it may be {spread} less)"
+    )
+
+
+def best_restart_seconds(job: JobClock) -> float:
+    return max(0.0, job.restart_overhead_seconds - job.queue_wait_seconds)
+
+
+def _queue_part(job: JobClock) -> str:
+    return f" incl. {format_duration(job.queue_wait_seconds)} queue wait" if job.queue_wait_seconds >= 60 else ""
+
+
+def _slack(job: JobClock) -> float | None:
+    if job.deadline is None:
+        return None
+    return (job.deadline - job.now).total_seconds() - on_demand_needs(job)
+
+
+def backoff_seconds(base_seconds: float, attempt: int, seed: str, cap_seconds: float = MAX_BACKOFF_SECONDS) -> int:
+    """Exponential back-off with full jitter before spot attempt `attempt + 1`.
+
+    Deterministic per `seed` (execution and attempt) so a retried Lambda waits the same time
+    and tests replay exactly, yet different executions spread out.
+    """
+    ceiling = min(cap_seconds, base_seconds * 2 ** max(0, attempt - 1))
+    rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{attempt}".encode()).digest()[:8], "big"))
+    return max(1, math.floor(rng.uniform(0, ceiling)))

@@ -1,0 +1,1 @@
+"""What a job reads (pure): whether the network reaches the file systems its channels mount."""

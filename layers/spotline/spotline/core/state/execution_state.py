@@ -1,0 +1,235 @@
+"""What the execution state carries, and how big it may get (pure).
+
+Step Functions fails a state input or output over 256 KiB with `States.DataLimitExceeded`,
+which a Catch on `States.ALL` does not catch: the execution dies without a report and leaves its
+training job running. So the state never carries anything whose size the manifest decides:
+
+- the normalized spec stays in S3 (LoadManifest writes it once, `spotline.aws.manifest.spec_store`);
+  the state has a reference to it (`$.manifest.specRef`) and `JobSummary` (`$.manifest.job`),
+  the few fields on-call reads in the console and the Choice states need, each bounded;
+- a rejected manifest keeps its first `MAX_ERRORS_IN_STATE` errors, each cut to a bounded
+  length, and their count; the report beside the manifest has them all, in full;
+- each earlier attempt is an `attempt_record`, not a copy of its last status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from spotline.core.common.errors import ManifestError, summarize
+from spotline.core.spec.model import JobSpec, Strategy
+from spotline.core.state.fields import MAX_REASON, clip
+
+__all__ = [  # clip and MAX_REASON now live with the state's records, and are still found here
+    "FINAL_STATUS_FIELDS",
+    "LEFT_BEHIND",
+    "MAX_ERRORS_IN_STATE",
+    "MAX_ERROR_MESSAGE",
+    "MAX_ERROR_PATH",
+    "MAX_EXECUTION_NAME",
+    "MAX_OWNER",
+    "MAX_REASON",
+    "JobSummary",
+    "attempt_history",
+    "attempt_record",
+    "clip",
+    "continuation_input",
+    "continuation_name",
+    "job_summary_in",
+    "job_summary_of",
+    "rejection_for_state",
+]
+
+MAX_ERRORS_IN_STATE = 20
+"""As many as the ManifestInvalid cause lists (`spotline.core.common.errors.summarize`)."""
+MAX_ERROR_PATH = 300
+MAX_ERROR_MESSAGE = 600
+"""Paths and messages quote manifest keys and values, whose length the schema does not always bound."""
+MAX_OWNER = 254
+"""The longest e-mail address SMTP allows; metadata.owner has no maxLength in the schema."""
+
+# --- the job in brief -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    """`$.manifest.job`: what on-call reads first and the Choice states route on."""
+
+    team: str
+    name: str
+    strategy: Strategy
+    instance_type: str
+    instance_count: int
+    deadline: str | None
+    output_s3_uri: str
+    owner: str | None
+    depends_on_datasets: bool
+    dependency_timeout_seconds: int
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> JobSummary:
+        return cls(
+            team=spec.team,
+            name=spec.name,
+            strategy=spec.strategy,
+            instance_type=spec.instance_type,
+            instance_count=spec.instance_count,
+            deadline=spec.deadline,
+            output_s3_uri=spec.output_s3_uri,
+            owner=clip(spec.owner, MAX_OWNER) if spec.owner else None,
+            depends_on_datasets=bool(spec.depends_on),
+            dependency_timeout_seconds=spec.dependency_timeout_seconds,
+        )
+
+    @property
+    def uses_spot(self) -> bool:
+        return self.strategy != "on-demand"
+
+    @property
+    def deadline_at(self) -> datetime | None:
+        return datetime.fromisoformat(self.deadline) if self.deadline else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "team": self.team,
+            "name": self.name,
+            "owner": self.owner,
+            "strategy": self.strategy,
+            "instanceType": self.instance_type,
+            "instanceCount": self.instance_count,
+            "deadline": self.deadline,
+            "outputS3Uri": self.output_s3_uri,
+            "dependsOnDatasets": self.depends_on_datasets,
+            "dependencyTimeoutSeconds": self.dependency_timeout_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSummary:
+        return cls(
+            team=str(data["team"]),
+            name=str(data["name"]),
+            strategy=cast(Strategy, data["strategy"]),
+            instance_type=str(data["instanceType"]),
+            instance_count=int(data["instanceCount"]),
+            deadline=data.get("deadline"),
+            output_s3_uri=str(data["outputS3Uri"]),
+            owner=data.get("owner"),
+            depends_on_datasets=bool(data["dependsOnDatasets"]),
+            dependency_timeout_seconds=int(data["dependencyTimeoutSeconds"]),
+        )
+
+
+def job_summary_of(manifest: Mapping[str, Any] | None) -> JobSummary | None:
+    """The summary LoadManifest left in `$.manifest`, or None for a rejected (or unread) manifest.
+    Executions started before the spec moved out of the state carry the whole spec instead."""
+    if not manifest:
+        return None
+    if manifest.get("job"):
+        return JobSummary.from_dict(manifest["job"])
+    if manifest.get("spec"):
+        return JobSummary.of(JobSpec.from_dict(manifest["spec"]))
+    return None
+
+
+# --- a rejected manifest ----------------------------------------------------------------------
+
+
+def job_summary_in(state: Mapping[str, Any]) -> JobSummary | None:
+    """`job_summary_of` the state's `$.manifest` (None before LoadManifest, or for a rejected manifest)."""
+    return job_summary_of(state.get("manifest"))
+
+
+def rejection_for_state(errors: list[ManifestError]) -> dict[str, Any]:
+    """`errors` (the first MAX_ERRORS_IN_STATE, each bounded), `errorCount` and `summary` (the
+    ManifestInvalid cause) for the state; the rejection report keeps every error in full."""
+    bounded = [ManifestError(clip(e.path, MAX_ERROR_PATH), clip(e.message, MAX_ERROR_MESSAGE)) for e in errors]
+    return {
+        "errors": [e.to_dict() for e in bounded[:MAX_ERRORS_IN_STATE]],
+        "errorCount": len(errors),
+        "summary": summarize(bounded, limit=MAX_ERRORS_IN_STATE),
+    }
+
+
+# --- earlier attempts ---------------------------------------------------------------------------
+
+FINAL_STATUS_FIELDS = (
+    "state",
+    "reasonClass",
+    "trainingSeconds",
+    "billableSeconds",
+    "interruptions",
+    "queueWaitSeconds",
+    "endedAt",
+    "instanceType",
+)
+
+
+def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One attempt as `$.training.previousAttempts[]` and the outcome report keep it: which job
+    it was and how its last status check saw it (`finalStatus`, None if it was never checked).
+    The handlers use the typed `spotline.core.state.AttemptRecord.of` (a test holds the two equal);
+    this dict form stays for `spotline.core.billing.outcome`, which reads partial states of every age."""
+    final: dict[str, Any] | None = None
+    if status and _belongs_to(status, training):
+        final = {k: status.get(k) for k in FINAL_STATUS_FIELDS}
+        final["reason"] = clip(str(status.get("reason") or ""), MAX_REASON)
+    return {
+        "attempt": training.get("attempt"),
+        "capacity": training.get("capacity"),
+        "instanceType": (final or {}).get("instanceType") or training.get("instanceType"),
+        "jobId": training.get("jobId"),
+        "trainingJobName": status.get("trainingJobName") if final is not None and status else None,
+        "submittedAt": training.get("submittedAt"),
+        "finalStatus": final,
+        **({"region": training["region"]} if training.get("region") else {}),
+        **({"checkpointCopy": training["checkpointCopy"]} if training.get("checkpointCopy") else {}),
+    }
+
+
+def _belongs_to(status: Mapping[str, Any], training: Mapping[str, Any]) -> bool:
+    """Whether the status check looked at this attempt: right after a resubmission the state
+    still holds the previous attempt's last check, which must not count twice."""
+    if status.get("jobId") is not None:
+        return bool(status.get("jobId") == training.get("jobId"))
+    checked, submitted = status.get("checkedAt"), training.get("submittedAt")  # before checks named their job
+    return not (checked and submitted) or str(checked) >= str(submitted)
+
+
+def attempt_history(training: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Every attempt so far, oldest first: the earlier ones as recorded, then `training` (the
+    latest) with `status` (its last check)."""
+    if not training:
+        return []
+    return [*training.get("previousAttempts", []), attempt_record(training, status)]
+
+
+# --- continuing in a fresh execution ----------------------------------------------------------
+
+MAX_EXECUTION_NAME = 80
+"""Step Functions' limit on an execution name."""
+LEFT_BEHIND = ("wakeUp", "failure", "continuedAs", "continuationFailure")
+"""Keys of one execution's own waits and errors, not carried into the next."""
+
+
+def continuation_name(first_execution: str, number: int) -> str:
+    """The `number`th execution continuing the run `first_execution` started: `<first>-c<n>`."""
+    suffix = f"-c{number}"
+    return first_execution[: MAX_EXECUTION_NAME - len(suffix)] + suffix
+
+
+def continuation_input(state: Mapping[str, Any], *, execution: str) -> dict[str, Any]:
+    """The state a fresh execution resumes the watch from (its input): the run as it stands,
+    its check count started again, and `continuedFrom` saying where it came from (`execution`,
+    the run's `first` execution and the continuation's `number`)."""
+    previous = state.get("continuedFrom") or {}
+    carried = {k: v for k, v in state.items() if k not in LEFT_BEHIND}
+    carried["status"] = {**(state.get("status") or {}), "checks": 0}
+    carried["continuedFrom"] = {
+        "execution": execution,
+        "first": str(previous.get("first") or execution),
+        "number": int(previous.get("number") or 0) + 1,
+    }
+    return carried

@@ -1,0 +1,147 @@
+"""One check decided from records (pure): `assess` returns the raise, the move, the plan and the
+page as data, and says what it still needs to read."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from spotline.core.capacity.assess import STARTUP_AFTER_ACQUIRE_SECONDS, assess, restart_overhead
+from spotline.core.capacity.observation import Attempt, FleetRecord, History, Observation, QueueLimits
+from spotline.core.capacity.policy import DEFAULT_RESTART_OVERHEAD_SECONDS
+from spotline.core.capacity.training_plans import PlanView
+from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.regions.regions import Sighting
+from spotline.core.spec.model import JobSpec
+from spotline.core.training.status import TrainingStatus
+
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "manifests" / "ranker-v2.yaml"
+NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
+PEER = "us-west-2"
+
+
+def _spec(**changes: object) -> JobSpec:
+    spec = validate_bytes(EXAMPLE.read_bytes(), now=datetime(2026, 11, 29, tzinfo=UTC)).spec
+    assert spec is not None
+    return replace(spec, **changes)  # type: ignore[arg-type]
+
+
+def _status(state: str = "queued", **changes: object) -> TrainingStatus:
+    base = TrainingStatus(
+        state="queued",
+        reason_class=None,
+        reason="queued",
+        batch_status="RUNNABLE",
+        secondary_status=None,
+        training_job_name=None,
+        training_seconds=0,
+        billable_seconds=0,
+        interruptions=0,
+        capacity_short=False,
+        started_at=None,
+        ended_at=None,
+    )
+    return replace(base, state=state, **changes)  # type: ignore[arg-type]
+
+
+def _history(submitted: datetime, capacity: str = "spot", **changes: object) -> History:
+    current = Attempt(capacity=capacity, submitted_at=submitted)  # type: ignore[arg-type]
+    return replace(History(current=current, seed="arn:execution:1"), **changes)  # type: ignore[arg-type]
+
+
+def test_the_restart_estimate_uses_on_demand_waits_only() -> None:
+    previous = (Attempt("spot", queue_wait_seconds=7200.0), Attempt("on-demand", queue_wait_seconds=300.0))
+    assert restart_overhead(previous, None, "spot") == 300.0 + STARTUP_AFTER_ACQUIRE_SECONDS
+    assert restart_overhead(previous, 900.0, "on-demand") == 900.0 + STARTUP_AFTER_ACQUIRE_SECONDS
+    assert restart_overhead(previous[:1], None, "spot") == DEFAULT_RESTART_OVERHEAD_SECONDS
+
+
+def test_a_job_queued_for_room_past_its_slack_gets_its_raise_as_data() -> None:
+    # 8 h of work, due in 9 h: about 20 minutes of slack, queued for room for an hour.
+    spec = _spec(deadline=(NOW + timedelta(hours=9)).isoformat())
+    observation = Observation(_status(), region="us-east-1", priority=100)
+    history = _history(NOW - timedelta(hours=1))
+    assessed = assess(spec, observation, history, QueueLimits(max_priority=900), NOW)
+    assert assessed.decision.verdict == "continue"
+    assert assessed.escalation is not None and (assessed.escalation.current, assessed.escalation.raised) == (100, 900)
+    assert assessed.priority == 900 and assessed.checks == 1 and not assessed.needs
+    # Without a maximum for the team, nothing is raised.
+    unraised = assess(spec, observation, history, QueueLimits(), NOW)
+    assert unraised.escalation is None and unraised.priority == 100
+
+
+def _stuck() -> tuple[JobSpec, Observation, History]:
+    """A spot attempt with no spot capacity in us-east-1 for 2 h, in a run that may use us-west-2."""
+    spec = _spec()
+    status = _status(
+        "starting", capacity_short=True, reason="Insufficient capacity", state_since=NOW - timedelta(hours=2)
+    )
+    observation = Observation(status, region="us-east-1", regions=("us-east-1", PEER), copy_seconds=60.0)
+    return spec, observation, _history(NOW - timedelta(hours=2))
+
+
+def test_a_stuck_spot_attempt_asks_for_the_fleets_record_then_moves_where_spot_was_seen() -> None:
+    spec, observation, history = _stuck()
+    first = assess(spec, observation, history, QueueLimits(), NOW)
+    assert first.needs == {"fleet"} and first.next_region is None
+    assert first.sighting == Sighting("us-east-1", NOW, False, "ml.g5.2xlarge")
+    seen = [Sighting(PEER, NOW - timedelta(minutes=5), True, "ml.g5.2xlarge"), first.sighting]
+    moved = assess(spec, replace(observation, fleet=FleetRecord.of(seen, NOW)), history, QueueLimits(), NOW)
+    assert not moved.needs
+    assert (moved.step.action, moved.next_region, moved.step.next_capacity) == ("move-to-another-region", PEER, "spot")
+    assert moved.region_choice is not None and moved.region_choice.moves
+    assert moved.sighting == first.sighting
+
+
+def test_a_run_in_one_region_never_asks_for_the_fleets_record() -> None:
+    spec, observation, history = _stuck()
+    excluded = ({"region": PEER, "field": "spec.image", "reason": "no replica"},)
+    alone = assess(spec, replace(observation, regions=("us-east-1",), excluded=excluded), history, QueueLimits(), NOW)
+    assert not alone.needs and alone.next_region is None
+    assert alone.step.explanation.endswith(f"; spot waits in us-east-1: {PEER} left out (spec.image: no replica)")
+
+
+def test_an_on_demand_fallback_asks_for_the_plans_then_takes_one() -> None:
+    # Due in 8h30m with 8 h of work: the deadline forces the move off spot.
+    spec = _spec(deadline=(NOW + timedelta(hours=8, minutes=30)).isoformat(), training_plan="any")
+    observation = Observation(_status("starting", capacity_short=True), region="us-east-1")
+    history = _history(NOW - timedelta(minutes=30))
+    first = assess(spec, observation, history, QueueLimits(), NOW)
+    assert first.step.next_capacity == "on-demand" and first.needs == {"plans"} and first.plan is None
+    assert first.max_pending_seconds is not None
+    plan = PlanView(
+        arn="arn:aws:sagemaker:us-east-1:123456789012:training-plan/g5",
+        name="g5",
+        status="Active",
+        instance_type="ml.g5.2xlarge",
+        total_instances=1,
+        available_instances=1,
+        start=NOW - timedelta(hours=1),
+        end=NOW + timedelta(days=1),
+    )
+    planned = assess(spec, replace(observation, plans=(plan,)), history, QueueLimits(), NOW)
+    assert (planned.step.action, planned.step.next_capacity, planned.plan) == (
+        "switch-to-training-plan",
+        "training-plan",
+        plan,
+    )
+    assert planned.max_pending_seconds is None
+    # No usable plan: paid on-demand, as before.
+    none_usable = assess(spec, replace(observation, plans=()), history, QueueLimits(), NOW)
+    assert none_usable.step.next_capacity == "on-demand" and none_usable.plan is None and not none_usable.needs
+
+
+def test_deadline_at_risk_is_due_once_per_run() -> None:
+    # 8 h of work, 2 h left: no capacity can make it.
+    spec = _spec(deadline=(NOW + timedelta(hours=2)).isoformat())
+    observation = Observation(_status(), region="us-east-1")
+    history = _history(NOW - timedelta(minutes=10), capacity="on-demand")
+    due = assess(spec, observation, history, QueueLimits(), NOW).at_risk
+    assert due is not None and due.at == NOW and not due.estimated
+    assert due.cause.startswith("2h left before the deadline; ") and due.cause.endswith(
+        "(tried: on-demand on ml.g5.2xlarge)"
+    )
+    assert due.record(notified=True)["workLeftSeconds"] == round(due.work_left_seconds)
+    sent = replace(history, at_risk=due.record(notified=True))
+    assert assess(spec, observation, sent, QueueLimits(), NOW).at_risk is None
