@@ -69,9 +69,18 @@ def test_the_real_tree_keeps_every_contract() -> None:
         ("spotline/aws/uses_devtools.py", "from spotline_dev.harness import standin", "The layer (what Lambdas run)"),
         # (devtools' tree sits beside the layer's)
         (
-            "../../devtools/spotline_dev/simulate/uses_adapter.py",
+            "../../devtools/spotline_dev/research/simulate/uses_adapter.py",
             "from spotline.aws.capacity import checking",
             "The simulator",
+        ),
+        # concept packages of one layer do not know each other; a lower one never imports a higher one
+        ("spotline/core/billing/uses_scoring.py", "from spotline.core.scoring import scoring", "The core's concept"),
+        ("spotline/aws/regions/uses_state.py", "from spotline.aws.state import progress", "The adapters' concept"),
+        # (aws.training imports aws.capacity: this one is a cycle as well)
+        (
+            "spotline/aws/capacity/uses_training.py",
+            "from spotline.aws.training import submission",
+            "The adapters' concept|No import cycles",
         ),
     ],
 )
@@ -101,8 +110,9 @@ def test_a_planted_violation_breaks_its_contract(
             "devtools/spotline_dev/harness/standin/batch/queues.py",
             "from spotline_dev.harness.standin.batch import jobs",
         ),
-        # in the layer: the pure core reaching back to a module that imports it
-        ("layers/spotline/spotline/core/common/durations.py", "from spotline.core.capacity import policy"),
+        # in the layer: the pure core reaching back to a module that imports it (inside one concept
+        # package: between two packages, the layers contracts would break as well)
+        ("layers/spotline/spotline/core/capacity/policy.py", "from spotline.core.capacity import lifecycle"),
     ],
 )
 def test_a_planted_import_cycle_breaks_the_acyclic_contract(
