@@ -29,7 +29,7 @@ from spotline.core.capacity.training_plans import plan_record
 from spotline.core.common import links
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.spec.model import JobSpec, to_rfc3339
-from spotline.core.state import AttemptRecord, RunStatus, Training
+from spotline.core.state import AttemptRecord, RunStatus, StateKeyMissing, Training
 from spotline.core.state.execution_state import MAX_REASON, clip
 from spotline.core.training.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
 from spotline.core.training.training_request import Capacity
@@ -79,9 +79,15 @@ def _attempt(attempt: Training | AttemptRecord) -> Attempt:
     )
 
 
+def _training(state: dict[str, Any]) -> Training:
+    training = Training.in_state(state)
+    if training is None:  # the check runs only after SubmitTrainingJob wrote it
+        raise StateKeyMissing("$", "training")
+    return training
+
+
 def _history(state: dict[str, Any], execution_arn: str) -> History:
-    training = Training.from_state(state["training"])
-    status = RunStatus.from_state(state["status"]) if state.get("status") else None
+    training, status = _training(state), RunStatus.in_state(state)
     return History(
         current=_attempt(training),
         previous=tuple(_attempt(a) for a in training.previous_attempts),
@@ -95,7 +101,7 @@ def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
     excluded = ((state.get("resources") or {}).get("regions") or {}).get("excluded") or []
     return _Run(
         spec=spec_of(state),
-        job_id=Training.from_state(state["training"]).job_id,
+        job_id=_training(state).job_id,
         history=_history(state, execution_arn),
         regions=tuple(allowed_regions(state)),
         excluded=tuple(excluded),
@@ -166,7 +172,7 @@ def _status_of(
 
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
     """The status of the run's current attempt, read in the region it runs in (`region`: home)."""
-    where = Training.from_state(state["training"]).region or region
+    where = _training(state).region or region
     with in_region(where if where != region else None):
         return _check(state, execution_arn=execution_arn, now=now, where=where)
 
