@@ -15,7 +15,7 @@ from typing import Any
 
 from spotline.core.durations import format_duration
 from spotline.core.policy import OUT_OF_REACH
-from spotline.core.state import Fallback, RunStatus, Training
+from spotline.core.state import Fallback, RunStatus, Scoring, ScoringOutcome, ScoringRunState, Training
 from spotline.core.status import is_preemption, waits_for_capacity
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
@@ -46,7 +46,16 @@ KNOWN_STATES = frozenset(
         "RecordScoringRun",
     }
 )
-READ_AS_RECORDS = frozenset({"CheckTrainingStatus", "SubmitTrainingJob", "StopSpotJob"})
+READ_AS_RECORDS = frozenset(
+    {
+        "CheckTrainingStatus",
+        "SubmitTrainingJob",
+        "StopSpotJob",
+        "PlanScoringRun",
+        "AdvanceScoringRun",
+        "RecordScoringRun",
+    }
+)
 """The states whose line comes from their section's record (`read_section`)."""
 CHECKED_AT_STATES = frozenset({"RecordOutcome", "ContinueInNewExecution", "ResumeWatching"})
 """States whose line is dated by the last status check."""
@@ -69,34 +78,31 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
         "ContinueInNewExecution": lambda s: f"the watch continues in execution {s['continuedAs']['executionName']}",
         "ResumeWatching": lambda s: f"continues the run from execution {s['continuedFrom']['execution']}",
         "RecordOutcome": lambda s: f"{s['outcome']['name']}: {readable_cause(s['outcome']['cause'])}",
-        "PlanScoringRun": lambda s: s["scoring"]["plan"]["summary"],
-        "RecordScoringRun": _scored,
     }
     describer = describers.get(name)
     return describer(state) if describer else None
 
 
-def _scored(state: dict[str, Any]) -> str:
-    outcome = state["outcome"]
-    window = "window met" if outcome["windowMet"] else "window MISSED"
-    measured = outcome.get("recordsPerSecond")
+def _scored(outcome: ScoringOutcome) -> str:
+    window = "window met" if outcome.window_met else "window MISSED"
+    measured = outcome.records_per_second
     pace = f", measured {measured:,.0f} records/s per instance" if measured else ""
-    return f"{window}: finished {outcome['finishedAt']} for {outcome['windowEnd']}{pace}"
+    return f"{window}: finished {outcome.finished_at} for {outcome.window_end}{pace}"
 
 
-def scoring_line(run: dict[str, Any]) -> str:
+def scoring_line(run: ScoringRunState) -> str:
     """One look at a scoring run: its shards, its instances, its pace, a WindowAtRisk."""
-    shards = run["shards"]
+    shards = run.shards
     scored = sum(1 for s in shards if s.get("endedAt"))
     scoring = sum(1 for s in shards if s.get("job") and not s.get("endedAt") and not s.get("failed"))
-    measured = run.get("measuredRecordsPerSecond")
-    parts = [f"{scored} of {len(shards)} shards scored, {scoring} scoring", f"{run['target']} instance(s) wanted"]
-    if run.get("probing"):
+    measured = run.measured_records_per_second
+    parts = [f"{scored} of {len(shards)} shards scored, {scoring} scoring", f"{run.target} instance(s) wanted"]
+    if run.probing:
         parts.append("measuring on the first shard")
     elif measured:
         parts.append(f"pace {measured:,.0f} records/s per instance")
-    if run.get("atRisk"):
-        parts.append(f"-> WindowAtRisk: {run['atRisk']}")
+    if run.at_risk:
+        parts.append(f"-> WindowAtRisk: {run.at_risk}")
     return ", ".join(parts)
 
 
@@ -183,10 +189,12 @@ def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
     status = read_section(RunStatus, state) if name in CHECKED_AT_STATES else None
     if status is not None and status.checked_at:
         return datetime.fromisoformat(status.checked_at)
-    if name == "PlanScoringRun" and (state.get("scoring") or {}).get("run"):
-        return datetime.fromisoformat(state["scoring"]["run"]["start"])
-    if name == "RecordScoringRun" and ((state.get("scoring") or {}).get("run") or {}).get("checkedAt"):
-        return datetime.fromisoformat(state["scoring"]["run"]["checkedAt"])
+    scoring = read_section(Scoring, state) if name in ("PlanScoringRun", "RecordScoringRun") else None
+    run = scoring.run if scoring is not None else None
+    if name == "PlanScoringRun" and run is not None:
+        return datetime.fromisoformat(run.start)
+    if name == "RecordScoringRun" and run is not None and run.checked_at:
+        return datetime.fromisoformat(run.checked_at)
     return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
 
 
@@ -262,17 +270,26 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
                 text = f"stopped the spot job: {stop.reason.removeprefix('Spotline: ')}"
                 entries.append(TimelineEntry(datetime.fromisoformat(stop.at), name, text))
                 continue
-            if name == "AdvanceScoringRun":
-                run = state["scoring"]["run"]
+            scoring = read_section(Scoring, state) if name in READ_AS_RECORDS else None
+            run = scoring.run if scoring is not None else None
+            if name == "AdvanceScoringRun" and run is not None and run.checked_at:
                 scoring_key = (
-                    sum(1 for s in run["shards"] if s.get("job")),
-                    sum(1 for s in run["shards"] if s.get("endedAt")),
-                    run["target"],
-                    bool(run.get("atRisk")),
+                    sum(1 for s in run.shards if s.get("job")),
+                    sum(1 for s in run.shards if s.get("endedAt")),
+                    run.target,
+                    bool(run.at_risk),
                 )
                 if str(scoring_key) != last_status:
-                    entries.append(TimelineEntry(datetime.fromisoformat(run["checkedAt"]), name, scoring_line(run)))
+                    entries.append(TimelineEntry(datetime.fromisoformat(run.checked_at), name, scoring_line(run)))
                     last_status = str(scoring_key)
+                continue
+            if name == "PlanScoringRun" and scoring is not None:
+                if scoring.plan.summary:
+                    entries.append(TimelineEntry(_time_of(name, state), name, scoring.plan.summary))
+                continue
+            scored = read_section(ScoringOutcome, state) if name == "RecordScoringRun" else None
+            if scored is not None:
+                entries.append(TimelineEntry(_time_of(name, state), name, _scored(scored)))
                 continue
             if name not in READ_AS_RECORDS:  # theirs, when their section was not read: generic lines below
                 described = _describe(name, state)
