@@ -284,7 +284,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     walk = walk_history(events)
     describe = describe_execution
     arn = str(describe.get("executionArn") or "")
-    status = str(describe.get("status") or walk.end_status or "RUNNING")
+    status = str(describe.get("status") or walk.end_status or "RUNNING")  # DescribeExecution's, not $.status
     state = walk.last
     source = walk.input or load_document(describe.get("input")) or {}
     manifest = as_dict(state.get("manifest"))
