@@ -17,7 +17,7 @@ TREES = (ROOT / "layers" / "spotline" / "spotline", ROOT / "devtools" / "spotlin
 
 
 def packages() -> list[str]:
-    """Every package under the layer and devtools, as the page writes it: `devtools/spotline_dev/local/`."""
+    """Every package under the layer and devtools, as the page writes it: `devtools/spotline_dev/harness/local/`."""
     return sorted(
         f"{init.parent.relative_to(ROOT).as_posix()}/" for tree in TREES for init in tree.rglob("__init__.py")
     )

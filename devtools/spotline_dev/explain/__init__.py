@@ -7,7 +7,10 @@ the attempts, the console links). `fetch`, `execution_arn_for` and `execution_ar
 the thin boto3 part for a deployed stack; the sandbox passes the histories of its local executions.
 
 States and keys this package does not know (the workflow grows) are shown generically: a line
-with the key the state added or changed, never a crash.
+with the key the state added or changed, never a crash. The sections the layer types ($.training,
+$.status, $.fallback, $.scoring, a scoring run's $.outcome) are read as their records of
+spotline.core.state through `history.read_section`, which gives None for a section of another age
+instead of the records' strict StateError; the caller then shows what it always did.
 
 - `history`: reading the history (and fetching it from a deployed stack), the facts of a run;
 - `timeline`: one line per meaningful change;

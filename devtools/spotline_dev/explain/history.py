@@ -1,7 +1,8 @@
 """Reading an execution: its Step Functions history, event by event, and the facts of the run.
 
 The small readers take each state's JSON document apart (input, output, the error a Catch kept);
-`walk_history` makes one pass over the events and collects the attempts, their status checks,
+`read_section` reads a section of it as its record (spotline.core.state), or None for one of another
+age; `walk_history` makes one pass over the events and collects the attempts, their status checks,
 the switches to on-demand and the caught errors; `links_of` gathers the console links. `fetch`,
 `execution_arn_for` and `execution_arn_in_stack` are the thin boto3 part for a deployed stack.
 """
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spotline.core.common import links as console_links
+from spotline.core.state import Fallback, RunStatus, StateError, StateRecord, Training
 
 HistoryEvent = Mapping[str, Any]
 END_EVENTS = {
@@ -73,6 +75,23 @@ def load_document(text: Any) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def read_section[R: StateRecord](record: type[R], state: Mapping[str, Any]) -> R | None:
+    """The section `record` of the state document `state` (`$.training`, `$.status`, ...) as its
+    record, or None when the section is absent or not what the record expects.
+
+    A record's `from_state` is strict (`StateKeyMissing`, `StateError`): a handler must fail on a
+    key a ResultSelector dropped. `explain` must not: it reads histories of any age (executions
+    started before a key existed, a section a later release reshaped, a document cut short), so
+    this is its one reader of the state's sections. It catches `StateError` only (a bug elsewhere
+    still raises), and each caller says what it shows without the section, as it always did: an
+    attempt not listed, "submitted, never checked", a generic timeline line, no mark on the plot.
+    """
+    try:
+        return record.in_state(state)
+    except StateError:
+        return None
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -149,9 +168,12 @@ def summarize(value: Any, limit: int = 160) -> str:
 
 @dataclass
 class AttemptRecord:
-    training: dict[str, Any]
-    statuses: list[dict[str, Any]] = field(default_factory=list)
-    stop: dict[str, Any] | None = None
+    """One attempt as the history tells it: SubmitTrainingJob's `$.training`, every check of it
+    (`$.status`), and StopSpotJob's `$.fallback` when Spotline stopped it to move the run."""
+
+    training: Training
+    statuses: list[RunStatus] = field(default_factory=list)
+    stop: Fallback | None = None
 
 
 @dataclass
@@ -161,7 +183,7 @@ class Walk:
     input: dict[str, Any] = field(default_factory=dict)
     last: dict[str, Any] = field(default_factory=dict)  # the latest state document seen
     attempts: list[AttemptRecord] = field(default_factory=list)
-    switches: list[dict[str, Any]] = field(default_factory=list)  # statuses with action switch-to-on-demand
+    switches: list[RunStatus] = field(default_factory=list)  # statuses with action switch-to-on-demand
     caught: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (state, key, {Error, Cause})
     fail_state: str | None = None
     last_state: str | None = None  # the state entered last
@@ -203,17 +225,26 @@ def walk_history(history: Iterable[HistoryEvent]) -> Walk:
             if isinstance(value, dict) and "Error" in value and key not in caught_keys:
                 caught_keys.add(key)
                 walk.caught.append((name, key, value))
-        if name == "SubmitTrainingJob" and isinstance(state.get("training"), dict):
-            walk.attempts.append(AttemptRecord(state["training"]))
-        elif name == "CheckTrainingStatus" and isinstance(state.get("status"), dict):
-            status = state["status"]
-            if walk.attempts:
-                walk.attempts[-1].statuses.append(status)
-            if status.get("action") == "switch-to-on-demand":
-                walk.switches.append(status)
-        elif name == "StopSpotJob" and isinstance(state.get("fallback"), dict) and walk.attempts:
-            walk.attempts[-1].stop = state["fallback"]
+        _read_step(walk, name, state)
     return walk
+
+
+def _read_step(walk: Walk, name: str, state: dict[str, Any]) -> None:
+    """What a training step's result adds to the run's attempts (a section not read: nothing)."""
+    if name == "SubmitTrainingJob":
+        training = read_section(Training, state)
+        if training is not None:
+            walk.attempts.append(AttemptRecord(training))
+    elif name == "CheckTrainingStatus":
+        status = read_section(RunStatus, state)
+        if status is None:
+            return
+        if walk.attempts:
+            walk.attempts[-1].statuses.append(status)
+        if status.action == "switch-to-on-demand":
+            walk.switches.append(status)
+    elif name == "StopSpotJob" and walk.attempts:
+        walk.attempts[-1].stop = read_section(Fallback, state) or walk.attempts[-1].stop
 
 
 def _region(arn: str) -> str | None:
@@ -224,9 +255,9 @@ def _region(arn: str) -> str | None:
 def links_of(walk: Walk, arn: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for record in walk.attempts:  # the latest attempt's links win
-        found.update(as_dict(record.training.get("links")))
+        found.update(as_dict(record.training.links))
         for status in record.statuses:
-            found.update(as_dict(status.get("links")))
+            found.update(as_dict(status.links))
     found.update(as_dict(as_dict(walk.last.get("outcome")).get("links")))
     region = _region(arn)
     if "execution" not in found and region and arn:

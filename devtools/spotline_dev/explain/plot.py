@@ -20,7 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from spotline.core.capacity.capacity_moves import WHAT, move_of
 from spotline.core.common.durations import format_duration
-from spotline_dev.explain.history import END_EVENTS, HistoryEvent, as_dict, job_of, load_document, parse_time
+from spotline.core.state import AttemptRecord as PreviousAttempt
+from spotline.core.state import Fallback, RunStatus, Training
+from spotline_dev.explain.history import (
+    END_EVENTS,
+    HistoryEvent,
+    as_dict,
+    job_of,
+    load_document,
+    parse_time,
+    read_section,
+)
 from spotline_dev.explain.story import MOVE_ACTIONS
 
 if TYPE_CHECKING:
@@ -125,16 +135,16 @@ def _utc(value: Any) -> datetime | None:
     return moment.astimezone(UTC) if moment else None
 
 
-def _kind(status: dict[str, Any], capacity: str) -> Kind | None:
+def _kind(status: RunStatus, capacity: str) -> Kind | None:
     """The lane a check puts its attempt in until the next mark (None: no job running)."""
-    state = status.get("state")
+    state = status.state
     if state in ("queued", "starting"):
         return "waiting for capacity"
     if state == "training":
         return "on-demand" if capacity == "on-demand" else ("training plan" if capacity == "training-plan" else "spot")
     if state == "interrupted":
         return "interrupted"
-    if state == "failed" and status.get("action") == "resubmit-on-spot":
+    if state == "failed" and status.action == "resubmit-on-spot":
         return "waiting for capacity"  # the back-off before the next spot attempt
     return None
 
@@ -145,58 +155,58 @@ def _first_words(text: Any, limit: int = 28) -> str:
     return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
-def _submission(reading: _Reading, training: dict[str, Any]) -> None:
-    attempt, capacity = training.get("attempt"), str(training.get("capacity") or "spot")
+def _submission(reading: _Reading, training: Training | PreviousAttempt) -> None:
+    attempt, capacity = training.attempt, str(training.capacity or "spot")
     if not isinstance(attempt, int) or attempt in reading.attempts:
         return
     reading.attempts[attempt] = capacity
-    at = reading.saw(_utc(training.get("submittedAt")))
+    at = reading.saw(_utc(training.submitted_at))
     if at is None:
         return
     reading.marks.append((at, "waiting for capacity", attempt))
     reading.decisions.append(Decision(at, f"attempt {attempt} on {capacity}", "submit"))
 
 
-def _attempt_of(training: dict[str, Any]) -> int:
-    attempt = training.get("attempt")
+def _attempt_of(training: Training | None) -> int:
+    attempt = training.attempt if training is not None else None
     return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 0
 
 
-def _check(reading: _Reading, status: dict[str, Any], training: dict[str, Any]) -> None:
+def _check(reading: _Reading, status: RunStatus, training: Training | None) -> None:
     attempt = _attempt_of(training)
-    at = _utc(status.get("checkedAt"))
+    at = _utc(status.checked_at)
     if at is None or (attempt, at) in reading.checks:
         return  # a continuation's input carries the check its predecessor made last
     reading.checks.add((attempt, at))
     reading.saw(at)
-    capacity = str(training.get("capacity") or reading.attempts.get(attempt) or "spot")
+    capacity = str((training.capacity if training is not None else None) or reading.attempts.get(attempt) or "spot")
     reading.marks.append((at, _kind(status, capacity), attempt))
-    fraction = as_dict(status.get("progress")).get("fraction")
+    fraction = status.progress.fraction
     if isinstance(fraction, int | float) and not isinstance(fraction, bool):
         reading.progress.append(ProgressPoint(at, min(max(float(fraction), 0.0), 1.0)))
-        slack = as_dict(status.get("decision")).get("slackSeconds")
+        slack = status.decision.slack_seconds
         if capacity == "spot" and isinstance(slack, int) and not isinstance(slack, bool):
             reading.switch_line.append(
                 ProgressPoint(at + timedelta(seconds=slack), min(max(float(fraction), 0.0), 1.0))
             )
-    action = status.get("action")
+    action = status.action
     if action in MOVE_ACTIONS:  # each move as what it was: another type, a region, a plan, on-demand
-        reason = _first_words(status.get("explanation"))
-        kind, _, _ = move_of(status)
+        reason = _first_words(status.explanation)
+        kind, _, _ = move_of(status.to_state())
         what = "switch to on-demand" if kind == "on-demand" else f"move to {WHAT[kind]}"
         reading.decisions.append(Decision(at, what + (f": {reason}" if reason else ""), "switch"))
     elif action == "resubmit-on-spot":
-        backoff = status.get("backoffSeconds")
+        backoff = status.backoff_seconds
         wait = f" after {format_duration(backoff)} back-off" if isinstance(backoff, int) and backoff > 0 else ""
         reading.decisions.append(Decision(at, f"resubmit on spot{wait}", "resubmit"))
     elif action == "finish":
-        reason = str(status.get("finishReason") or status.get("state") or "finished")
+        reason = str(status.finish_reason or status.state or "finished")
         reading.decisions.append(Decision(at, reason.replace("spot-exhausted", "failed: spot exhausted"), "end"))
         reading.ended = True
 
 
-def _stop(reading: _Reading, fallback: dict[str, Any], training: dict[str, Any]) -> None:
-    at = _utc(fallback.get("at"))
+def _stop(reading: _Reading, fallback: Fallback, training: Training | None) -> None:
+    at = _utc(fallback.at)
     if at is None or at in reading.stops:
         return
     reading.stops.add(at)
@@ -211,23 +221,25 @@ def _read_state(reading: _Reading, name: str | None, state: dict[str, Any]) -> N
     if isinstance(state.get("outcome"), dict):
         reading.outcome = state["outcome"]
     first = as_dict(state.get("continuedFrom")).get("first")
-    reading.name = reading.name or (str(first) if first else None) or _execution_name(state)
+    training = read_section(Training, state)  # None: not submitted yet, or of another shape (no marks then)
+    reading.name = reading.name or (str(first) if first else None) or _execution_name(state, training)
     continued = as_dict(state.get("continuedAs")).get("executionName")
     reading.continued_as = str(continued) if continued else reading.continued_as
-    training = as_dict(state.get("training"))
-    if training and name in (None, "SubmitTrainingJob"):
-        for earlier in training.get("previousAttempts") or []:
-            _submission(reading, as_dict(earlier))
+    if training is not None and name in (None, "SubmitTrainingJob"):
+        for earlier in training.previous_attempts:
+            _submission(reading, earlier)
         _submission(reading, training)
-    if name in (None, "CheckTrainingStatus") and isinstance(state.get("status"), dict):
-        _check(reading, state["status"], training)
-    if name == "StopSpotJob" and isinstance(state.get("fallback"), dict):
-        _stop(reading, state["fallback"], training)
+    status = read_section(RunStatus, state) if name in (None, "CheckTrainingStatus") else None
+    if status is not None:
+        _check(reading, status, training)
+    fallback = read_section(Fallback, state) if name == "StopSpotJob" else None
+    if fallback is not None:
+        _stop(reading, fallback, training)
 
 
-def _execution_name(state: dict[str, Any]) -> str | None:
+def _execution_name(state: dict[str, Any], training: Training | None) -> str | None:
     """The execution's name from an ARN a state kept (its console link ends with the ARN)."""
-    arn = state.get("executionArn") or as_dict(as_dict(state.get("training")).get("links")).get("execution")
+    arn = state.get("executionArn") or (as_dict(training.links).get("execution") if training is not None else None)
     if not isinstance(arn, str) or ":execution:" not in arn:
         return None
     return arn.rsplit(":", 1)[-1] or None

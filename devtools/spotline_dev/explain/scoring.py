@@ -14,7 +14,8 @@ from typing import Any
 
 from spotline.core.common.durations import format_duration
 from spotline.core.scoring.scoring_plan import STARTUP_SECONDS
-from spotline_dev.explain.history import as_dict, parse_time
+from spotline.core.state import Scoring, ScoringOutcome
+from spotline_dev.explain.history import as_dict, parse_time, read_section
 
 SCORING_NEXT_STEPS = {
     "ScoringManifestRejected": "Fix every error listed (each names its manifest field; `spotline validate` checks "
@@ -134,44 +135,47 @@ class ScoringNight:
 
 
 def scoring_night(state: dict[str, Any]) -> ScoringNight | None:
-    """The night from a scoring execution's state document; None for any other execution."""
+    """The night from a scoring execution's state document; None for any other execution. A
+    `$.scoring` or `$.outcome` of another age (`read_section`: None) tells nothing of the night."""
     if "scoring" not in state:
         return None
-    scoring = as_dict(state.get("scoring"))
-    plan, run, outcome = as_dict(scoring.get("plan")), as_dict(scoring.get("run")), as_dict(state.get("outcome"))
-    sizing = as_dict(run.get("sizing"))
-    shards = [as_dict(s) for s in run.get("shards") or []]
+    scoring, outcome = read_section(Scoring, state), read_section(ScoringOutcome, state)
+    plan, run = (scoring.plan, scoring.run) if scoring is not None else (None, None)
+    sizing = as_dict(run.sizing) if run is not None else {}
+    shards = [as_dict(s) for s in run.shards] if run is not None else []
     ended = [s["endedAt"] for s in shards if s.get("endedAt")]
-    finished = outcome.get("finishedAt") or (max(ended) if shards and len(ended) == len(shards) else None)
+    finished = (outcome.finished_at if outcome else None) or (
+        max(ended) if shards and len(ended) == len(shards) else None
+    )
     return ScoringNight(
-        run_id=run.get("runId"),
-        job=plan.get("job"),
-        instance_type=plan.get("instanceType"),
-        valid=plan.get("valid") is not False,
-        window_opens=run.get("start"),
-        window_end=run.get("due"),
-        records=run.get("records"),
+        run_id=run.run_id if run else None,
+        job=plan.job if plan else None,
+        instance_type=plan.instance_type if plan else None,
+        valid=plan.valid is not False if plan else True,
+        window_opens=run.start if run else None,
+        window_end=run.due if run else None,
+        records=run.records if run else None,
         objects=sizing.get("objects"),
         instances=sizing.get("instances"),
-        peak_instances=run.get("target"),
+        peak_instances=run.target if run else None,
         sized_records_per_second=sizing.get("recordsPerSecond"),
         throughput_source=sizing.get("throughputSource"),
         headroom_percent=sizing.get("headroomPercent"),
-        measured_records_per_second=run.get("measuredRecordsPerSecond"),
+        measured_records_per_second=run.measured_records_per_second if run else None,
         shards=len(shards),
         shards_scored=len(ended),
         shards_scoring=sum(1 for s in shards if s.get("job") and not s.get("endedAt") and not s.get("failed")),
         failed_shards=[int(s["index"]) for s in shards if s.get("failed")],
-        probing=bool(run.get("probing")),
-        projected_end=run.get("projectedEnd"),
+        probing=bool(run.probing) if run else False,
+        projected_end=run.projected_end if run else None,
         finished_at=finished,
-        window_met=outcome.get("windowMet") if isinstance(outcome.get("windowMet"), bool) else None,
-        margin_seconds=outcome.get("marginSeconds"),
-        at_risk=run.get("atRisk"),
+        window_met=outcome.window_met if outcome and isinstance(outcome.window_met, bool) else None,
+        margin_seconds=outcome.margin_seconds if outcome else None,
+        at_risk=run.at_risk if run else None,
         warning=sizing.get("warning"),
-        output=run.get("output"),
-        report=outcome.get("report"),
-        notifications=[as_dict(n) for n in run.get("notifications") or []],
+        output=run.output if run else None,
+        report=outcome.report if outcome else None,
+        notifications=[as_dict(n) for n in run.notifications] if run else [],
         startups=sizing.get("startupsPerInstance"),
         ready_at=state.get("readyAt"),
         dataset=as_dict(state.get("dataset")).get("name"),

@@ -10,6 +10,7 @@ from typing import Any
 
 from spotline.core.capacity.capacity_moves import WHAT, move_of
 from spotline.core.common.durations import format_duration
+from spotline.core.state import RunStatus
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     AttemptRecord,
@@ -148,8 +149,8 @@ def _camel_key(key: str) -> str:
 # --- building it from the facts of the run --------------------------------------------------
 
 
-def _progress(status: dict[str, Any]) -> str:
-    fraction = as_dict(status.get("progress")).get("fraction")
+def _progress(status: RunStatus) -> str:
+    fraction = status.progress.fraction
     return f", {fraction:.0%} done" if isinstance(fraction, int | float) else ""
 
 
@@ -159,66 +160,82 @@ def _move(record: AttemptRecord) -> CapacityMove | None:
     stop = record.stop
     if stop is None:
         return None
-    status = next((s for s in reversed(record.statuses) if s.get("action") in MOVE_ACTIONS), None)
-    stated = str(stop.get("reason") or "").removeprefix("Spotline: moving to ")
+    status = next((s for s in reversed(record.statuses) if s.action in MOVE_ACTIONS), None)
+    stated = str(stop.reason or "").removeprefix("Spotline: moving to ")
     if status is not None:
-        kind, _, where = move_of(status)
-        reason = status.get("explanation") or stated.partition(": ")[2] or None
+        kind, _, where = move_of(status.to_state())
+        reason = status.explanation or stated.partition(": ")[2] or None
     else:  # a history without the check: the stop's own words (cut at 256 characters)
-        kind = str(stop.get("capacity") or "on-demand")
+        kind = str(stop.capacity or "on-demand")
         kind = kind if kind in WHAT else "on-demand"
         where, _, reason_text = stated.partition(": ")
         reason = reason_text or None
     to = where if kind in ("training-plan", "on-demand") else f"{WHAT[kind]} ({where})"
     return CapacityMove(
-        after=int(record.training.get("attempt") or 0),
+        after=int(record.training.attempt or 0),
         kind=kind,
         to=to,
-        at=stop.get("at") or (status or {}).get("checkedAt"),
+        at=stop.at or (status.checked_at if status is not None else None),
         reason=reason,
     )
 
 
 def _attempt(record: AttemptRecord, *, last: bool, running: bool, move: CapacityMove | None = None) -> Attempt:
-    training = record.training
-    status = record.statuses[-1] if record.statuses else {}
-    state = status.get("state")
-    reason_class, reason = status.get("reasonClass") or "unknown", status.get("reason") or "no reason given"
-    ended_at = status.get("endedAt")
+    status = record.statuses[-1] if record.statuses else None
+    if status is None:  # never checked
+        return _unchecked(record, last=last, running=running, move=move)
+    state = status.state
+    reason_class, reason = status.reason_class or "unknown", status.reason or "no reason given"
+    ended_at = status.ended_at
     if state == "completed":
         ending = "completed" + (f" at {ended_at}" if ended_at else "")
-    elif state == "failed" and status.get("action") == "resubmit-on-spot":
+    elif state == "failed" and status.action == "resubmit-on-spot":
         ending = f"ended by spot ({reason_class}): {reason}; resubmitted on spot from the checkpoint"
-    elif state == "failed" and status.get("action") == "switch-to-on-demand":
+    elif state == "failed" and status.action == "switch-to-on-demand":
         ending = f"ended by spot ({reason_class}): {reason}; continued on on-demand from the checkpoint"
-    elif state == "failed" and status.get("finishReason") == "spot-exhausted":
+    elif state == "failed" and status.finish_reason == "spot-exhausted":
         ending = f"ended by spot ({reason_class}): {reason}; no spot attempts left"
     elif state == "failed":
         ending = f"failed ({reason_class}): {reason}"
     elif move is not None:
-        ended = record.stop is not None and record.stop.get("terminated") is False  # nothing left to stop
-        ending = ("had ended; Spotline moved the job" if ended else "stopped by Spotline to move") + (
-            f" to {move.to}" + (f" at {move.at}" if move.at else "")
-        )
-    elif not status:
-        ending = "submitted, no status check yet" if running and last else "submitted, never checked"
+        ending = _moved(record, move)
     elif running and last:
         ending = f"still running: {state}{_progress(status)}"
     else:
         ending = f"last seen {state}{_progress(status)} when the execution ended"
-    links = {**as_dict(training.get("links")), **as_dict(status.get("links"))}
+    return _told(record, ended_at=ended_at, state=state, ending=ending)
+
+
+def _moved(record: AttemptRecord, move: CapacityMove) -> str:
+    ended = record.stop is not None and record.stop.terminated is False  # nothing left to stop
+    return ("had ended; Spotline moved the job" if ended else "stopped by Spotline to move") + (
+        f" to {move.to}" + (f" at {move.at}" if move.at else "")
+    )
+
+
+def _unchecked(record: AttemptRecord, *, last: bool, running: bool, move: CapacityMove | None) -> Attempt:
+    """An attempt no status check looked at (a check of another shape is not one)."""
+    if move is not None:
+        ending = _moved(record, move)
+    else:
+        ending = "submitted, no status check yet" if running and last else "submitted, never checked"
+    return _told(record, ended_at=None, state=None, ending=ending)
+
+
+def _told(record: AttemptRecord, *, ended_at: str | None, state: str | None, ending: str) -> Attempt:
+    training = record.training
+    latest = record.statuses[-1] if record.statuses else None
+    links = {**as_dict(training.links), **(as_dict(latest.links) if latest is not None else {})}
     return Attempt(
-        number=int(training.get("attempt") or 0),
-        capacity=str(training.get("capacity") or "?"),
-        training_job_name=next(
-            (s.get("trainingJobName") for s in reversed(record.statuses) if s.get("trainingJobName")), None
-        ),
-        batch_job_id=training.get("jobId"),
-        submitted_at=training.get("submittedAt"),
+        number=int(training.attempt or 0),
+        capacity=str(training.capacity or "?"),
+        training_job_name=next((s.training_job_name for s in reversed(record.statuses) if s.training_job_name), None),
+        batch_job_id=training.job_id,
+        submitted_at=training.submitted_at,
         ended_at=ended_at,
         state=state,
         ending=ending,
-        interruptions=max((int(s.get("interruptions") or 0) for s in record.statuses), default=0),
+        interruptions=max((int(s.interruptions or 0) for s in record.statuses), default=0),
         links={k: str(v) for k, v in links.items() if k != "execution"},
     )
 
@@ -267,7 +284,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     walk = walk_history(events)
     describe = describe_execution
     arn = str(describe.get("executionArn") or "")
-    status = str(describe.get("status") or walk.end_status or "RUNNING")
+    status = str(describe.get("status") or walk.end_status or "RUNNING")  # DescribeExecution's, not $.status
     state = walk.last
     source = walk.input or load_document(describe.get("input")) or {}
     manifest = as_dict(state.get("manifest"))
@@ -289,10 +306,10 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         first_capacity == "spot" and any(a.capacity == "on-demand" for a in attempts)
     )
     # the move to on-demand, not the first move (which may have been to another type, a plan or a region)
-    switch = walk.switches[-1] if walk.switches else {}
+    switch = walk.switches[-1] if walk.switches else None
     to_on_demand = next((m for m in moves if m.kind == "on-demand"), None)
-    fallback_reason = to_on_demand.reason if to_on_demand else switch.get("explanation")
-    fallback_at = to_on_demand.at if to_on_demand else switch.get("checkedAt")
+    fallback_reason = to_on_demand.reason if to_on_demand else (switch.explanation if switch else None)
+    fallback_at = to_on_demand.at if to_on_demand else (switch.checked_at if switch else None)
     strategy = job.get("strategy")
     if fallback_yes:
         fallback = f"yes, at {fallback_at}: {fallback_reason}" if fallback_at else f"yes: {fallback_reason}"
@@ -310,6 +327,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     deadline = figures.get("deadline") or job.get("deadline")
     finished_at = figures.get("finished_at")
     deadline_met = figures.get("deadline_met") if isinstance(figures.get("deadline_met"), bool) else None
+    latest = walk.attempts[-1].statuses[-1] if walk.attempts and walk.attempts[-1].statuses else None
     if not deadline:
         deadline_note = "none"
     elif deadline_met is True:
@@ -317,8 +335,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     elif deadline_met is False:
         deadline_note = f"{deadline}: MISSED (training finished {finished_at})"
     elif running:
-        slack = as_dict(as_dict((walk.attempts[-1].statuses or [{}])[-1] if walk.attempts else {}).get("decision"))
-        seconds = slack.get("slackSeconds")
+        seconds = latest.decision.slack_seconds if latest is not None else None
         deadline_note = f"{deadline}: not reached yet" + (
             f" ({format_duration(seconds)} of slack over finishing on-demand)" if isinstance(seconds, int) else ""
         )
@@ -327,7 +344,6 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
             "the training did not complete)" if attempts else "no training ran)"
         )
 
-    latest = walk.attempts[-1].statuses[-1] if walk.attempts and walk.attempts[-1].statuses else {}
     entries = timeline_entries(events)
     origin = parse_time(source.get("receivedAt")) or walk.started_at or parse_time(describe.get("startDate"))
     other = {k: v for k, v in state.items() if k not in KNOWN_KEYS}
@@ -422,7 +438,7 @@ def _headline(
     failure: Failure | None,
     outcome: dict[str, Any],
     running_state: str | None,
-    latest: dict[str, Any],
+    latest: RunStatus | None,
 ) -> str:
     if failure is not None:
         where = f" in {failure.state}" if failure.state else ""
@@ -431,7 +447,7 @@ def _headline(
     if status == "SUCCEEDED":
         return f"SUCCEEDED: {outcome.get('cause') or 'the execution succeeded'}"
     if status == "RUNNING":
-        now = f"; latest status: {status_line(latest)}" if latest.get("state") and latest.get("action") else ""
+        now = f"; latest status: {status_line(latest)}" if latest is not None and latest.state and latest.action else ""
         return f"RUNNING, now in {running_state or 'a transition'}{now}"
     return status
 
@@ -444,7 +460,7 @@ def _next_step(
     output: str | None,
     manifest: dict[str, Any],
     running_state: str | None,
-    latest: dict[str, Any],
+    latest: RunStatus | None,
 ) -> str | None:
     if outcome.get("next_step"):
         return str(outcome["next_step"])
@@ -467,7 +483,7 @@ def _next_step(
     if status == "SUCCEEDED":
         return "Nothing to do" + (f": the model is in {output}." if output else ".")
     if status == "RUNNING":
-        poll = latest.get("nextPollSeconds")
+        poll = latest.next_poll_seconds if latest is not None else None
         when = f"; the next status check is in {format_duration(poll)}" if isinstance(poll, int | float) else ""
         return f"Nothing to do yet: it is in {running_state or 'a transition'}{when}."
     return None

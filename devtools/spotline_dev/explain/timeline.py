@@ -15,6 +15,7 @@ from typing import Any
 
 from spotline.core.capacity.policy import OUT_OF_REACH
 from spotline.core.common.durations import format_duration
+from spotline.core.state import Fallback, RunStatus, Scoring, ScoringOutcome, ScoringRunState, Training
 from spotline.core.training.status import is_preemption, waits_for_capacity
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
@@ -24,6 +25,7 @@ from spotline_dev.explain.history import (
     job_of,
     load_document,
     parse_time,
+    read_section,
     readable_cause,
     summarize,
 )
@@ -44,6 +46,19 @@ KNOWN_STATES = frozenset(
         "RecordScoringRun",
     }
 )
+READ_AS_RECORDS = frozenset(
+    {
+        "CheckTrainingStatus",
+        "SubmitTrainingJob",
+        "StopSpotJob",
+        "PlanScoringRun",
+        "AdvanceScoringRun",
+        "RecordScoringRun",
+    }
+)
+"""The states whose line comes from their section's record (`read_section`)."""
+CHECKED_AT_STATES = frozenset({"RecordOutcome", "ContinueInNewExecution", "ResumeWatching"})
+"""States whose line is dated by the last status check."""
 TIME_FIELDS = ("checkedAt", "at", "updatedAt", "submittedAt", "readyAt", "receivedAt")
 
 
@@ -59,58 +74,50 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
     describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
         "LoadManifest": _loaded,
         "ValidateResources": lambda s: s["resources"]["summary"],
-        "SubmitTrainingJob": _submitted,
         "WaitForTrainingEvent": _woken,
-        "StopSpotJob": lambda s: f"stopped the spot job: {s['fallback']['reason'].removeprefix('Spotline: ')}",
         "ContinueInNewExecution": lambda s: f"the watch continues in execution {s['continuedAs']['executionName']}",
         "ResumeWatching": lambda s: f"continues the run from execution {s['continuedFrom']['execution']}",
         "RecordOutcome": lambda s: f"{s['outcome']['name']}: {readable_cause(s['outcome']['cause'])}",
-        "PlanScoringRun": lambda s: s["scoring"]["plan"]["summary"],
-        "RecordScoringRun": _scored,
     }
     describer = describers.get(name)
     return describer(state) if describer else None
 
 
-def _scored(state: dict[str, Any]) -> str:
-    outcome = state["outcome"]
-    window = "window met" if outcome["windowMet"] else "window MISSED"
-    measured = outcome.get("recordsPerSecond")
+def _scored(outcome: ScoringOutcome) -> str:
+    window = "window met" if outcome.window_met else "window MISSED"
+    measured = outcome.records_per_second
     pace = f", measured {measured:,.0f} records/s per instance" if measured else ""
-    return f"{window}: finished {outcome['finishedAt']} for {outcome['windowEnd']}{pace}"
+    return f"{window}: finished {outcome.finished_at} for {outcome.window_end}{pace}"
 
 
-def scoring_line(run: dict[str, Any]) -> str:
+def scoring_line(run: ScoringRunState) -> str:
     """One look at a scoring run: its shards, its instances, its pace, a WindowAtRisk."""
-    shards = run["shards"]
+    shards = run.shards
     scored = sum(1 for s in shards if s.get("endedAt"))
     scoring = sum(1 for s in shards if s.get("job") and not s.get("endedAt") and not s.get("failed"))
-    measured = run.get("measuredRecordsPerSecond")
-    parts = [f"{scored} of {len(shards)} shards scored, {scoring} scoring", f"{run['target']} instance(s) wanted"]
-    if run.get("probing"):
+    measured = run.measured_records_per_second
+    parts = [f"{scored} of {len(shards)} shards scored, {scoring} scoring", f"{run.target} instance(s) wanted"]
+    if run.probing:
         parts.append("measuring on the first shard")
     elif measured:
         parts.append(f"pace {measured:,.0f} records/s per instance")
-    if run.get("atRisk"):
-        parts.append(f"-> WindowAtRisk: {run['atRisk']}")
+    if run.at_risk:
+        parts.append(f"-> WindowAtRisk: {run.at_risk}")
     return ", ".join(parts)
 
 
-def _submitted(state: dict[str, Any]) -> str:
+def _submitted(training: Training, state: dict[str, Any]) -> str:
     """`attempt 2 on spot (ml.g6.2xlarge)`: the type when the attempt moved to an alternative; `in
     us-west-2` for a run free to use several regions, with the checkpoint copy a move made."""
-    training = state["training"]
-    moved = f" ({training['instanceType']})" if training.get("instanceType") else ""
+    moved = f" ({training.instance_type})" if training.instance_type else ""
     regions = as_dict(as_dict(state.get("resources")).get("regions"))
-    where = f" in {training['region']}" if training.get("region") and len(regions.get("allowed") or []) > 1 else ""
-    copy = as_dict(training.get("checkpointCopy"))
+    where = f" in {training.region}" if training.region and len(regions.get("allowed") or []) > 1 else ""
+    copy = training.checkpoint_copy
     copied = (
-        f" (checkpoint copied from {copy['fromRegion']}: {copy['objects']} objects, {copy['bytes']:,} bytes)"
-        if copy
-        else ""
+        f" (checkpoint copied from {copy.source_region}: {copy.objects} objects, {copy.bytes:,} bytes)" if copy else ""
     )
-    attempt = f"attempt {training['attempt']} on {training['capacity']}"
-    return f"{attempt}{moved}{where}{copied}: Batch job {training['jobName']}"
+    attempt = f"attempt {training.attempt} on {training.capacity}"
+    return f"{attempt}{moved}{where}{copied}: Batch job {training.job_name}"
 
 
 def _woken(state: dict[str, Any]) -> str | None:
@@ -127,35 +134,34 @@ def _loaded(state: dict[str, Any]) -> str:
     return f"manifest valid: {job['team']}/{job['name']}, {job['strategy']}, deadline {job['deadline'] or 'none'}"
 
 
-def status_line(status: dict[str, Any]) -> str:
-    progress = status.get("progress") or {}
-    done = f"{progress.get('fraction', 0):.0%} done" if progress else ""
-    parts = [status["state"], done]
-    if status.get("instanceType") and _capacity_of(status) == "on-demand " and progress.get("speeds"):
-        parts.append(f"on {status['instanceType']}")  # the type SageMaker selected from the job's list
-    if status.get("interruptions"):
-        parts.append(f"{status['interruptions']} interruption(s) in this job")
-    if status.get("preemptions"):
-        parts.append(f"{status['preemptions']} preemption(s) by Batch in this job")
-    if status["state"] == "queued" and is_preemption(str(status.get("reason") or "")):
-        parts.append(str(status["reason"]))
-    waiting = status.get("capacityShort") or waits_for_capacity(status["state"], str(status.get("reason") or ""))
-    if waiting and not status.get("finished"):
+def status_line(status: RunStatus) -> str:
+    progress = status.progress
+    parts = [status.state, f"{progress.fraction:.0%} done"]
+    if status.instance_type and _capacity_of(status) == "on-demand " and progress.speeds:
+        parts.append(f"on {status.instance_type}")  # the type SageMaker selected from the job's list
+    if status.interruptions:
+        parts.append(f"{status.interruptions} interruption(s) in this job")
+    if status.preemptions:
+        parts.append(f"{status.preemptions} preemption(s) by Batch in this job")
+    if status.state == "queued" and is_preemption(str(status.reason or "")):
+        parts.append(str(status.reason))
+    waiting = status.capacity_short or waits_for_capacity(status.state, str(status.reason or ""))
+    if waiting and not status.finished:
         parts.append(f"waiting for {_capacity_of(status)}capacity")
-    slack = (status.get("decision") or {}).get("slackSeconds")
-    if slack is not None and not status.get("finished") and _capacity_of(status) != "on-demand ":
+    slack = status.decision.slack_seconds
+    if slack is not None and not status.finished and _capacity_of(status) != "on-demand ":
         # on spot, the time the job may still wait before it must move (at 0 it moves); an
         # on-demand attempt never moves back, so its slack decides nothing
         parts.append(f"slack {format_duration(slack)}")
-    escalation = (status.get("decision") or {}).get("escalation")
+    escalation = status.decision.escalation
     if escalation:
-        parts.append(f"-> raise-priority: {escalation['reason']}")
-    if status.get("deadlineAtRisk") and status["deadlineAtRisk"].get("at") == status.get("checkedAt"):
-        parts.append(f"-> DeadlineAtRisk: {status['deadlineAtRisk']['cause']}")
-    if status["action"] != "keep-waiting":
-        parts.append(f"-> {status['action']}: {status['explanation']}")
+        parts.append(f"-> raise-priority: {escalation.reason}")
+    if status.deadline_at_risk and status.deadline_at_risk.at == status.checked_at:
+        parts.append(f"-> DeadlineAtRisk: {status.deadline_at_risk.cause}")
+    if status.action != "keep-waiting":
+        parts.append(f"-> {status.action}: {status.explanation}")
     elif out_of_reach(status):
-        parts.append(f"-> stays on spot: {(status.get('decision') or {}).get('reason')}")
+        parts.append(f"-> stays on spot: {status.decision.reason}")
     return ", ".join(p for p in parts if p)
 
 
@@ -165,34 +171,30 @@ TIER_WORDS = {"spot": "spot ", "od": "on-demand ", "tp": "training-plan "}
 (AWSBatch<payload name><32-hex attempt id>)."""
 
 
-def _capacity_of(status: dict[str, Any]) -> str:
+def _capacity_of(status: RunStatus) -> str:
     """'spot ', 'on-demand ' or 'training-plan ' from the attempt's training job name (-a<n>-spot,
     -a<n>-od, -a<n>-tp), else ''."""
-    match = ATTEMPT_CAPACITY.search(str(status.get("trainingJobName") or ""))
+    match = ATTEMPT_CAPACITY.search(str(status.training_job_name or ""))
     return "" if match is None else TIER_WORDS[match.group(1)]
 
 
-def out_of_reach(status: dict[str, Any]) -> bool:
+def out_of_reach(status: RunStatus) -> bool:
     """The policy found the deadline out of reach even for on-demand, so the job stays on spot."""
-    return str((status.get("decision") or {}).get("reason") or "").startswith(OUT_OF_REACH)
+    return str(status.decision.reason or "").startswith(OUT_OF_REACH)
 
 
 def _time_of(name: str, state: dict[str, Any]) -> datetime | None:
-    stamp = {
-        "SubmitTrainingJob": ("training", "submittedAt"),
-        "StopSpotJob": ("fallback", "at"),
-        "WaitForTrainingEvent": ("wakeUp", "wokenAt"),
-    }.get(name)
-    if stamp and state.get(stamp[0]):
-        return datetime.fromisoformat(state[stamp[0]][stamp[1]])
-    if name in ("RecordOutcome", "ContinueInNewExecution", "ResumeWatching") and (state.get("status") or {}).get(
-        "checkedAt"
-    ):
-        return datetime.fromisoformat(state["status"]["checkedAt"])
-    if name == "PlanScoringRun" and (state.get("scoring") or {}).get("run"):
-        return datetime.fromisoformat(state["scoring"]["run"]["start"])
-    if name == "RecordScoringRun" and ((state.get("scoring") or {}).get("run") or {}).get("checkedAt"):
-        return datetime.fromisoformat(state["scoring"]["run"]["checkedAt"])
+    if name == "WaitForTrainingEvent" and state.get("wakeUp"):
+        return datetime.fromisoformat(state["wakeUp"]["wokenAt"])
+    status = read_section(RunStatus, state) if name in CHECKED_AT_STATES else None
+    if status is not None and status.checked_at:
+        return datetime.fromisoformat(status.checked_at)
+    scoring = read_section(Scoring, state) if name in ("PlanScoringRun", "RecordScoringRun") else None
+    run = scoring.run if scoring is not None else None
+    if name == "PlanScoringRun" and run is not None:
+        return datetime.fromisoformat(run.start)
+    if name == "RecordScoringRun" and run is not None and run.checked_at:
+        return datetime.fromisoformat(run.checked_at)
     return datetime.fromisoformat(state["receivedAt"]) if state.get("receivedAt") else None
 
 
@@ -240,41 +242,61 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
         if state is None:
             continue
         try:
-            if name == "CheckTrainingStatus":
-                status = state["status"]
+            status = read_section(RunStatus, state) if name == "CheckTrainingStatus" else None
+            if status is not None:
                 key = (
-                    status["state"],
-                    status.get("interruptions"),
-                    status.get("preemptions"),
-                    status["action"],
-                    status.get("trainingJobName"),
-                    bool((status.get("decision") or {}).get("escalation")),
+                    status.state,
+                    status.interruptions,
+                    status.preemptions,
+                    status.action,
+                    status.training_job_name,
+                    bool(status.decision.escalation),
                     out_of_reach(status),
-                    status.get("instanceType"),
-                    bool(status.get("deadlineAtRisk")),
+                    status.instance_type,
+                    bool(status.deadline_at_risk),
                 )
                 if str(key) != last_status:
-                    at = datetime.fromisoformat(status["checkedAt"])
+                    at = datetime.fromisoformat(status.checked_at)
                     entries.append(TimelineEntry(at, name, status_line(status)))
                     last_status = str(key)
                 continue
-            if name == "AdvanceScoringRun":
-                run = state["scoring"]["run"]
+            training = read_section(Training, state) if name == "SubmitTrainingJob" else None
+            if training is not None:
+                at = datetime.fromisoformat(training.submitted_at)
+                entries.append(TimelineEntry(at, name, _submitted(training, state)))
+                continue
+            stop = read_section(Fallback, state) if name == "StopSpotJob" else None
+            if stop is not None:
+                text = f"stopped the spot job: {stop.reason.removeprefix('Spotline: ')}"
+                entries.append(TimelineEntry(datetime.fromisoformat(stop.at), name, text))
+                continue
+            scoring = read_section(Scoring, state) if name in READ_AS_RECORDS else None
+            run = scoring.run if scoring is not None else None
+            if name == "AdvanceScoringRun" and run is not None and run.checked_at:
                 scoring_key = (
-                    sum(1 for s in run["shards"] if s.get("job")),
-                    sum(1 for s in run["shards"] if s.get("endedAt")),
-                    run["target"],
-                    bool(run.get("atRisk")),
+                    sum(1 for s in run.shards if s.get("job")),
+                    sum(1 for s in run.shards if s.get("endedAt")),
+                    run.target,
+                    bool(run.at_risk),
                 )
                 if str(scoring_key) != last_status:
-                    entries.append(TimelineEntry(datetime.fromisoformat(run["checkedAt"]), name, scoring_line(run)))
+                    entries.append(TimelineEntry(datetime.fromisoformat(run.checked_at), name, scoring_line(run)))
                     last_status = str(scoring_key)
                 continue
-            described = _describe(name, state)
-            if described:
-                entries.append(TimelineEntry(_time_of(name, state), name, described))
-            if name in KNOWN_STATES:
+            if name == "PlanScoringRun" and scoring is not None:
+                if scoring.plan.summary:
+                    entries.append(TimelineEntry(_time_of(name, state), name, scoring.plan.summary))
                 continue
+            scored = read_section(ScoringOutcome, state) if name == "RecordScoringRun" else None
+            if scored is not None:
+                entries.append(TimelineEntry(_time_of(name, state), name, _scored(scored)))
+                continue
+            if name not in READ_AS_RECORDS:  # theirs, when their section was not read: generic lines below
+                described = _describe(name, state)
+                if described:
+                    entries.append(TimelineEntry(_time_of(name, state), name, described))
+                if name in KNOWN_STATES:
+                    continue
         except (KeyError, TypeError, ValueError, AttributeError):
             pass  # a known state whose result changed shape: shown generically below
         entries.extend(_generic(name, load_document(entered.get(name)), state))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from state_samples import previous_attempt_state, status_state, training_state
 
 from conftest import run_upload
 from spotline_dev.explain.plot import RunPicture, heading, plot_run, run_picture
@@ -177,12 +178,33 @@ def _at(hours: float) -> str:
 
 
 def _training(attempt: int, capacity: str, submitted: float, previous: tuple[int, ...] = ()) -> dict[str, Any]:
-    earlier = [{"attempt": n, "capacity": "spot", "submittedAt": _at(0)} for n in previous]
-    return {"attempt": attempt, "capacity": capacity, "submittedAt": _at(submitted), "previousAttempts": earlier}
+    earlier = [previous_attempt_state(attempt=n, capacity="spot", submittedAt=_at(0)) for n in previous]
+    return training_state(
+        attempt=attempt, capacity=capacity, submittedAt=_at(submitted), previousAttempts=earlier, links={}
+    )
 
 
 def _status(hours: float, state: str, fraction: float, action: str = "keep-waiting", **more: Any) -> dict[str, Any]:
-    return {"state": state, "checkedAt": _at(hours), "progress": {"fraction": fraction}, "action": action, **more}
+    """A whole `$.status` that says only `state`, `fraction`, `action` and `more` (no slack, no move)."""
+    sample = status_state()
+    return status_state(
+        state=state,
+        checkedAt=_at(hours),
+        progress={**sample["progress"], "fraction": fraction},
+        action=action,
+        decision={**sample["decision"], "slackSeconds": None, "escalation": None},
+        **{**QUIET, **more},
+    )
+
+
+QUIET: dict[str, Any] = {
+    "explanation": "",
+    "nextCapacity": None,
+    "nextRegion": None,
+    "regionChoice": None,
+    "deadlineAtRisk": None,
+    "backoffSeconds": 0,
+}
 
 
 def _exited(name: str, state: dict[str, Any]) -> dict[str, Any]:

@@ -24,9 +24,18 @@ def _state(**run: Any) -> dict[str, Any]:
     return {
         "team": "media-recs",
         "scoring": {
-            "plan": {"valid": True, "job": "nightly-scores", "instanceType": "ml.c5.2xlarge", "summary": "..."},
+            "plan": {
+                "valid": True,
+                "problems": [],
+                "job": "nightly-scores",
+                "instanceType": "ml.c5.2xlarge",
+                "summary": "...",
+                "startAt": "2026-12-05T00:00:00Z",
+            },
             "run": {
                 "runId": "20261205T0000-abcdef",
+                "model": "ranker-model",
+                "input": "s3://data/nightly/",
                 "start": "2026-12-05T00:00:00Z",
                 "due": "2026-12-05T03:00:00Z",
                 "records": 3_000_000,
@@ -42,7 +51,13 @@ def _state(**run: Any) -> dict[str, Any]:
                 "probing": False,
                 "measuredRecordsPerSecond": 1400.0,
                 "output": "s3://scores/nightly/20261205T0000-abcdef/",
+                "atRisk": None,
                 "notifications": [],
+                "jobsKey": "abcdef",
+                "projectedEnd": None,
+                "nextCheckSeconds": 300,
+                "done": False,
+                "checkedAt": "2026-12-05T00:30:00Z",
             }
             | run,
         },
@@ -67,7 +82,17 @@ def test_a_running_night_says_its_shards_and_its_projection_against_the_window()
 
 def test_an_ended_night_says_met_or_missed_with_its_margin() -> None:
     state = _state()
-    state["outcome"] = {"windowMet": False, "finishedAt": "2026-12-05T03:05:00Z", "marginSeconds": -300}
+    state["outcome"] = {
+        "windowMet": False,
+        "windowEnd": "2026-12-05T03:00:00Z",
+        "finishedAt": "2026-12-05T03:05:00Z",
+        "durationSeconds": 11100,
+        "marginSeconds": -300,
+        "instances": 2,
+        "recordsPerSecond": 1400.0,
+        "failedShards": [],
+        "report": "s3://ingest/manifests/media-recs/nightly.report.json",
+    }
     night = scoring_night(state)
     assert night is not None
     assert night.window_note() == "2026-12-05T03:00:00Z: MISSED (finished 2026-12-05T03:05:00Z, 5m late)"
@@ -76,7 +101,8 @@ def test_an_ended_night_says_met_or_missed_with_its_margin() -> None:
 
 
 def test_a_night_not_yet_planned_and_an_execution_that_is_not_scoring() -> None:
-    night = scoring_night({"scoring": {"plan": {"valid": False, "problems": []}, "run": None}})
+    refused = {"valid": False, "problems": [], "summary": "refused", "startAt": None}
+    night = scoring_night({"scoring": {"plan": refused, "run": None}})
     assert night is not None and night.state_in_words() == "planning" and not night.valid
     assert night.window_note() == "not planned"
     assert scoring_night({"manifest": {}, "training": {}}) is None

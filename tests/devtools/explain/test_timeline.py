@@ -5,21 +5,48 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from state_samples import status_state
+
 from spotline.core.capacity.policy import JobClock, decide
+from spotline.core.state import RunStatus
 from spotline_dev.explain.timeline import status_line
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
-def _status(clock: JobClock) -> dict[str, Any]:
+def _quiet(**changes: Any) -> RunStatus:
+    """A whole `$.status` saying nothing but `changes` (no interruption, slack, notice or move), as its record."""
+    sample = status_state()
+    quiet = status_state(
+        reason="",
+        trainingJobName=None,
+        instanceType=None,
+        interruptions=None,
+        preemptions=None,
+        capacityShort=False,
+        finished=False,
+        decision={**sample["decision"], "slackSeconds": None, "escalation": None},
+        deadlineAtRisk=None,
+    )
+    return RunStatus.from_state(quiet | changes)
+
+
+def _status(clock: JobClock) -> RunStatus:
     decision = decide(clock)
-    return {
-        "state": "starting",
-        "action": "keep-waiting",
-        "explanation": decision.reason,
-        "progress": {"fraction": clock.progress},
-        "decision": {"verdict": decision.verdict, "reason": decision.reason, "escalation": None},
-    }
+    sample = status_state()
+    return _quiet(
+        state="starting",
+        action="keep-waiting",
+        explanation=decision.reason,
+        progress={**sample["progress"], "fraction": clock.progress},
+        decision={
+            **sample["decision"],
+            "verdict": decision.verdict,
+            "reason": decision.reason,
+            "slackSeconds": None,
+            "escalation": None,
+        },
+    )
 
 
 def test_a_deadline_out_of_reach_says_the_job_stays_on_spot_and_why() -> None:
@@ -52,8 +79,11 @@ def test_a_job_on_track_shows_no_decision() -> None:
     assert status_line(_status(on_track)) == "starting, 50% done"
 
 
-def _check(**status: Any) -> dict[str, Any]:
-    return {"state": "starting", "action": "keep-waiting", "explanation": "", "progress": {"fraction": 0.5}, **status}
+def _check(**status: Any) -> RunStatus:
+    sample = status_state()
+    decision = {**sample["decision"], "slackSeconds": None, "escalation": None, **status.pop("decision", {})}
+    defaults = {"state": "starting", "action": "keep-waiting", "explanation": ""}
+    return _quiet(**defaults | status | {"progress": {**sample["progress"], "fraction": 0.5}, "decision": decision})
 
 
 def test_a_wait_for_capacity_is_said_on_every_batch_attempt() -> None:
