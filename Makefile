@@ -34,7 +34,7 @@ help:
 	@echo "make sandbox   run the whole system locally on embedded stand-ins"
 	@echo "make unit-fast the unit tests alone (no local stack, no scenario, no contract): the loop while coding"
 	@echo "make lint      ruff;  make typecheck: mypy;  make template: cfn-lint + sam validate --lint"
-	@echo "make architecture  import-linter: the core stays pure, the layer never imports devtools, no import cycles"
+	@echo "make architecture  import-linter: the core stays pure, the layer never imports devtools, concept packages and devtools products in layers, no import cycles"
 	@echo "make docs      serve the documentation site (mkdocs) at http://127.0.0.1:8000; make docs-build: build it (strict)"
 	@echo "make checkov   checkov on template.yaml (its own .venv-checkov); every skip and its reason in .checkov.yaml"
 	@echo "make build     sam build (arm64, python3.13)"
