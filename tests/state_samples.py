@@ -7,6 +7,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from builders import example_spec
+from spotline.core.state import JobSummary
+
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:spotline-local-training-lifecycle:ranker-v2-1"
 
 _PREVIOUS = {
@@ -153,3 +156,49 @@ def training_state(**changes: Any) -> dict[str, Any]:
 def status_state(**changes: Any) -> dict[str, Any]:
     """A whole `$.status` (every optional part filled in), with `changes`."""
     return copy.deepcopy(_STATUS) | changes
+
+
+def manifest_state(spec: Any = None, spec_ref: dict[str, Any] | None = None, **changes: Any) -> dict[str, Any]:
+    """A whole `$.manifest` of an accepted manifest: `spec`'s summary (a JobSpec; the example's
+    when None) and `spec_ref` (what `store_spec` returned; a reference to nothing when None)."""
+    job = JobSummary.of(spec if spec is not None else example_spec()).to_state()
+    ref = spec_ref or {"bucket": "ingest", "key": "specs/ranker-v2-1.json", "versionId": "v1", "sha256": "0" * 64}
+    accepted = {
+        "valid": True,
+        "missing": False,
+        "errors": [],
+        "errorCount": 0,
+        "summary": "valid",
+        "report": None,
+        "job": job,
+        "specRef": ref,
+    }
+    return accepted | changes
+
+
+def regions_state(allowed: list[str] | None = None, **changes: Any) -> dict[str, Any]:
+    """A whole `$.resources.regions`: home us-east-1 and `allowed` (home alone when None)."""
+    return {"home": "us-east-1", "allowed": allowed or ["us-east-1"], "excluded": []} | changes
+
+
+def resources_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.resources` of resources found valid, with `changes`."""
+    valid = {
+        "valid": True,
+        "problems": [],
+        "summary": "all resources available",
+        "regions": regions_state(),
+        "subnets": None,
+    }
+    return valid | changes
+
+
+def live_runs_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.liveRuns` with no other run live, with `changes`."""
+    clear = {"clear": True, "problems": [], "summary": "no other run of search-ranking/ranker-v2 is queued or running"}
+    return clear | {"found": []} | changes
+
+
+def dependencies_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.dependencies` with every dataset ready, with `changes`."""
+    return {"ready": True, "datasets": {}, "missing": []} | changes

@@ -16,14 +16,14 @@ from spotline.aws.teams.team_registry import policy_for
 from spotline.aws.training.service_jobs import live_runs
 from spotline.core.common.errors import summarize
 from spotline.core.regions.regions import arn_in_region
-from spotline.core.state.execution_state import job_summary_of
+from spotline.core.state import LiveRunCheck, ManifestCheck, Problem
 from spotline.core.training.service_jobs import execution_name_of, live_run_problem
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    job = job_summary_of(event["input"]["manifest"])
+    job = ManifestCheck.of_state(event["input"]).job
     if job is None:
         raise ValueError("the execution state has no $.manifest.job: CheckNoLiveJob runs only after LoadManifest")
     queue, share = os.environ["JOB_QUEUE"], policy_for(job.team).share_of(job.team)
@@ -40,12 +40,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     problems = [live_run_problem(job.team, job.name, runs)] if runs else []
     if problems:
         logger.warning("Another run of this job is live", extra={"found": [r.to_dict() for r in runs]})
-    return {
-        "clear": not runs,
-        "problems": [p.to_dict() for p in problems],
-        "summary": summarize(problems) if problems else f"no other run of {job.team}/{job.name} is queued or running",
-        "found": [r.to_dict() for r in runs],
-    }
+    return LiveRunCheck(
+        clear=not runs,
+        problems=tuple(Problem.of(p) for p in problems),
+        summary=summarize(problems) if problems else f"no other run of {job.team}/{job.name} is queued or running",
+        found=tuple(r.to_record() for r in runs),
+    ).to_state()
 
 
 def _peer_regions() -> list[str]:

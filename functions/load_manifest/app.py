@@ -24,16 +24,17 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     source = event["input"]
     result = load_and_validate(source, execution=event["execution"], now=clock.now())
     add_team_dimension(RunInput.from_state(source).team or "")
-    if result["missing"]:
+    if result.missing:
         metrics.add_metric(name="ManifestsMissing", unit=MetricUnit.Count, value=1)
-        logger.warning("Manifest version no longer exists", extra={"key": source["key"], "reason": result["summary"]})
-        return result
+        logger.warning("Manifest version no longer exists", extra={"key": source["key"], "reason": result.summary})
+        return result.to_state()
     metrics.add_metric(
-        name="ManifestsAccepted" if result["valid"] else "ManifestsRejected", unit=MetricUnit.Count, value=1
+        name="ManifestsAccepted" if result.valid else "ManifestsRejected", unit=MetricUnit.Count, value=1
     )
-    if not result["valid"]:
+    if not result.valid:
+        state = result.to_state()
         logger.warning(
             "Manifest rejected",
-            extra={"errors": result["errors"], "errorCount": result["errorCount"], "report": result["report"]},
+            extra={"errors": state["errors"], "errorCount": result.error_count, "report": result.report},
         )
-    return result
+    return result.to_state()

@@ -13,7 +13,7 @@ from spotline.aws.common import clock
 from spotline.aws.common.observability import bind_execution, log_metrics, logger
 from spotline.aws.scoring.scoring_runs import ScoringRun, stop_transform_jobs
 from spotline.aws.scoring.scoring_steps import notify, record_night, scoring_spec_for_step
-from spotline.core.state import Failure, Scoring
+from spotline.core.state import Failure, Scoring, TransformJobsStopped
 from spotline.core.training.service_jobs import execution_name_of
 
 
@@ -30,7 +30,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         stopped = stop_transform_jobs(execution_name_of(event["execution"]))
         cause = f"{failure.error}: {str(failure.cause)[:500]}"
         notify(spec, run.run_id if run else "-", "ScoringFailed", f"{cause}; stopped {len(stopped)} transform job(s)")
-        return {"stopped": stopped, "failedShards": [], "windowMet": False}
+        return TransformJobsStopped(stopped=stopped, failed_shards=[], window_met=False).to_state()
     assert run is not None
     figures = record_night(spec, run, source, clock.now())
     if figures["failedShards"]:

@@ -24,7 +24,7 @@ from spotline.aws.common.observability import add_team_dimension, bind_execution
 from spotline.aws.scoring.scoring_runs import stop_transform_jobs
 from spotline.aws.training.service_jobs import alert_stopped, count_by_team, stop_everywhere
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import Failure, Training, as_state
+from spotline.core.state import Failure, JobsStopped, Training, as_state
 from spotline.core.state.execution_state import job_summary_in
 from spotline.core.training.service_jobs import (
     CANCELLED_ERROR,
@@ -67,7 +67,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     add_team_dimension(summary.team if summary else "unknown")
     metrics.add_metric(name="JobsStoppedAfterError", unit=MetricUnit.Count, value=len(found.stopped))
     logger.info("Jobs stopped after an error", extra=found.to_dict())
-    return {"stopped": [j.to_dict() for j in found.stopped], "checked": len(found.checked), "at": _now()}
+    return JobsStopped(
+        stopped=tuple(j.to_record() for j in found.stopped), checked=len(found.checked), at=_now()
+    ).to_state()
 
 
 def _after_the_end(detail: dict[str, Any], queue: str) -> dict[str, Any]:

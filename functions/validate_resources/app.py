@@ -15,6 +15,7 @@ from spotline.aws.teams.team_registry import admission_policy
 from spotline.aws.training.region_checks import RegionPlan, plan_regions
 from spotline.aws.training.resources import ResourceSettings, check_resources
 from spotline.core.common.errors import summarize
+from spotline.core.state import Problem, ResourceCheck
 from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
 
 
@@ -52,15 +53,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             logger.info("Region left out", extra=left_out.to_dict())
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
-    return {
-        "valid": not problems,
-        "problems": [p.to_dict() for p in problems],
-        "summary": summarize(problems) if problems else _available(plan) + _pinned(mounts, plan),
-        "regions": plan.to_dict(),
+    return ResourceCheck(
+        valid=not problems,
+        problems=tuple(Problem.of(p) for p in problems),
+        summary=summarize(problems) if problems else _available(plan) + _pinned(mounts, plan),
+        regions=plan.to_state(),
         # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's
         # VpcConfig); null when it mounts none.
-        "subnets": list(mounts.subnets) if mounts.subnets is not None else None,
-    }
+        subnets=list(mounts.subnets) if mounts.subnets is not None else None,
+    ).to_state()
 
 
 def _pinned(mounts: MountPlan, plan: RegionPlan) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from state_samples import manifest_state
 
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.training.request_check import submit_service_job_request
 from spotline.core.regions.regions import arn_in_region
-from spotline.core.state.execution_state import JobSummary
 from spotline.core.training.training_request import Attempt
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
@@ -33,7 +33,7 @@ def peered() -> Iterator[LocalStack]:
 
 
 def _check(stack: LocalStack) -> dict[str, object]:
-    event = {"execution": LATER, "input": {"manifest": {"job": JobSummary.of(SPEC).to_dict()}}}
+    event = {"execution": LATER, "input": {"manifest": manifest_state(SPEC)}}
     return stack.invoke("CheckNoLiveJobFunction", event)  # type: ignore[no-any-return]
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from conftest import NOW, deny_next, emitted_metrics, entered_states, upload
 from spotline.aws.manifest.spec_store import SpecUnavailable, load_spec, spec_bytes, spec_of
+from spotline.core.common.errors import ManifestError
+from spotline.core.state import ManifestCheck, SpecRef
 from spotline.core.state.execution_state import MAX_ERROR_PATH, MAX_ERRORS_IN_STATE
 from spotline_dev.harness.local.handles import LocalStack
 
@@ -70,7 +73,6 @@ def test_valid_manifest_stores_the_normalized_spec_and_the_state_carries_a_refer
     spec = spec_of({"manifest": result})
     assert (spec.team, spec.max_runtime_seconds, spec.hyperparameters["epochs"]) == ("search-ranking", 30 * 3600, "12")
     assert spec_bytes(spec) == stack.client("s3").get_object(Bucket=stack.bucket, Key=SPEC_KEY)["Body"].read()
-    assert spec_of({"manifest": {"valid": True, "spec": spec.to_dict()}}) == spec  # executions started before specRef
 
 
 def test_a_rerun_returns_the_copy_it_already_stored(stack: LocalStack, example_manifest: bytes) -> None:
@@ -86,13 +88,13 @@ def test_a_stale_copy_under_the_same_name_is_replaced_not_reused(stack: LocalSta
     ref = _load(stack, upload(stack, KEY, example_manifest))["specRef"]
     assert ref["versionId"] != stale
     assert sorted(_spec_versions(stack)) == sorted([stale, ref["versionId"]])
-    assert load_spec(ref).name == "ranker-v2"
+    assert load_spec(SpecRef.from_state(ref)).name == "ranker-v2"
 
 
 def test_later_steps_read_the_version_loadmanifest_wrote_and_refuse_an_altered_one(
     stack: LocalStack, example_manifest: bytes
 ) -> None:
-    ref = _load(stack, upload(stack, KEY, example_manifest))["specRef"]
+    ref = SpecRef.from_state(_load(stack, upload(stack, KEY, example_manifest))["specRef"])
     s3 = stack.client("s3")
     altered = json.loads(s3.get_object(Bucket=stack.bucket, Key=SPEC_KEY)["Body"].read())
     altered["instance_count"] = 64
@@ -100,11 +102,11 @@ def test_later_steps_read_the_version_loadmanifest_wrote_and_refuse_an_altered_o
 
     assert load_spec(ref).instance_count == 1  # pinned: the overwrite changes nothing for this run
     with pytest.raises(SpecUnavailable, match="sha256 differs"):
-        load_spec({**ref, "versionId": overwrite})
+        load_spec(replace(ref, version_id=overwrite))
     with pytest.raises(SpecUnavailable, match="no longer exists"):
-        load_spec({**ref, "versionId": "no-such-version"})
+        load_spec(replace(ref, version_id="no-such-version"))
     with pytest.raises(SpecUnavailable, match=r"no \$\.manifest\.specRef"):
-        spec_of({"manifest": {"valid": False, "specRef": None}})
+        spec_of({"manifest": ManifestCheck.rejected([ManifestError("spec", "x")], report=None).to_state()})
 
 
 def test_reads_the_exact_version_not_the_latest(stack: LocalStack, example_manifest: bytes) -> None:

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from state_samples import manifest_state, regions_state, resources_state
 
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.common.clients import split_s3_uri
+from spotline.aws.manifest.spec_store import store_spec
 from spotline.aws.training.attempts import network_settings
 from spotline.core.spec.model import JobSpec
-from spotline.core.state.execution_state import JobSummary
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account
@@ -65,8 +66,8 @@ def test_a_first_attempt_goes_where_spot_was_seen_and_resumes_from_the_checkpoin
     _sighted(peered, "us-east-1", False)
     _sighted(peered, PEER, True)
     state = {
-        "manifest": {"valid": True, "spec": spec.to_dict(), "job": asdict(JobSummary.of(spec))},
-        "resources": {"regions": {"home": "us-east-1", "allowed": ["us-east-1", PEER], "excluded": []}},
+        "manifest": manifest_state(spec, store_spec(peered.bucket, EXECUTION, spec).to_state()),
+        "resources": resources_state(regions=regions_state(["us-east-1", PEER])),
     }
     training = peered.invoke("SubmitTrainingJobFunction", {"execution": EXECUTION, "input": state})
     assert training["region"] == PEER

@@ -4,34 +4,42 @@ A Lambda Task `keeps` its section's keys: its ResultSelector, `builder.result_se
 is `{"<key>.$": "$.Payload.<key>"}` for each key, in this order, and nothing else of the Lambda's
 answer reaches the state. A section with a typed record (`spotline.core.state`) keeps its record's
 fields (`state_keys`): deleting a field changes the ResultSelector, and the test that holds the
-committed files to a fresh build fails until they are built again. The sections without a record
-yet list their keys here."""
+committed files to a fresh build fails until they are built again."""
 
 from __future__ import annotations
 
 from spotline.core.state import (
     ContinuedAs,
+    DatasetCheck,
     Fallback,
+    JobsStopped,
+    LiveRunCheck,
+    ManifestCheck,
     Outcome,
+    ResourceCheck,
     RunStatus,
     Scoring,
     ScoringOutcome,
     Training,
+    TransformJobsStopped,
+    keys_of,
     state_keys,
 )
 
 # The training lifecycle (statemachines/training_lifecycle.asl.json).
 
-MANIFEST_KEYS = ("valid", "missing", "errors", "errorCount", "summary", "report", "job", "specRef")
+MANIFEST_KEYS = tuple(state_keys(ManifestCheck))
 """$.manifest, from LoadManifest."""
 
-DEPENDENCIES_KEYS = ("ready", "datasets", "missing")
-"""$.dependencies, from CheckDatasets (WaitForDatasets keeps DatasetGate's answer whole)."""
+DEPENDENCIES_KEYS = tuple(k.name for _, k in keys_of(DatasetCheck) if not k.omit_none)
+"""$.dependencies, from CheckDatasets: its record's keys but the release's, which only DatasetGate's
+answer to WaitForDatasets carries (that Task keeps the answer whole; a ResultSelector naming a key
+the answer lacks would fail the state)."""
 
-RESOURCES_KEYS = ("valid", "problems", "summary", "regions", "subnets")
+RESOURCES_KEYS = tuple(state_keys(ResourceCheck))
 """$.resources, from ValidateResources."""
 
-LIVE_RUNS_KEYS = ("clear", "problems", "summary", "found")
+LIVE_RUNS_KEYS = tuple(state_keys(LiveRunCheck))
 """$.liveRuns, from CheckNoLiveJob."""
 
 TRAINING_KEYS = tuple(state_keys(Training))
@@ -46,7 +54,7 @@ CONTINUED_AS_KEYS = tuple(state_keys(ContinuedAs))
 FALLBACK_KEYS = tuple(state_keys(Fallback))
 """$.fallback, from StopSpotJob."""
 
-JOBS_STOPPED_KEYS = ("stopped", "checked", "at")
+JOBS_STOPPED_KEYS = tuple(state_keys(JobsStopped))
 """$.cleanup (StopTrainingJobAfterError) and $.capacityCleanup (StopJobWithoutCapacity), both from
 StopExecutionJobs."""
 
@@ -61,5 +69,5 @@ SCORING_KEYS = tuple(state_keys(Scoring))
 SCORING_OUTCOME_KEYS = tuple(state_keys(ScoringOutcome))
 """$.outcome, from RecordScoringRun."""
 
-TRANSFORM_JOBS_STOPPED_KEYS = ("stopped",)
+TRANSFORM_JOBS_STOPPED_KEYS = tuple(state_keys(TransformJobsStopped))
 """$.cleanup, from RecordScoringRun called after a failed step (StopTheRunsTransformJobs)."""

@@ -21,7 +21,7 @@ def _state(**parts: Any) -> dict[str, Any]:
     return {
         "bucket": "b",
         "key": "manifests/search-ranking/x.yaml",
-        "manifest": {"valid": True, "job": JobSummary.of(example_spec()).to_dict()},
+        "manifest": {"valid": True, "job": JobSummary.of(example_spec()).to_state()},
         **parts,
     }
 

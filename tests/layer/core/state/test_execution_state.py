@@ -28,8 +28,8 @@ NOW = datetime(2026, 11, 29, tzinfo=UTC)
 def test_the_summary_round_trips_and_is_read_from_older_states_too() -> None:
     spec = example_spec(NOW)
     job = JobSummary.of(spec)
-    assert JobSummary.from_dict(json.loads(json.dumps(job.to_dict()))) == job
-    assert job_summary_of({"valid": True, "job": job.to_dict()}) == job
+    assert JobSummary.from_state(json.loads(json.dumps(job.to_state()))) == job
+    assert job_summary_of({"valid": True, "job": job.to_state()}) == job
     assert job_summary_of({"valid": True, "spec": spec.to_dict()}) == job  # started before specRef existed
     assert job_summary_of({"valid": False, "job": None}) is None
     assert (job.uses_spot, job.deadline_at) == (True, datetime(2026, 12, 2, 6, tzinfo=UTC))

@@ -17,7 +17,7 @@ from spotline.core.common.naming import report_key
 from spotline.core.manifest.loader import MAX_BYTES, too_big
 from spotline.core.manifest.manifest import ValidationResult, validate_bytes
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state.execution_state import JobSummary, rejection_for_state
+from spotline.core.state import JobSummary, ManifestCheck
 
 
 def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
@@ -40,8 +40,8 @@ def read_manifest_and_size(bucket: str, key: str, version_id: str | None) -> tup
     return data, int(answer.get("ContentLength") or len(data))
 
 
-def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) -> dict[str, Any]:
-    """The LoadManifest result: {valid, errors, errorCount, summary, report, job, specRef}.
+def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) -> ManifestCheck:
+    """The LoadManifest result (`$.manifest`).
 
     A valid manifest's normalized spec goes to the ingest bucket (`spotline.aws.manifest.spec_store`):
     the state carries its reference and a bounded summary (`job`), never the spec itself. A
@@ -57,16 +57,7 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
     if len(data) > MAX_BYTES:  # read only to the limit: the report gives the upload's own size
         result = ValidationResult(None, [ManifestError(DOCUMENT, too_big(max(size, len(data))))])
     if result.spec is not None:
-        return {
-            "valid": True,
-            "missing": False,
-            "errors": [],
-            "errorCount": 0,
-            "summary": "valid",
-            "report": None,
-            "job": JobSummary.of(result.spec).to_dict(),
-            "specRef": store_spec(bucket, execution, result.spec),
-        }
+        return ManifestCheck.accepted(JobSummary.of(result.spec), store_spec(bucket, execution, result.spec))
     errors = result.errors or [
         # A valid scoring manifest reaches the training lifecycle only if started by hand: Intake
         # starts its runs in the scoring state machine (spotline.aws.manifest.scoring_intake).
@@ -81,17 +72,10 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
         "help": "Fix every error listed and upload the manifest again; `spotline validate FILE` checks it locally.",
     }
     location = write_report(bucket, report_key(key, "rejected"), report)
-    return {
-        "valid": False,
-        "missing": False,
-        **rejection_for_state(errors),
-        "report": location,
-        "job": None,
-        "specRef": None,
-    }
+    return ManifestCheck.rejected(errors, report=location)
 
 
-def missing(bucket: str, key: str, version_id: str | None) -> dict[str, Any]:
+def missing(bucket: str, key: str, version_id: str | None) -> ManifestCheck:
     """The LoadManifest result for a manifest version deleted before it was read (the execution
     ends in ManifestNotFound). No report: it would land beside a key whose current version may
     be another upload, with its own execution and report."""
@@ -99,12 +83,4 @@ def missing(bucket: str, key: str, version_id: str | None) -> dict[str, Any]:
         f"{manifest_uri(bucket, key, version_id)} no longer exists: it was deleted before Spotline read it. "
         "Nothing was queued; upload the manifest again if the run is still wanted."
     )
-    return {
-        "valid": False,
-        "missing": True,
-        **rejection_for_state([ManifestError(DOCUMENT, message)]),
-        "summary": message,
-        "report": None,
-        "job": None,
-        "specRef": None,
-    }
+    return ManifestCheck.rejected([ManifestError(DOCUMENT, message)], report=None, missing=True, summary=message)

@@ -20,6 +20,7 @@ from spotline.aws.common.clients import client, error_code
 from spotline.core.common.errors import SpotlineError
 from spotline.core.common.naming import spec_key
 from spotline.core.spec.model import JobSpec
+from spotline.core.state import ManifestCheck, SpecRef
 
 SHA256_METADATA = "sha256"
 CACHED_SPECS = 16
@@ -35,7 +36,7 @@ def spec_bytes(spec: JobSpec) -> bytes:
     return json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def store_spec(bucket: str, execution: str, spec: JobSpec) -> dict[str, str | None]:
+def store_spec(bucket: str, execution: str, spec: JobSpec) -> SpecRef:
     """Write the spec once for this execution; returns the reference the state carries.
 
     Idempotent: a rerun of LoadManifest (a Lambda retry) finds the copy it wrote (S3 refuses
@@ -62,12 +63,12 @@ def store_spec(bucket: str, execution: str, spec: JobSpec) -> dict[str, str | No
             version = existing.get("VersionId")
         else:  # left by an older execution of the same name (names are unique for 90 days only)
             version = s3.put_object(**request).get("VersionId")
-    return {"bucket": bucket, "key": key, "versionId": version, SHA256_METADATA: digest}
+    return SpecRef(bucket=bucket, spec_key=key, version_id=version, sha256=digest)
 
 
-def load_spec(ref: Mapping[str, Any]) -> JobSpec:
+def load_spec(ref: SpecRef) -> JobSpec:
     """The spec a reference names: that version, checked against its sha256 (kept per process)."""
-    return _load(str(ref["bucket"]), str(ref["key"]), ref.get("versionId"), str(ref[SHA256_METADATA]))
+    return _load(ref.bucket, ref.spec_key, ref.version_id, ref.sha256)
 
 
 @lru_cache(maxsize=CACHED_SPECS)
@@ -91,11 +92,8 @@ def _load(bucket: str, key: str, version_id: str | None, digest: str) -> JobSpec
 
 
 def spec_of(state: Mapping[str, Any]) -> JobSpec:
-    """The normalized spec of the execution whose state this is (`$.manifest.specRef`).
-    Executions started before the spec moved out of the state carry it inline."""
-    manifest = state.get("manifest") or {}
-    if manifest.get("specRef"):
-        return load_spec(manifest["specRef"])
-    if manifest.get("spec"):
-        return JobSpec.from_dict(manifest["spec"])
-    raise SpecUnavailable("the execution state has no $.manifest.specRef (was the manifest accepted?)")
+    """The normalized spec of the execution whose state this is (`$.manifest.specRef`)."""
+    manifest = ManifestCheck.in_state(state)
+    if manifest is None or manifest.spec_ref is None:
+        raise SpecUnavailable("the execution state has no $.manifest.specRef (was the manifest accepted?)")
+    return load_spec(manifest.spec_ref)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from spotline.aws.datasets.file_systems import mount_plan
 from spotline.aws.regions.regions import prefix_contents
@@ -25,6 +24,7 @@ from spotline.core.common.errors import ManifestError
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.regions.replicas import Replicas, place, spec_in
 from spotline.core.spec.model import JobSpec
+from spotline.core.state import ExcludedRegion, RegionPlanState
 
 REGIONS_PATH = "spec.capacity.regions"
 
@@ -47,15 +47,14 @@ class RegionPlan:
     subnets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Per peer region, the subnets of the stack there that reach the job's file systems."""
 
-    def to_dict(self) -> dict[str, Any]:
-        plan: dict[str, Any] = {
-            "home": self.home,
-            "allowed": list(self.allowed),
-            "excluded": [e.to_dict() for e in self.excluded],
-        }
-        if self.subnets:
-            plan["subnets"] = {region: list(ids) for region, ids in self.subnets.items()}
-        return plan
+    def to_state(self) -> RegionPlanState:
+        """The plan as `$.resources.regions` keeps it."""
+        return RegionPlanState(
+            home=self.home,
+            allowed=list(self.allowed),
+            excluded=tuple(ExcludedRegion(region=e.region, field=e.field, reason=e.reason) for e in self.excluded),
+            subnets={region: list(ids) for region, ids in self.subnets.items()} or None,
+        )
 
 
 def plan_regions(

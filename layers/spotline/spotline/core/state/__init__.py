@@ -2,11 +2,24 @@
 camelCase keys the state carries, in its order) and a strict `from_state()`. Handlers, the
 adapters and devtools' readers take these instead of reading the state by string key."""
 
+from spotline.core.state.checks import (
+    DatasetCheck,
+    ExcludedRegion,
+    LiveRunCheck,
+    ManifestCheck,
+    Problem,
+    RegionPlanState,
+    ResourceCheck,
+    ServiceJobRecord,
+    SpecRef,
+)
+from spotline.core.state.cleanup import JobsStopped
+from spotline.core.state.execution_state import JobSummary
 from spotline.core.state.fields import Key, StateError, StateKeyMissing, StateRecord, keys_of, state_keys
 from spotline.core.state.inputs import Failure, RunInput, ScoringInput
 from spotline.core.state.moves import ContinuedAs, Fallback
 from spotline.core.state.outcome import Outcome
-from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState
+from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState, TransformJobsStopped
 from spotline.core.state.status import (
     DeadlineNotice,
     Decision,
@@ -24,18 +37,27 @@ __all__ = [
     "AttemptRecord",
     "CheckpointCopy",
     "ContinuedAs",
+    "DatasetCheck",
     "DeadlineNotice",
     "Decision",
     "Escalation",
+    "ExcludedRegion",
     "Failure",
     "Fallback",
     "FinalStatus",
+    "JobSummary",
+    "JobsStopped",
     "Key",
+    "LiveRunCheck",
+    "ManifestCheck",
     "Outcome",
     "PlanRef",
+    "Problem",
     "Progress",
     "RegionChoice",
     "RegionConsidered",
+    "RegionPlanState",
+    "ResourceCheck",
     "RunInput",
     "RunStatus",
     "Scoring",
@@ -43,11 +65,14 @@ __all__ = [
     "ScoringOutcome",
     "ScoringPlan",
     "ScoringRunState",
+    "ServiceJobRecord",
+    "SpecRef",
     "Speed",
     "StateError",
     "StateKeyMissing",
     "StateRecord",
     "Training",
+    "TransformJobsStopped",
     "as_state",
     "history_of",
     "keys_of",

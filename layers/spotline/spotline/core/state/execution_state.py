@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, ClassVar
 
 from spotline.core.common.errors import ManifestError, summarize
 from spotline.core.spec.model import JobSpec, Strategy
-from spotline.core.state.fields import MAX_REASON, clip
+from spotline.core.state.fields import MAX_REASON, StateRecord, clip, key
 
 __all__ = [  # clip and MAX_REASON now live with the state's records, and are still found here
     "FINAL_STATUS_FIELDS",
@@ -54,20 +54,21 @@ MAX_OWNER = 254
 # --- the job in brief -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class JobSummary:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSummary(StateRecord):
     """`$.manifest.job`: what on-call reads first and the Choice states route on."""
 
-    team: str
-    name: str
-    strategy: Strategy
-    instance_type: str
-    instance_count: int
-    deadline: str | None
-    output_s3_uri: str
-    owner: str | None
-    depends_on_datasets: bool
-    dependency_timeout_seconds: int
+    SECTION: ClassVar[str] = "$.manifest.job"
+    team: str = key("team", "the team")
+    name: str = key("name", "metadata.name")
+    owner: str | None = key("owner", "metadata.owner (at most 254 characters)")
+    strategy: Strategy = key("strategy", "`spot-with-fallback`, `spot-only` or `on-demand`")
+    instance_type: str = key("instanceType", "the instance type asked for")
+    instance_count: int = key("instanceCount", "how many instances")
+    deadline: str | None = key("deadline", "capacity.deadline (RFC 3339), null without one")
+    output_s3_uri: str = key("outputS3Uri", "where the model goes")
+    depends_on_datasets: bool = key("dependsOnDatasets", "the run waits for spec.dependsOn's datasets first")
+    dependency_timeout_seconds: int = key("dependencyTimeoutSeconds", "how long it waits for them at most")
 
     @classmethod
     def of(cls, spec: JobSpec) -> JobSummary:
@@ -92,35 +93,6 @@ class JobSummary:
     def deadline_at(self) -> datetime | None:
         return datetime.fromisoformat(self.deadline) if self.deadline else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "team": self.team,
-            "name": self.name,
-            "owner": self.owner,
-            "strategy": self.strategy,
-            "instanceType": self.instance_type,
-            "instanceCount": self.instance_count,
-            "deadline": self.deadline,
-            "outputS3Uri": self.output_s3_uri,
-            "dependsOnDatasets": self.depends_on_datasets,
-            "dependencyTimeoutSeconds": self.dependency_timeout_seconds,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> JobSummary:
-        return cls(
-            team=str(data["team"]),
-            name=str(data["name"]),
-            strategy=cast(Strategy, data["strategy"]),
-            instance_type=str(data["instanceType"]),
-            instance_count=int(data["instanceCount"]),
-            deadline=data.get("deadline"),
-            output_s3_uri=str(data["outputS3Uri"]),
-            owner=data.get("owner"),
-            depends_on_datasets=bool(data["dependsOnDatasets"]),
-            dependency_timeout_seconds=int(data["dependencyTimeoutSeconds"]),
-        )
-
 
 def job_summary_of(manifest: Mapping[str, Any] | None) -> JobSummary | None:
     """The summary LoadManifest left in `$.manifest`, or None for a rejected (or unread) manifest.
@@ -128,7 +100,7 @@ def job_summary_of(manifest: Mapping[str, Any] | None) -> JobSummary | None:
     if not manifest:
         return None
     if manifest.get("job"):
-        return JobSummary.from_dict(manifest["job"])
+        return JobSummary.from_state(manifest["job"])
     if manifest.get("spec"):
         return JobSummary.of(JobSpec.from_dict(manifest["spec"]))
     return None

@@ -74,3 +74,15 @@ class ScoringOutcome(StateRecord):
     records_per_second: float | None = key("recordsPerSecond", "the measured throughput per instance")
     failed_shards: list[int] = key("failedShards", "the shards whose transform job failed")
     report: str = key("report", "the night's report beside the manifest")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransformJobsStopped(StateRecord):
+    """`$.cleanup` of a scoring run: the transform jobs RecordScoringRun stopped after a failed step."""
+
+    SECTION: ClassVar[str] = "$.cleanup"
+    stopped: list[str] = key("stopped", "the transform jobs it stopped")
+    failed_shards: list[int] | None = key(
+        "failedShards", "none: the night did not end (in the answer only)", answer_only=True
+    )
+    window_met: bool | None = key("windowMet", "false: the night did not end (in the answer only)", answer_only=True)

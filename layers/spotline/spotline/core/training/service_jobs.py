@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spotline.core.common.errors import ManifestError
+from spotline.core.state import ServiceJobRecord
 from spotline.core.state.execution_state import clip
 from spotline.core.training.training_request import TAG_PREFIX
 
@@ -113,14 +114,18 @@ class ServiceJob:
     def job(self) -> str | None:
         return self.tags.get(JOB_TAG)
 
+    def to_record(self) -> ServiceJobRecord:
+        """The job as the state names it (`$.liveRuns.found[]`, `$.cleanup.stopped[]`)."""
+        return ServiceJobRecord(
+            job_id=self.job_id,
+            job_name=self.job_name,
+            status=self.status,
+            training_job_name=self.training_job_name,
+            execution=self.execution,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "jobId": self.job_id,
-            "jobName": self.job_name,
-            "status": self.status,
-            "trainingJobName": self.training_job_name,
-            "execution": self.execution,
-        }
+        return self.to_record().to_state()
 
 
 def _payload_role(payload: Any) -> str | None:
