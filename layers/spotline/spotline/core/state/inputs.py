@@ -65,3 +65,39 @@ class Failure(StateRecord):
     cause: str | None = key(
         "Cause", "its cause (a Lambda's: a JSON error message)", optional="Step Functions omits an empty cause"
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaughtError(Failure):
+    """An error a Catch caught into a section of its own (not `$.failure`): Step Functions' keys as
+    it wrote them (no `Cause` when it had none)."""
+
+    cause: str | None = key("Cause", "its cause (a Lambda's: a JSON error message)", omit_none=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DependencyTimeout(CaughtError):
+    """`$.dependencyTimeout`: WaitForDatasets timed out (`States.Timeout`) before the datasets were ready."""
+
+    SECTION: ClassVar[str] = "$.dependencyTimeout"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CleanupFailure(CaughtError):
+    """`$.cleanupFailure`: StopTrainingJobAfterError could not stop the run's training jobs."""
+
+    SECTION: ClassVar[str] = "$.cleanupFailure"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnreadBills(CaughtError):
+    """`$.billsNotRead`: RecordOutcome's tries to read the run's bills are spent (`BillsNotRead`)."""
+
+    SECTION: ClassVar[str] = "$.billsNotRead"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnsettledBills(CaughtError):
+    """`$.billingNotSettled`: RecordOutcome's tries to wait for the last bills are spent (`BillingNotSettled`)."""
+
+    SECTION: ClassVar[str] = "$.billingNotSettled"
