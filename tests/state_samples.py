@@ -202,3 +202,60 @@ def live_runs_state(**changes: Any) -> dict[str, Any]:
 def dependencies_state(**changes: Any) -> dict[str, Any]:
     """A whole `$.dependencies` with every dataset ready, with `changes`."""
     return {"ready": True, "datasets": {}, "missing": []} | changes
+
+
+# --- appended for the outcome's tests (RecordOutcome reads the whole state) ----------------------
+
+
+def final_status_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.training.previousAttempts[].finalStatus`, with `changes`."""
+    return copy.deepcopy(_PREVIOUS["finalStatus"]) | changes
+
+
+def checkpoint_copy_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.training.checkpointCopy` (us-east-1 to us-west-2), with `changes`."""
+    return copy.deepcopy(_TRAINING["checkpointCopy"]) | changes
+
+
+def input_state(**changes: Any) -> dict[str, Any]:
+    """The keys every state keeps from the execution's input (`$`: `RunInput`), with `changes`."""
+    started = {
+        "bucket": "ingest",
+        "key": "manifests/search-ranking/ranker-v2.yaml",
+        "versionId": "v1",
+        "etag": "etag-1",
+        "team": "search-ranking",
+        "receivedAt": "2026-12-01T05:59:00Z",
+    }
+    return started | changes
+
+
+def fallback_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.fallback`: the spot job StopSpotJob stopped for an on-demand attempt, with `changes`."""
+    stopped = {
+        "jobId": "job-1",
+        "capacity": "on-demand",
+        "terminated": True,
+        "reason": "Spotline: moving the run to on-demand",
+        "at": "2026-12-01T07:30:00Z",
+        "notified": True,
+    }
+    return stopped | changes
+
+
+def service_job_state(**changes: Any) -> dict[str, Any]:
+    """One `$.liveRuns.found[]` or `$.cleanup.stopped[]` item (a Batch service job), with `changes`."""
+    job = {
+        "jobId": "job-2",
+        "jobName": "ranker-v2-1-a2-spot",
+        "status": "RUNNING",
+        "trainingJobName": "AWSBatchranker-a2-spot2",
+        "execution": "ranker-v2-1",
+    }
+    return job | changes
+
+
+def cleanup_state(stopped: list[dict[str, Any]] | None = None, **changes: Any) -> dict[str, Any]:
+    """A whole `$.cleanup` (StopExecutionJobs after an error): `stopped` (none when None), with `changes`."""
+    jobs = stopped or []
+    return {"stopped": jobs, "checked": len(jobs), "at": "2026-12-01T08:00:00Z"} | changes

@@ -6,6 +6,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from state_samples import (
+    checkpoint_copy_state,
+    fallback_state,
+    final_status_state,
+    input_state,
+    manifest_state,
+    previous_attempt_state,
+    resources_state,
+    status_state,
+    training_state,
+)
 
 from builders import example_spec
 from spotline.core.billing import outcome
@@ -19,34 +30,44 @@ from spotline.core.billing.outcome import (
     decide,
     unknown_until_billed,
 )
+from spotline.core.state import AttemptRecord
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REGION = "us-east-1"  # the price table's
 
 
 def _state(**parts: Any) -> dict[str, Any]:
-    spec = example_spec(NOW)
-    return {
-        "bucket": "b",
-        "key": "manifests/search-ranking/x.yaml",
-        "manifest": {"valid": True, "spec": spec.to_dict()},
-        **parts,
-    }
+    return input_state(key="manifests/search-ranking/x.yaml", manifest=manifest_state(example_spec(NOW))) | parts
 
 
 def _status(state: str, **extra: Any) -> dict[str, Any]:
-    return {"state": state, "trainingSeconds": 0, "billableSeconds": 0, "interruptions": 0, **extra}
+    counts = {"trainingSeconds": 0, "billableSeconds": 0, "interruptions": 0, "queueWaitSeconds": None}
+    return status_state(state=state, **(counts | {"reasonClass": None, "reason": ""} | extra))
+
+
+def _training(**changes: Any) -> dict[str, Any]:
+    """An attempt at home, with no checkpoint copy (priced in the price table's region)."""
+    home = {"region": REGION, "checkpointCopy": None, "previousAttempts": []}
+    return training_state(**(home | changes))
+
+
+def _earlier(**changes: Any) -> dict[str, Any]:
+    return previous_attempt_state(**({"region": REGION} | changes))
+
+
+def _attempts(*attempts: dict[str, Any]) -> list[AttemptRecord]:
+    return [AttemptRecord.from_state(a) for a in attempts]
 
 
 def test_success_sums_figures_over_attempts_and_prices_them() -> None:
-    earlier = {
-        "attempt": 1,
-        "finalStatus": _status(
-            "failed", trainingSeconds=3600, billableSeconds=1080, interruptions=2, queueWaitSeconds=120
+    earlier = _earlier(
+        attempt=1,
+        finalStatus=final_status_state(
+            state="failed", trainingSeconds=3600, billableSeconds=1080, interruptions=2, queueWaitSeconds=120
         ),
-    }
+    )
     state = _state(
-        training={"attempt": 2, "previousAttempts": [earlier]},
+        training=_training(attempt=2, previousAttempts=[earlier]),
         status=_status("completed", trainingSeconds=7200, billableSeconds=2160, interruptions=1),
     )
     outcome = decide(state, NOW, region=REGION)
@@ -71,7 +92,7 @@ def _bill(*jobs: dict[str, Any], kept: float) -> RunBill:
 
 def test_the_figures_of_a_run_come_from_its_bills_when_they_are_read() -> None:
     state = _state(
-        training={"attempt": 2, "capacity": "on-demand", "previousAttempts": [{"attempt": 1, "capacity": "spot"}]},
+        training=_training(attempt=2, capacity="on-demand", previousAttempts=[_earlier(attempt=1, capacity="spot")]),
         status=_status("completed", trainingSeconds=7260, billableSeconds=7260),
     )
     spot = {"training_seconds": 5460, "billable_seconds": 1638, "in_training_seconds": 5400, "download_seconds": 60}
@@ -95,16 +116,16 @@ def test_the_figures_of_a_run_come_from_its_bills_when_they_are_read() -> None:
 
 def test_a_run_stopped_after_its_spot_job_was_stopped_for_on_demand_counts_as_a_fallback() -> None:
     state = _state(
-        training={"attempt": 1, "capacity": "spot"},
+        training=_training(attempt=1, capacity="spot"),
         status=_status("training"),
-        fallback={"jobId": "j-1", "terminated": True},
+        fallback=fallback_state(jobId="j-1", terminated=True),
     )
     assert decide(state, NOW, region=REGION).figures.on_demand_fallback is True
 
 
 def test_a_run_that_finished_late_still_reports_its_saving() -> None:
     state = _state(
-        training={"attempt": 1, "capacity": "spot"},
+        training=_training(attempt=1, capacity="spot"),
         status=_status("completed", endedAt="2026-12-03T00:00:00+00:00"),
     )
     job = {"completed": True, "training_seconds": 7320, "billable_seconds": 2196, "in_training_seconds": 7200}
@@ -116,7 +137,7 @@ def test_a_run_that_finished_late_still_reports_its_saving() -> None:
 
 def test_training_failure_names_the_job_and_reason_class() -> None:
     state = _state(
-        training={"attempt": 1},
+        training=_training(attempt=1),
         status=_status(
             "failed", reasonClass="algorithm", reason="AlgorithmError: NaN", trainingJobName="ranker-v2-1-a1-spot"
         ),
@@ -128,9 +149,9 @@ def test_training_failure_names_the_job_and_reason_class() -> None:
 
 
 def test_resource_problems_and_unexpected_errors() -> None:
-    invalid = decide(
-        _state(resources={"valid": False, "summary": "1 error(s): spec.image: not found"}), NOW, region=REGION
-    )
+    problems = [{"path": "spec.image", "message": "not found"}]
+    resources = resources_state(valid=False, problems=problems, summary="1 error(s): spec.image: not found")
+    invalid = decide(_state(resources=resources), NOW, region=REGION)
     assert (invalid.name, invalid.cause) == (RESOURCE_VALIDATION_FAILED, "1 error(s): spec.image: not found")
     crashed = decide(_state(failure={"Error": "States.Timeout", "Cause": "took too long"}), NOW, region=REGION)
     assert (crashed.name, crashed.cause) == (UNEXPECTED_ERROR, "States.Timeout: took too long")
@@ -178,8 +199,10 @@ def _two_regions(west_price: float | None, monkeypatch: pytest.MonkeyPatch) -> F
         "in_training_seconds": 25200,
     }
     bill = _bill(east, west | {"region": "us-west-2"}, kept=28800)
-    copy = {"bytes": 2**30, "seconds": 12.5, "fromRegion": "us-east-1", "toRegion": "us-west-2"}
-    attempts = [{"attempt": 1, "region": "us-east-1"}, {"attempt": 2, "region": "us-west-2", "checkpointCopy": copy}]
+    copy = checkpoint_copy_state(bytes=2**30, seconds=12.5, fromRegion="us-east-1", toRegion="us-west-2")
+    attempts = _attempts(
+        _earlier(attempt=1, region="us-east-1"), _earlier(attempt=2, region="us-west-2", checkpointCopy=copy)
+    )
     return outcome.figures(None, attempts, region=REGION, bill=bill)
 
 
@@ -212,6 +235,6 @@ def test_a_run_at_the_baselines_rate_keeps_its_billed_time_saving() -> None:
         g5 | {"completed": True, "training_seconds": 28980, "billable_seconds": 8694, "in_training_seconds": 25200},
         kept=28800,
     )
-    numbers = outcome.figures(None, [{"attempt": 1}, {"attempt": 2}], region=REGION, bill=bill)
+    numbers = outcome.figures(None, _attempts(_earlier(attempt=1), _earlier(attempt=2)), region=REGION, bill=bill)
     # (1179 + 8694) s x 1.515 / 3600 = $4.1549; 1 - 9873 / 28920 = 65.86 %.
     assert (numbers.cost_by_region, numbers.cost_usd, numbers.savings_percent) == ({REGION: 4.1549}, 4.1549, 65.86)

@@ -7,6 +7,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from state_samples import checkpoint_copy_state, final_status_state, previous_attempt_state
 
 from builders import spec_of
 from spotline.core.billing.outcome import figures
@@ -24,6 +25,7 @@ from spotline.core.regions.regions import (
 )
 from spotline.core.regions.replicas import place, replica_of
 from spotline.core.spec.model import JobSpec
+from spotline.core.state import AttemptRecord
 from spotline.core.state.execution_state import JobSummary
 
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -183,19 +185,19 @@ def test_a_resource_without_a_replica_names_its_field_and_the_region() -> None:
 
 def test_a_runs_checkpoint_copies_are_counted_and_their_transfer_is_in_its_cost() -> None:
     spec = parse_manifest(MANIFEST)
-    copy = {"bytes": 10 * GIB, "seconds": 12.5, "fromRegion": "us-east-1", "toRegion": "us-west-2"}
-    status = {"billableSeconds": 3600, "trainingSeconds": 3600, "interruptions": 0}
+    copy = checkpoint_copy_state(bytes=10 * GIB, seconds=12.5, fromRegion="us-east-1", toRegion="us-west-2")
+    status = final_status_state(billableSeconds=3600, trainingSeconds=3600, interruptions=0)
     attempts = [
-        {"capacity": "spot", "finalStatus": status},
-        {"capacity": "spot", "finalStatus": status, "checkpointCopy": copy},
-        {"capacity": "spot", "finalStatus": status, "checkpointCopy": {**copy, "toRegion": "us-east-2"}},
+        previous_attempt_state(capacity="spot", finalStatus=status),
+        previous_attempt_state(capacity="spot", finalStatus=status, checkpointCopy=copy),
+        previous_attempt_state(capacity="spot", finalStatus=status, checkpointCopy={**copy, "toRegion": "us-east-2"}),
     ]
     copies = checkpoint_copies(attempts)
     assert copies == {"count": 2, "bytes": 20 * GIB, "seconds": 25.0, "usd": pytest.approx(0.30)}
-    with_copies = figures(JobSummary.of(spec), attempts, region="us-east-1")
+    with_copies = figures(JobSummary.of(spec), [AttemptRecord.from_state(a) for a in attempts], region="us-east-1")
     without = figures(
         JobSummary.of(spec),
-        [{k: v for k, v in a.items() if k != "checkpointCopy"} for a in attempts],
+        [AttemptRecord.from_state({k: v for k, v in a.items() if k != "checkpointCopy"}) for a in attempts],
         region="us-east-1",
     )
     assert without.checkpoint_copies is None and with_copies.checkpoint_copies == copies

@@ -9,6 +9,7 @@ from importlib import resources
 
 import botocore.loaders
 import pytest
+from state_samples import input_state, manifest_state, status_state, training_state
 
 from builders import example_with
 from spotline.core.billing.billing import JobBill, RunBill
@@ -147,14 +148,12 @@ def test_a_type_without_a_price_is_valid_and_its_cost_is_unknown() -> None:
     assert cost_usd(UNPRICED, 2, 3600, region=REGION) is None and format_usd(None) == "unknown"
     spec = validate_bytes(_manifest(UNPRICED), now=NOW).spec
     assert spec is not None
-    status = {"state": "completed", "trainingSeconds": 7200, "billableSeconds": 2200, "interruptions": 1}
-    state = {
-        "bucket": "b",
-        "key": "manifests/search-ranking/x.yaml",
-        "manifest": {"valid": True, "spec": spec.to_dict()},
-        "training": {"attempt": 1},
-        "status": status,
-    }
+    status = status_state(state="completed", trainingSeconds=7200, billableSeconds=2200, interruptions=1)
+    state = input_state(
+        manifest=manifest_state(spec),
+        training=training_state(attempt=1, region=REGION, checkpointCopy=None, previousAttempts=[]),
+        status=status,
+    )
     job = JobBill("j", True, True, 7320, 2200, 7200, 7200, 60, 60)
     outcome = decide(state, NOW, region=REGION, bill=RunBill((job,), checkpointed=True, kept_work_seconds=7200))
     counted = outcome.figures

@@ -13,7 +13,7 @@ from spotline.aws.manifest.spec_store import SpecUnavailable, spec_of
 from spotline.aws.regions.regions import spec_at
 from spotline.aws.state.progress import read_progress
 from spotline.core.billing.billing import JobBill, RunBill, bill_of, kept_by_type_of
-from spotline.core.state import RunStatus, Training, history_of
+from spotline.core.state import AttemptRecord, ManifestCheck, Progress, RunStatus, Training, history_of
 from spotline.core.training.status import earlier_training_job_names, training_job_name_of
 
 
@@ -32,15 +32,15 @@ class BillingNotSettled(Exception):
     """A training job of the run has not ended yet (it is stopping): SageMaker has not billed it."""
 
 
-def job_bills(attempts: Iterable[Mapping[str, Any]], now: datetime) -> list[JobBill]:
+def job_bills(attempts: Iterable[AttemptRecord], now: datetime) -> list[JobBill]:
     """The bill of every SageMaker job of every attempt (each Batch service job, each of its
     retries), oldest first. An attempt Batch never started has none."""
     bills = []
     for attempt in attempts:
-        job_id = attempt.get("jobId")
+        job_id = attempt.job_id
         if not job_id:
             continue
-        region = str(attempt.get("region") or "")
+        region = attempt.region or ""
         with in_region(region or None):  # an attempt placed in a peer region is read there
             try:
                 batch_job = client("batch").describe_service_job(jobId=job_id)
@@ -57,10 +57,10 @@ def job_bills(attempts: Iterable[Mapping[str, Any]], now: datetime) -> list[JobB
 
 
 def run_bill_of(
-    attempts: Iterable[Mapping[str, Any]],
+    attempts: Iterable[AttemptRecord],
     *,
     checkpoint_s3_uri: str | None,
-    last_progress: Mapping[str, Any] | None,
+    last_progress: Progress | None,
     now: datetime,
     checkpoint_region: str | None = None,
 ) -> RunBill:
@@ -68,13 +68,14 @@ def run_bill_of(
     checkpoint's region: a stop saves one more checkpoint after the last status check; the last
     check's figure otherwise)."""
     progress = read_progress(checkpoint_s3_uri, checkpoint_region) if checkpoint_s3_uri else None
-    if progress is None and last_progress and last_progress.get("step") is not None:
-        progress = dict(last_progress)  # the spec is unreadable: the last check's reading
+    last_step = last_progress is not None and last_progress.step is not None
+    if progress is None and last_progress is not None and last_step:
+        progress = last_progress.to_state()  # the spec is unreadable: the last check's reading
     # No progress.json: nothing was saved yet (0). One without trainingSeconds: work not measured.
     kept: Any = 0.0 if progress is None else progress.get("trainingSeconds")
     return RunBill(
         tuple(job_bills(attempts, now)),
-        checkpointed=checkpoint_s3_uri is not None or bool(last_progress and last_progress.get("step") is not None),
+        checkpointed=checkpoint_s3_uri is not None or last_step,
         kept_work_seconds=float(kept) if isinstance(kept, int | float) else None,
         kept_by_type=kept_by_type_of(progress),
     )
@@ -83,18 +84,18 @@ def run_bill_of(
 def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
     """`run_bill_of` for an execution state: its attempts, its spec's checkpoint location (when
     the spec can still be read) and its last check's progress."""
-    training, status = Training.in_state(state), RunStatus.in_state(state)
+    training, status, manifest = Training.in_state(state), RunStatus.in_state(state), ManifestCheck.in_state(state)
     try:
-        valid = (state.get("manifest") or {}).get("valid")
+        valid = manifest is not None and manifest.valid
         # The latest checkpoint is where the last attempt ran (its team's replica in a peer region).
         last = training.region if training else None
         checkpoint = spec_at(spec_of(dict(state)), last).checkpoint_s3_uri if valid else None
     except SpecUnavailable:
         checkpoint = None  # the last check's progress says what the checkpoints held
     return run_bill_of(
-        [attempt.to_state() for attempt in history_of(training, status)],
+        history_of(training, status),
         checkpoint_s3_uri=checkpoint,
-        last_progress=status.progress.to_state() if status else None,
+        last_progress=status.progress if status else None,
         now=now,
         checkpoint_region=training.region if training else None,
     )

@@ -26,7 +26,7 @@ from spotline.aws.common.clients import client
 from spotline.aws.common.observability import logger
 from spotline.core.billing.billing import RunBill
 from spotline.core.spec.catalog import PRICE_LIST_API, Price, tabled_price
-from spotline.core.state.execution_state import job_summary_of
+from spotline.core.state import JobSummary
 
 SERVICE_CODE = "AmazonSageMaker"
 PRICE_LIST_REGIONS = ("us-east-1", "eu-central-1", "ap-south-1")
@@ -141,11 +141,10 @@ def training_prices(pairs: Iterable[tuple[str, str]], *, now: float) -> dict[tup
 
 
 def run_prices(
-    state: Mapping[str, Any], bill: RunBill | None, *, region: str, now: float
+    summary: JobSummary | None, bill: RunBill | None, *, region: str, now: float
 ) -> dict[tuple[str, str], Price]:
-    """The prices one run's figures need: each type it was billed for (and the manifest's), in the
-    stack's region and in each region a job ran in (a job is priced where it ran)."""
-    summary = job_summary_of(state.get("manifest"))
+    """The prices one run's figures need: each type it was billed for (and the manifest's, from its
+    summary), in the stack's region and in each region a job ran in (a job is priced where it ran)."""
     jobs = bill.jobs if bill is not None else ()
     types = {job.instance_type for job in jobs} | ({summary.instance_type} if summary else set())
     regions = {region} | {job.region for job in jobs if job.region}

@@ -20,7 +20,7 @@ from spotline.aws.manifest.reports import write_report
 from spotline.core.billing.billing import RunBill
 from spotline.core.billing.outcome import (
     Outcome,
-    attempt_records,
+    RunSections,
     decide,
     resource_problems,
     unknown_until_billed,
@@ -32,8 +32,8 @@ from spotline.core.common.naming import report_key
 from spotline.core.spec.catalog import priced_by
 from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import Outcome as OutcomeState
-from spotline.core.state import RunStatus, Training
-from spotline.core.state.execution_state import job_summary_of
+from spotline.core.state import RunInput, as_state
+from spotline.core.state.inputs import UnreadBills, UnsettledBills
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:
@@ -118,14 +118,14 @@ def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
     try:
         bill = bill_for_state(state, now)
     except Exception as exc:
-        if not state.get("billsNotRead"):
+        if UnreadBills.in_state(state) is None:
             raise BillsNotRead(f"the run's bills could not be read: {type(exc).__name__}: {exc}") from exc
         logger.exception("The run's bills could not be read: its cost is recorded as unknown")
         metrics.add_metric(name="BillsNotRead", unit=MetricUnit.Count, value=1)
         return None
     if not bill.settled:
         unsettled = ", ".join(job.name for job in bill.jobs if not job.ended)
-        if not state.get("billingNotSettled"):
+        if UnsettledBills.in_state(state) is None:
             raise BillingNotSettled(f"training job(s) {unsettled} have not ended yet: SageMaker has not billed them")
         logger.warning("Training jobs not ended yet: their bills are not final", extra={"trainingJobs": unsettled})
     return bill
@@ -133,7 +133,8 @@ def settled_bill(state: dict[str, Any], now: datetime) -> RunBill | None:
 
 def _unread_reason(state: dict[str, Any]) -> str:
     """BillsNotRead's message, from the error Step Functions caught (`$.billsNotRead`)."""
-    cause = str((state.get("billsNotRead") or {}).get("Cause") or "")
+    unread = UnreadBills.in_state(state)
+    cause = (unread.cause if unread else None) or ""
     with contextlib.suppress(ValueError, AttributeError):  # Lambda's error as JSON: its message
         cause = str(json.loads(cause).get("errorMessage") or cause)
     return (cause or "the run's bills could not be read")[:500]
@@ -142,19 +143,20 @@ def _unread_reason(state: dict[str, Any]) -> str:
 def record_outcome(
     state: dict[str, Any], *, execution_arn: str, now: datetime, topic_arn: str, region: str
 ) -> OutcomeState:
+    run, started = RunSections.of(state), RunInput.from_state(state)
     bill = settled_bill(state, now)
-    prices = pricing.run_prices(state, bill, region=region, now=now.timestamp())
+    prices = pricing.run_prices(run.job, bill, region=region, now=now.timestamp())
     with priced_by(prices):  # each job at its region's price, from the Price List API or the table
-        outcome = decide(state, now, region=region, bill=bill)
-    if bill is None and attempt_records(state):  # billed, but for how much is unknown
+        outcome = decide(run, now, region=region, bill=bill)
+    if bill is None and run.attempts:  # billed, but for how much is unknown
         outcome = replace(outcome, figures=without_bills(outcome.figures, _unread_reason(state)))
     # A job still training or stopping after BillingNotSettled's tries has no bill yet: its cost
     # is unknown, not the ended jobs' part alone.
     outcome = replace(outcome, figures=unknown_until_billed(outcome.figures, bill))
-    summary = job_summary_of(state.get("manifest"))
-    team = summary.team if summary else state.get("team", "unknown")
-    job = summary.name if summary else state.get("key", "unknown")
-    training, status = Training.in_state(state), RunStatus.in_state(state)
+    summary = run.job
+    team = summary.team if summary else started.team or "unknown"
+    job = summary.name if summary else started.manifest_key
+    training, status = run.training, run.status
     links_ = links.for_job(
         region,
         execution_arn=execution_arn,
@@ -169,17 +171,17 @@ def record_outcome(
         "team": team,
         "job": job,
         "execution": execution_arn,
-        "manifest": {"bucket": state["bucket"], "key": state["key"], "versionId": state.get("versionId")},
+        "manifest": {"bucket": started.bucket, "key": started.manifest_key, "versionId": started.version_id},
         "figures": outcome.to_dict()["figures"],
-        "attempts": attempt_records(state),
+        "attempts": [attempt.to_state() for attempt in run.attempts],
         "bills": [job.to_dict() for job in bill.jobs] if bill else None,
         "prices": pricing.described(prices),
-        "resourceProblems": resource_problems(state),
-        "cleanup": state.get("cleanup") or state.get("cleanupFailure"),
+        "resourceProblems": [problem.to_state() for problem in resource_problems(run)],
+        "cleanup": as_state(run.cleanup) or as_state(run.cleanup_failure),
         "links": links_,
         "recordedAt": to_rfc3339(now),
     }
-    location = write_report(state["bucket"], report_key(state["key"], "outcome"), report)
+    location = write_report(started.bucket, report_key(started.manifest_key, "outcome"), report)
     publish_metrics(team, outcome)
     if not outcome.succeeded:
         publish_alert(

@@ -8,6 +8,7 @@ reports when the spec itself cannot be read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -15,10 +16,25 @@ from typing import Any
 from spotline.core.billing.billing import RunBill
 from spotline.core.billing.cost import cost_usd
 from spotline.core.common.durations import format_duration
-from spotline.core.common.errors import ManifestError, summarize
+from spotline.core.common.errors import summarize
 from spotline.core.regions.regions import checkpoint_copies, transfer_usd
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state.execution_state import JobSummary, attempt_history, job_summary_of
+from spotline.core.state import (
+    AttemptRecord,
+    DatasetCheck,
+    Failure,
+    Fallback,
+    JobsStopped,
+    JobSummary,
+    LiveRunCheck,
+    ManifestCheck,
+    Problem,
+    ResourceCheck,
+    RunStatus,
+    Training,
+    history_of,
+)
+from spotline.core.state.inputs import CleanupFailure, DependencyTimeout
 
 SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"
@@ -99,14 +115,58 @@ class Outcome:
         return asdict(self)
 
 
-def attempt_records(state: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class RunSections:
+    """The sections of a run's state its outcome is decided from, each as its record (None: the
+    step that writes it has not run)."""
+
+    manifest: ManifestCheck | None
+    dependencies: DatasetCheck | None
+    dependency_timeout: DependencyTimeout | None
+    resources: ResourceCheck | None
+    live_runs: LiveRunCheck | None
+    training: Training | None
+    status: RunStatus | None
+    fallback: Fallback | None
+    failure: Failure | None
+    cleanup: JobsStopped | None
+    cleanup_failure: CleanupFailure | None
+
+    @classmethod
+    def of(cls, state: Mapping[str, Any]) -> RunSections:
+        return cls(
+            manifest=ManifestCheck.in_state(state),
+            dependencies=DatasetCheck.in_state(state),
+            dependency_timeout=DependencyTimeout.in_state(state),
+            resources=ResourceCheck.in_state(state),
+            live_runs=LiveRunCheck.in_state(state),
+            training=Training.in_state(state),
+            status=RunStatus.in_state(state),
+            fallback=Fallback.in_state(state),
+            failure=Failure.in_state(state),
+            cleanup=JobsStopped.in_state(state),
+            cleanup_failure=CleanupFailure.in_state(state),
+        )
+
+    @property
+    def job(self) -> JobSummary | None:
+        """The job in brief (None for a rejected or unread manifest)."""
+        return self.manifest.job if self.manifest else None
+
+    @property
+    def attempts(self) -> tuple[AttemptRecord, ...]:
+        """Every submission of this execution with its last known status, oldest first."""
+        return history_of(self.training, self.status)
+
+
+def attempt_records(state: Mapping[str, Any]) -> tuple[AttemptRecord, ...]:
     """Every submission of this execution with its last known status, oldest first."""
-    return attempt_history(state.get("training"), state.get("status"))
+    return history_of(Training.in_state(state), RunStatus.in_state(state))
 
 
 def figures(
     job: JobSummary | None,
-    attempts: list[dict[str, Any]],
+    attempts: Sequence[AttemptRecord],
     finished_at: datetime | None = None,
     *,
     region: str,
@@ -117,15 +177,15 @@ def figures(
     for a run still under way, from the last status check of each attempt (the cost so far).
     `switched`: the run stopped its spot job for on-demand (StopSpotJob), whether or not the
     on-demand attempt was submitted before the run ended."""
-    statuses = [a["finalStatus"] for a in attempts if a.get("finalStatus")]
+    statuses = [a.final_status for a in attempts if a.final_status]
     deadline = job.deadline_at if job else None
     if bill is not None:
         training, billable, interruptions = bill.training_seconds, bill.billable_seconds, bill.interruptions
         baseline = bill.on_demand_seconds
     else:
-        training = sum(int(s.get("trainingSeconds") or 0) for s in statuses)
-        billable = sum(int(s.get("billableSeconds") or 0) for s in statuses)
-        interruptions = sum(int(s.get("interruptions") or 0) for s in statuses)
+        training = sum(s.training_seconds or 0 for s in statuses)
+        billable = sum(s.billable_seconds or 0 for s in statuses)
+        interruptions = sum(s.interruptions or 0 for s in statuses)
         baseline = None
     costs = _costs(bill, job, attempts, baseline, region=region)
     return Figures(
@@ -133,14 +193,14 @@ def figures(
         interruptions=interruptions,
         training_seconds=training,
         billable_seconds=billable,
-        queue_wait_seconds=statuses[0].get("queueWaitSeconds") if statuses else None,
+        queue_wait_seconds=statuses[0].queue_wait_seconds if statuses else None,
         cost_usd=costs.total,
         cost_by_region=costs.by_region,
         cost_unknown=costs.unknown,
         on_demand_cost_usd=costs.on_demand,
         savings_percent=costs.savings,
         on_demand_fallback=bool(
-            job and job.uses_spot and (switched or any(a.get("capacity") == "on-demand" for a in attempts))
+            job and job.uses_spot and (switched or any(a.capacity == "on-demand" for a in attempts))
         ),
         deadline=job.deadline if job else None,
         finished_at=to_rfc3339(finished_at) if finished_at else None,
@@ -149,7 +209,7 @@ def figures(
         on_demand_seconds=baseline,
         billing_settled=bill.settled if bill is not None else False,
         training_plan_seconds=bill.training_plan_seconds if bill is not None else 0,
-        checkpoint_copies=checkpoint_copies(attempts),
+        checkpoint_copies=checkpoint_copies(a.to_state() for a in attempts),
     )
 
 
@@ -177,7 +237,7 @@ class _Costs:
 def _costs(
     bill: RunBill | None,
     job: JobSummary | None,
-    attempts: list[dict[str, Any]],
+    attempts: Sequence[AttemptRecord],
     baseline: int | None,
     *,
     region: str,
@@ -201,12 +261,12 @@ def _costs(
             unpriced.setdefault((part.instance_type, part.region), []).append(part.name)
         known = by_region.get(part.region, 0.0)
         by_region[part.region] = None if known is None or price is None else round(known + price, 4)
-    for copy in (a["checkpointCopy"] for a in attempts if a.get("checkpointCopy")):
+    for copy in (a.checkpoint_copy for a in attempts if a.checkpoint_copy):
         # AWS: Data Exports user guide, "Understanding data transfer charges": "There's no charge for the
         # data transferred into the destination Region. The data transfer charge is determined by the data
         # transferred out from the source Region." A copy's transfer is its source region's part.
-        source = str(copy["fromRegion"])
-        usd = transfer_usd(int(copy["bytes"]), source, str(copy["toRegion"]))
+        source = copy.source_region
+        usd = transfer_usd(copy.bytes, source, copy.target_region)
         known = by_region.get(source, 0.0)
         by_region[source] = None if known is None else round(known + usd, 4)
     total = None if unpriced else round(sum(c or 0.0 for c in by_region.values()), 4)
@@ -235,7 +295,7 @@ def _costs(
     return _Costs(total, by_region, unknown, on_demand, saving)
 
 
-def _parts(bill: RunBill | None, job: JobSummary | None, attempts: list[dict[str, Any]], region: str) -> list[_Part]:
+def _parts(bill: RunBill | None, job: JobSummary | None, attempts: Sequence[AttemptRecord], region: str) -> list[_Part]:
     """The run's billed parts: each training job from its bill when the bills were read and name
     their types; else (a run under way) each attempt's last status check, at the manifest's type."""
     if bill is not None and bill.jobs and all(j.instance_type for j in bill.jobs):
@@ -248,50 +308,52 @@ def _parts(bill: RunBill | None, job: JobSummary | None, attempts: list[dict[str
         return [_Part(j.name, instance, count, j.billable_seconds, j.region or region) for j in bill.jobs]
     return [
         _Part(
-            str(a.get("trainingJobName") or f"of attempt {a.get('attempt')}"),
+            a.training_job_name or f"of attempt {a.attempt}",
             instance,
             count,
-            int((a.get("finalStatus") or {}).get("billableSeconds") or 0),
-            str(a.get("region") or region),
+            a.final_status.billable_seconds or 0,
+            a.region or region,
         )
         for a in attempts
-        if a.get("finalStatus")
+        if a.final_status
     ] or [_Part("", instance, count, 0, region)]
 
 
-def switched_to_on_demand(state: dict[str, Any]) -> bool:
+def switched_to_on_demand(state: Mapping[str, Any]) -> bool:
     """StopSpotJob stopped the spot job for an on-demand attempt (`$.fallback`; one that moved the
     job to another instance type on spot says `capacity: spot`)."""
-    fallback = state.get("fallback") or {}
-    return bool(fallback) and fallback.get("capacity", "on-demand") == "on-demand"
+    return _to_on_demand(Fallback.in_state(state))
 
 
-def resource_problems(state: dict[str, Any]) -> list[dict[str, Any]]:
+def _to_on_demand(fallback: Fallback | None) -> bool:
+    return fallback is not None and fallback.capacity == "on-demand"
+
+
+def resource_problems(run: RunSections) -> list[Problem]:
     """Every reason the run could not be submitted: ValidateResources' problems, then another
     run of the same job still live (CheckNoLiveJob, `$.liveRuns`)."""
-    resources = (state.get("resources") or {}).get("problems") or []
-    return [*resources, *((state.get("liveRuns") or {}).get("problems") or [])]
+    return [
+        *(run.resources.problems if run.resources else ()),
+        *(run.live_runs.problems if run.live_runs else ()),
+    ]
 
 
-def cleanup_report(state: dict[str, Any]) -> str:
+def cleanup_report(run: RunSections) -> str:
     """What StopTrainingJobAfterError did about this run's training jobs, for the cause of
     UnexpectedError (empty when the error came before anything could have been submitted)."""
-    failed = state.get("cleanupFailure")
+    failed = run.cleanup_failure
     if failed:
         return (
-            f"Spotline could not stop this run's training job ({failed.get('Error')}): the clean-up at the "
+            f"Spotline could not stop this run's training job ({failed.error}): the clean-up at the "
             "execution's end, then the reconciler (every 15 minutes), try again; check it with "
             "aws batch list-service-jobs --filters name=JOB_NAME,values=<execution name>*"
         )
-    cleanup = state.get("cleanup")
-    if cleanup is None:
+    if run.cleanup is None:
         return ""
-    stopped = cleanup.get("stopped") or []
-    if not stopped:
+    if not run.cleanup.stopped:
         return "No training job of this run was still queued or running."
     jobs = ", ".join(
-        f"{j.get('trainingJobName') or j.get('jobName')} (Batch job {j.get('jobId')}, was {j.get('status')})"
-        for j in stopped
+        f"{j.training_job_name or j.job_name} (Batch job {j.job_id}, was {j.status})" for j in run.cleanup.stopped
     )
     return f"Spotline stopped this run's training job: {jobs}."
 
@@ -323,38 +385,35 @@ def unknown_until_billed(numbers: Figures, bill: RunBill | None) -> Figures:
     )
 
 
-def decide(state: dict[str, Any], now: datetime, *, region: str, bill: RunBill | None = None) -> Outcome:
+def decide(
+    state: Mapping[str, Any] | RunSections, now: datetime, *, region: str, bill: RunBill | None = None
+) -> Outcome:
     """The outcome and its figures; `region` is the stack's (its prices: spotline.core.spec.catalog),
     `bill` the run's training jobs read after they ended (`spotline.aws.billing.billing`)."""
-    job = job_summary_of(state.get("manifest"))
-    status = state.get("status") or {}
-    ended = status.get("endedAt")
-    completed = status.get("state") == "completed"
+    run = state if isinstance(state, RunSections) else RunSections.of(state)
+    job, status = run.job, run.status
+    completed = status is not None and status.state == "completed"
+    ended = status.ended_at if status else None
     finished_at = (datetime.fromisoformat(ended) if ended else now) if completed else None
-    numbers = figures(
-        job, attempt_records(state), finished_at, region=region, bill=bill, switched=switched_to_on_demand(state)
-    )
-    if state.get("dependencyTimeout"):
-        dependencies = state.get("dependencies") or {}
-        missing = ", ".join(dependencies.get("missing") or ()) or "the datasets"
+    numbers = figures(job, run.attempts, finished_at, region=region, bill=bill, switched=_to_on_demand(run.fallback))
+    if run.dependency_timeout:
+        missing = ", ".join(run.dependencies.missing if run.dependencies else ()) or "the datasets"
         waited = job.dependency_timeout_seconds if job else 0
         cause = f"still waiting for {missing} after {format_duration(waited)} (spec.dependencyTimeout)"
         return Outcome(DEPENDENCY_TIMEOUT, False, cause, NEXT_STEPS[DEPENDENCY_TIMEOUT], numbers)
-    failure = state.get("failure")
-    if failure:
-        cause = f"{failure.get('Error')}: {str(failure.get('Cause', ''))[:900]}"
-        cleanup = cleanup_report(state)
+    if run.failure:
+        cause = f"{run.failure.error}: {(run.failure.cause or '')[:900]}"
+        cleanup = cleanup_report(run)
         return Outcome(
             UNEXPECTED_ERROR, False, f"{cause} {cleanup}" if cleanup else cause, NEXT_STEPS[UNEXPECTED_ERROR], numbers
         )
-    resources, live_runs = state.get("resources") or {}, state.get("liveRuns") or {}
-    invalid, live = resources and not resources.get("valid"), live_runs and not live_runs.get("clear")
-    if invalid or live:
-        if invalid and live:  # every problem at once, as each step reports its own
-            problems = [ManifestError(str(p.get("path")), str(p.get("message"))) for p in resource_problems(state)]
-            cause = summarize(problems)
-        else:
-            cause = str((resources if invalid else live_runs)["summary"])
+    refusals: list[ResourceCheck | LiveRunCheck] = [
+        *([run.resources] if run.resources and not run.resources.valid else []),
+        *([run.live_runs] if run.live_runs and not run.live_runs.clear else []),
+    ]
+    if refusals:
+        # Both refused: every problem at once, as each step reports its own.
+        cause = refusals[0].summary if len(refusals) == 1 else summarize([p.error() for p in resource_problems(run)])
         return Outcome(RESOURCE_VALIDATION_FAILED, False, cause, NEXT_STEPS[RESOURCE_VALIDATION_FAILED], numbers)
     if completed and numbers.deadline_met is False:
         cause = f"training completed at {numbers.finished_at}, after the deadline {numbers.deadline}"
@@ -367,17 +426,14 @@ def decide(state: dict[str, Any], now: datetime, *, region: str, bill: RunBill |
             "",
             numbers,
         )
-    if status.get("finishReason") == "capacity-unavailable":
-        return Outcome(
-            CAPACITY_UNAVAILABLE, False, str(status.get("explanation")), NEXT_STEPS[CAPACITY_UNAVAILABLE], numbers
-        )
-    if status.get("finishReason") == "spot-exhausted":
-        return Outcome(
-            SPOT_CAPACITY_EXHAUSTED, False, str(status.get("explanation")), NEXT_STEPS[SPOT_CAPACITY_EXHAUSTED], numbers
-        )
-    reason_class = status.get("reasonClass") or "unknown"
+    finish_reason = status.finish_reason if status else None
+    if status and finish_reason == "capacity-unavailable":
+        return Outcome(CAPACITY_UNAVAILABLE, False, status.explanation, NEXT_STEPS[CAPACITY_UNAVAILABLE], numbers)
+    if status and finish_reason == "spot-exhausted":
+        return Outcome(SPOT_CAPACITY_EXHAUSTED, False, status.explanation, NEXT_STEPS[SPOT_CAPACITY_EXHAUSTED], numbers)
+    reason_class = (status.reason_class if status else None) or "unknown"
     cause = (
-        f"{status.get('trainingJobName') or 'the training job'} failed ({reason_class}): "
-        f"{status.get('reason') or 'no reason given'}"
+        f"{(status.training_job_name if status else None) or 'the training job'} failed ({reason_class}): "
+        f"{(status.reason if status else None) or 'no reason given'}"
     )
     return Outcome(TRAINING_FAILED, False, cause, NEXT_STEPS[TRAINING_FAILED], numbers)
