@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from state_samples import final_status_state, previous_attempt_state, status_state, training_state
+
 from spotline.core.billing.billing import JobBill, RunBill, bill_of, kept_by_type_of
-from spotline.core.state.execution_state import attempt_history
+from spotline.core.state import RunStatus, Training, history_of
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -165,21 +168,26 @@ def test_a_run_that_did_not_finish_has_no_baseline_and_no_saving() -> None:
 
 
 def test_the_previous_attempts_last_check_is_not_paired_with_the_new_attempt() -> None:
-    first = {"attempt": 1, "capacity": "spot", "jobId": "job-1", "submittedAt": "2026-12-01T00:00:00Z"}
-    second = {
-        "attempt": 2,
-        "capacity": "spot",
-        "jobId": "job-2",
-        "submittedAt": "2026-12-01T02:00:00Z",
-        "previousAttempts": [{**first, "finalStatus": {"interruptions": 1, "billableSeconds": 459}}],
-    }
-    last_check_of_first = {"jobId": "job-1", "interruptions": 1, "checkedAt": "2026-12-01T01:59:00Z"}
+    at_home = {"region": "us-east-1", "checkpointCopy": None, "previousAttempts": []}
+    first = training_state(**at_home, attempt=1, capacity="spot", jobId="job-1", submittedAt="2026-12-01T00:00:00Z")
+    earlier = previous_attempt_state(
+        attempt=1, jobId="job-1", submittedAt="2026-12-01T00:00:00Z", finalStatus=final_status_state(interruptions=1)
+    )
+    second = training_state(
+        **(at_home | {"previousAttempts": [earlier]}),
+        attempt=2,
+        capacity="spot",
+        jobId="job-2",
+        submittedAt="2026-12-01T02:00:00Z",
+    )
+    last_check_of_first = RunStatus.from_state(
+        {"jobId": "job-1", **status_state(interruptions=1, checkedAt="2026-12-01T01:59:00Z")}
+    )
 
-    history = attempt_history(second, last_check_of_first)
+    history = history_of(Training.from_state(second), last_check_of_first)
 
-    assert [a["finalStatus"] for a in history][1] is None  # never checked: not the first one's status again
-    legacy = {
-        k: v for k, v in last_check_of_first.items() if k != "jobId"
-    }  # a check from before checks named their job
-    assert attempt_history(second, legacy)[1]["finalStatus"] is None
-    assert attempt_history(first, last_check_of_first)[0]["finalStatus"]["interruptions"] == 1
+    assert [a.final_status for a in history][1] is None  # never checked: not the first one's status again
+    legacy = replace(last_check_of_first, job_id=None)  # a check from before checks named their job
+    assert history_of(Training.from_state(second), legacy)[1].final_status is None
+    final = history_of(Training.from_state(first), last_check_of_first)[0].final_status
+    assert final is not None and final.interruptions == 1

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from state_samples import final_status_state, previous_attempt_state, status_state, training_state
+
 from builders import example_spec
 from spotline.core.common.errors import ManifestError
+from spotline.core.state import AttemptRecord, RunStatus, Training, history_of
 from spotline.core.state.execution_state import (
     MAX_ERROR_MESSAGE,
     MAX_ERROR_PATH,
@@ -14,8 +17,6 @@ from spotline.core.state.execution_state import (
     MAX_EXECUTION_NAME,
     MAX_REASON,
     JobSummary,
-    attempt_history,
-    attempt_record,
     continuation_input,
     continuation_name,
     job_summary_of,
@@ -55,30 +56,28 @@ def test_a_rejection_keeps_the_first_errors_each_bounded_and_counts_them_all() -
 
 
 def test_an_attempt_record_keeps_what_later_steps_read_and_bounds_the_reason() -> None:
-    training = {
-        "attempt": 2,
-        "capacity": "spot",
-        "jobId": "j-2",
-        "jobArn": "arn:aws:batch:us-east-1:123456789012:service-job/j-2",
-        "trainingJobName": "ranker-v2-1a2b3c4d-a2-spot",
-        "submittedAt": "2026-12-01T01:00:00Z",
-        "links": {"trainingJob": "https://example.com"},
-        "previousAttempts": [{"attempt": 1, "capacity": "spot", "finalStatus": {"state": "failed"}}],
-    }
-    status = {
-        "state": "failed",
-        "reasonClass": "spot-wait-exceeded",
-        "reason": "r" * 10_000,
-        "trainingSeconds": 600,
-        "billableSeconds": 180,
-        "interruptions": 1,
-        "queueWaitSeconds": 300,
-        "endedAt": "2026-12-01T02:00:00Z",
-        "progress": {"fraction": 0.1},
-        "decision": {"verdict": "continue"},
-        "links": {"logs": "https://example.com"},
-    }
-    record = attempt_record(training, status)
+    training = Training.from_state(
+        training_state(
+            attempt=2,
+            jobId="j-2",
+            region=None,
+            checkpointCopy=None,
+            previousAttempts=[previous_attempt_state(attempt=1, finalStatus=final_status_state(state="failed"))],
+        )
+    )
+    status = RunStatus.from_state(
+        status_state(
+            state="failed",
+            reasonClass="spot-wait-exceeded",
+            reason="r" * 10_000,
+            trainingSeconds=600,
+            billableSeconds=180,
+            interruptions=1,
+            queueWaitSeconds=300,
+            endedAt="2026-12-01T02:00:00Z",
+        )
+    )
+    record = AttemptRecord.of(training, status).to_state()
     assert set(record) == {
         "attempt",
         "capacity",
@@ -100,9 +99,9 @@ def test_an_attempt_record_keeps_what_later_steps_read_and_bounds_the_reason() -
         "instanceType",
     }
     assert len(record["finalStatus"]["reason"]) == MAX_REASON
-    assert attempt_record(training, None)["finalStatus"] is None
-    assert [a["attempt"] for a in attempt_history(training, status)] == [1, 2]
-    assert attempt_history(None, status) == []
+    assert AttemptRecord.of(training, None).final_status is None
+    assert [a.attempt for a in history_of(training, status)] == [1, 2]
+    assert history_of(None, status) == ()
 
 
 def test_a_continuation_carries_the_run_and_restarts_the_check_count() -> None:

@@ -21,7 +21,6 @@ from spotline.core.state import (
     history_of,
     state_keys,
 )
-from spotline.core.state.execution_state import attempt_history, attempt_record
 
 SCORING = {
     "plan": {
@@ -130,13 +129,22 @@ def test_the_check_s_answer_names_its_job_which_the_state_does_not_keep() -> Non
     assert "jobId" not in state_keys(RunStatus) and len(state_keys(RunStatus)) == 34  # jobId: the answer only
 
 
-def test_an_attempt_record_is_the_one_execution_state_builds_for_the_outcome() -> None:
+def test_an_attempt_record_is_what_the_outcome_report_lists() -> None:
     training, status = training_state(), status_state()
     typed = history_of(Training.from_state(training), RunStatus.from_state(status))
-    assert [a.to_state() for a in typed] == attempt_history(training, status)
+    current = previous_attempt_state(
+        attempt=2,
+        jobId="job-2",
+        trainingJobName="AWSBatchranker-a2-spot2",
+        submittedAt="2026-12-01T07:30:00Z",
+        region="us-west-2",
+        checkpointCopy=training["checkpointCopy"],
+    )
+    assert [a.to_state() for a in typed] == [previous_attempt_state(), current]
     previous_check = status_state(checkedAt="2026-12-01T07:00:00Z")  # before this attempt was submitted
     record = AttemptRecord.of(Training.from_state(training), RunStatus.from_state(previous_check))
-    assert record.final_status is None and record.to_state() == attempt_record(training, previous_check)
+    unchecked = current | {"instanceType": None, "trainingJobName": None, "finalStatus": None}
+    assert record.final_status is None and record.to_state() == unchecked
     assert record.instance_type is None and record.region == "us-west-2"
     assert history_of(None, None) == ()
 

@@ -9,7 +9,8 @@ training job running. So the state never carries anything whose size the manifes
   the few fields on-call reads in the console and the Choice states need, each bounded;
 - a rejected manifest keeps its first `MAX_ERRORS_IN_STATE` errors, each cut to a bounded
   length, and their count; the report beside the manifest has them all, in full;
-- each earlier attempt is an `attempt_record`, not a copy of its last status.
+- each earlier attempt is an `AttemptRecord` (`spotline.core.state.training`), not a copy of its
+  last status.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from spotline.core.spec.model import JobSpec, Strategy
 from spotline.core.state.fields import MAX_REASON, StateRecord, clip, key
 
 __all__ = [  # clip and MAX_REASON now live with the state's records, and are still found here
-    "FINAL_STATUS_FIELDS",
     "LEFT_BEHIND",
     "MAX_ERRORS_IN_STATE",
     "MAX_ERROR_MESSAGE",
@@ -33,8 +33,6 @@ __all__ = [  # clip and MAX_REASON now live with the state's records, and are st
     "MAX_OWNER",
     "MAX_REASON",
     "JobSummary",
-    "attempt_history",
-    "attempt_record",
     "clip",
     "continuation_input",
     "continuation_name",
@@ -123,59 +121,6 @@ def rejection_for_state(errors: list[ManifestError]) -> dict[str, Any]:
         "errorCount": len(errors),
         "summary": summarize(bounded, limit=MAX_ERRORS_IN_STATE),
     }
-
-
-# --- earlier attempts ---------------------------------------------------------------------------
-
-FINAL_STATUS_FIELDS = (
-    "state",
-    "reasonClass",
-    "trainingSeconds",
-    "billableSeconds",
-    "interruptions",
-    "queueWaitSeconds",
-    "endedAt",
-    "instanceType",
-)
-
-
-def attempt_record(training: Mapping[str, Any], status: Mapping[str, Any] | None) -> dict[str, Any]:
-    """One attempt as `$.training.previousAttempts[]` and the outcome report keep it: which job
-    it was and how its last status check saw it (`finalStatus`, None if it was never checked).
-    The handlers use the typed `spotline.core.state.AttemptRecord.of` (a test holds the two equal);
-    this dict form stays for `spotline.core.billing.outcome`, which reads partial states of every age."""
-    final: dict[str, Any] | None = None
-    if status and _belongs_to(status, training):
-        final = {k: status.get(k) for k in FINAL_STATUS_FIELDS}
-        final["reason"] = clip(str(status.get("reason") or ""), MAX_REASON)
-    return {
-        "attempt": training.get("attempt"),
-        "capacity": training.get("capacity"),
-        "instanceType": (final or {}).get("instanceType") or training.get("instanceType"),
-        "jobId": training.get("jobId"),
-        "trainingJobName": status.get("trainingJobName") if final is not None and status else None,
-        "submittedAt": training.get("submittedAt"),
-        "finalStatus": final,
-        **({"region": training["region"]} if training.get("region") else {}),
-        **({"checkpointCopy": training["checkpointCopy"]} if training.get("checkpointCopy") else {}),
-    }
-
-
-def _belongs_to(status: Mapping[str, Any], training: Mapping[str, Any]) -> bool:
-    """Whether the status check looked at this attempt: right after a resubmission the state
-    still holds the previous attempt's last check, which must not count twice."""
-    if status.get("jobId") is not None:
-        return bool(status.get("jobId") == training.get("jobId"))
-    checked, submitted = status.get("checkedAt"), training.get("submittedAt")  # before checks named their job
-    return not (checked and submitted) or str(checked) >= str(submitted)
-
-
-def attempt_history(training: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Every attempt so far, oldest first: the earlier ones as recorded, then `training` (the
-    latest) with `status` (its last check)."""
-    if not training:
-        return []
-    return [*training.get("previousAttempts", []), attempt_record(training, status)]
 
 
 # --- continuing in a fresh execution ----------------------------------------------------------
