@@ -21,6 +21,7 @@ from spotline.core.state import (
     history_of,
     state_keys,
 )
+from spotline.core.state.inputs import CleanupFailure, DependencyTimeout
 
 SCORING = {
     "plan": {
@@ -184,3 +185,13 @@ def test_outcomes() -> None:
     _same(ScoringOutcome.from_state(scored), scored)
     with pytest.raises(StateKeyMissing, match=r"\$\.outcome has no 'next_step'"):
         Outcome.from_state({k: v for k, v in outcome.items() if k != "next_step"})
+
+
+def test_an_error_caught_into_its_own_section_keeps_step_functions_keys() -> None:
+    caught = {"Error": "ClientError", "Cause": "Throttling"}
+    found = CleanupFailure.in_state({"cleanupFailure": caught})
+    assert found == CleanupFailure(error="ClientError", cause="Throttling") and found.to_state() == caught
+    assert CleanupFailure.from_state({"Error": "States.Timeout"}).to_state() == {"Error": "States.Timeout"}
+    assert DependencyTimeout.in_state({"failure": caught}) is None  # each reads its own section only
+    with pytest.raises(StateKeyMissing, match=r"\$\.cleanupFailure has no 'Error'"):
+        CleanupFailure.in_state({"cleanupFailure": {"Cause": "x"}})
