@@ -183,9 +183,9 @@ def figures(
         training, billable, interruptions = bill.training_seconds, bill.billable_seconds, bill.interruptions
         baseline = bill.on_demand_seconds
     else:
-        training = sum(s.training_seconds or 0 for s in statuses)
-        billable = sum(s.billable_seconds or 0 for s in statuses)
-        interruptions = sum(s.interruptions or 0 for s in statuses)
+        training = sum(int(s.training_seconds or 0) for s in statuses)
+        billable = sum(int(s.billable_seconds or 0) for s in statuses)
+        interruptions = sum(int(s.interruptions or 0) for s in statuses)
         baseline = None
     costs = _costs(bill, job, attempts, baseline, region=region)
     return Figures(
@@ -311,7 +311,7 @@ def _parts(bill: RunBill | None, job: JobSummary | None, attempts: Sequence[Atte
             a.training_job_name or f"of attempt {a.attempt}",
             instance,
             count,
-            a.final_status.billable_seconds or 0,
+            int(a.final_status.billable_seconds or 0),
             a.region or region,
         )
         for a in attempts
