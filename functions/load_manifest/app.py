@@ -21,9 +21,8 @@ from spotline.core.state import RunInput
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    source = event["input"]
-    result = load_and_validate(source, execution=event["execution"], now=clock.now())
-    run = RunInput.from_state(source)
+    run = RunInput.from_state(event["input"])
+    result = load_and_validate(run, execution=event["execution"], now=clock.now())
     add_team_dimension(run.team or "")
     if result.missing:
         metrics.add_metric(name="ManifestsMissing", unit=MetricUnit.Count, value=1)
