@@ -21,20 +21,19 @@ from spotline.core.state import RunInput
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
-    source = event["input"]
-    result = load_and_validate(source, execution=event["execution"], now=clock.now())
-    add_team_dimension(RunInput.from_state(source).team or "")
+    run = RunInput.from_state(event["input"])
+    result = load_and_validate(run, execution=event["execution"], now=clock.now())
+    add_team_dimension(run.team or "")
     if result.missing:
         metrics.add_metric(name="ManifestsMissing", unit=MetricUnit.Count, value=1)
-        logger.warning("Manifest version no longer exists", extra={"key": source["key"], "reason": result.summary})
+        logger.warning("Manifest version no longer exists", extra={"key": run.manifest_key, "reason": result.summary})
         return result.to_state()
     metrics.add_metric(
         name="ManifestsAccepted" if result.valid else "ManifestsRejected", unit=MetricUnit.Count, value=1
     )
     if not result.valid:
-        state = result.to_state()
+        errors = [e.to_state() for e in result.errors]
         logger.warning(
-            "Manifest rejected",
-            extra={"errors": state["errors"], "errorCount": result.error_count, "report": result.report},
+            "Manifest rejected", extra={"errors": errors, "errorCount": result.error_count, "report": result.report}
         )
     return result.to_state()

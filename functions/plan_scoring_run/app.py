@@ -21,7 +21,7 @@ from spotline.aws.scoring.scoring_runs import MAX_INPUT_OBJECTS, input_objects, 
 from spotline.aws.scoring.scoring_steps import admission_problems, scoring_spec_of, throughput_store
 from spotline.core.common.errors import ManifestError, summarize
 from spotline.core.scoring.scoring import ScoringModel
-from spotline.core.state import ScoringInput
+from spotline.core.state import Scoring, ScoringInput, ScoringPlan, ScoringRunState
 from spotline.core.training.service_jobs import execution_name_of
 
 MAX_PROBLEMS_IN_STATE = 20
@@ -52,8 +52,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             spec = replace(spec, model=ScoringModel(name=registered))
     if spec is None or problems:
         logger.warning("Scoring run refused", extra={"problems": [str(p) for p in problems]})
-        plan = {"valid": False, "problems": [p.to_dict() for p in problems[:MAX_PROBLEMS_IN_STATE]]}
-        return {"plan": plan | {"summary": summarize(problems), "startAt": None}, "run": None}
+        refused = ScoringPlan(
+            valid=False,
+            problems=[p.to_dict() for p in problems[:MAX_PROBLEMS_IN_STATE]],
+            summary=summarize(problems),
+            start_at=None,
+        )
+        return Scoring(plan=refused, run=None).to_state()
     ready_at = datetime.fromisoformat(night.ready.replace("Z", "+00:00"))
     store = throughput_store()
     recorded = store.recent(spec, str(spec.model.name)) if store else None
@@ -74,14 +79,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         + (f"; model {run.model} (from its image and artifact)" if parts_given else "")
     )
     logger.info("Scoring run planned", extra={"runId": run.run_id, "sizing": sizing})
-    return {
-        "plan": {
-            "valid": True,
-            "problems": [],
-            "job": spec.name,
-            "instanceType": spec.instance_type,
-            "summary": summary,
-            "startAt": run.start,
-        },
-        "run": run.to_dict(),
-    }
+    plan = ScoringPlan(
+        valid=True, problems=[], job=spec.name, instance_type=spec.instance_type, summary=summary, start_at=run.start
+    )
+    return Scoring(plan=plan, run=ScoringRunState.from_state(run.to_dict())).to_state()

@@ -24,8 +24,7 @@ from spotline.aws.common.observability import add_team_dimension, bind_execution
 from spotline.aws.scoring.scoring_runs import stop_transform_jobs
 from spotline.aws.training.service_jobs import alert_stopped, count_by_team, stop_everywhere
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import Failure, JobsStopped, Training, as_state
-from spotline.core.state.execution_state import job_summary_in
+from spotline.core.state import Failure, JobsStopped, ManifestCheck, Training
 from spotline.core.training.service_jobs import (
     CANCELLED_ERROR,
     ENDED_HOW,
@@ -61,10 +60,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         queue,
         _peer_regions(),
         why=f"the run is ending on an unexpected error ({error})",
-        known_job_ids=job_ids_by_region(as_state(Training.in_state(state)), os.environ.get("AWS_REGION", "")),
+        known_job_ids=job_ids_by_region(Training.in_state(state), os.environ.get("AWS_REGION", "")),
     )
-    summary = job_summary_in(state)
-    add_team_dimension(summary.team if summary else "unknown")
+    manifest = ManifestCheck.in_state(state)
+    add_team_dimension(manifest.job.team if manifest and manifest.job else "unknown")
     metrics.add_metric(name="JobsStoppedAfterError", unit=MetricUnit.Count, value=len(found.stopped))
     logger.info("Jobs stopped after an error", extra=found.to_dict())
     return JobsStopped(

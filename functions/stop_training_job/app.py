@@ -11,8 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from spotline.aws.capacity.moves import stop_for_move
 from spotline.aws.common import clock
 from spotline.aws.common.observability import bind_execution, log_metrics, logger
-from spotline.core.state import RunStatus, Training
-from spotline.core.state.execution_state import job_summary_of
+from spotline.core.state import ManifestCheck, RunStatus, Training
 
 
 @log_metrics
@@ -20,7 +19,7 @@ from spotline.core.state.execution_state import job_summary_of
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bind_execution(event)
     state = event["input"]
-    job = job_summary_of(state["manifest"])
+    job = ManifestCheck.of_state(state).job
     if job is None:
         raise ValueError("the execution state has no $.manifest.job: StopSpotJob runs only after LoadManifest")
     fallback = stop_for_move(

@@ -132,7 +132,7 @@ def test_rejection_writes_a_report_and_leaves_the_manifest_untouched(
     assert result["report"] == f"s3://{stack.bucket}/{report_key}"
     report = json.loads(s3.get_object(Bucket=stack.bucket, Key=report_key)["Body"].read())
     assert report["outcome"] == "rejected"
-    assert report["manifest"]["versionId"] == version
+    assert (report["manifest"]["versionId"], report["manifest"]["etag"]) == (version, "e")
     assert report["checkedAt"] == "2026-11-29T08:00:00Z"
     assert report["errors"] == result["errors"]
     assert result["errorCount"] == 2

@@ -91,6 +91,6 @@ def test_a_job_that_mounts_file_systems_runs_only_in_the_subnets_that_reach_them
     monkeypatch.setenv("TRAINING_SUBNET_IDS", "subnet-0aaaaaaa,subnet-0bbbbbbb")
     monkeypatch.setenv("TRAINING_SECURITY_GROUP_IDS", "sg-0ccccccc")
     settings = network_settings
-    pinned = settings({"resources": {"subnets": ["subnet-0bbbbbbb"]}}, "us-east-1")
+    pinned = settings({"resources": resources_state(subnets=["subnet-0bbbbbbb"])}, "us-east-1")
     assert (pinned.subnet_ids, pinned.security_group_ids) == (("subnet-0bbbbbbb",), ("sg-0ccccccc",))
-    assert settings({"resources": {"valid": True}}, "us-east-1").subnet_ids == ("subnet-0aaaaaaa", "subnet-0bbbbbbb")
+    assert settings({"resources": resources_state()}, "us-east-1").subnet_ids == ("subnet-0aaaaaaa", "subnet-0bbbbbbb")

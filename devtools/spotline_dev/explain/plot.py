@@ -192,7 +192,7 @@ def _check(reading: _Reading, status: RunStatus, training: Training | None) -> N
     action = status.action
     if action in MOVE_ACTIONS:  # each move as what it was: another type, a region, a plan, on-demand
         reason = _first_words(status.explanation)
-        kind, _, _ = move_of(status.to_state())
+        kind, _, _ = move_of(status)
         what = "switch to on-demand" if kind == "on-demand" else f"move to {WHAT[kind]}"
         reading.decisions.append(Decision(at, what + (f": {reason}" if reason else ""), "switch"))
     elif action == "resubmit-on-spot":

@@ -163,7 +163,7 @@ def _move(record: AttemptRecord) -> CapacityMove | None:
     status = next((s for s in reversed(record.statuses) if s.action in MOVE_ACTIONS), None)
     stated = str(stop.reason or "").removeprefix("Spotline: moving to ")
     if status is not None:
-        kind, _, where = move_of(status.to_state())
+        kind, _, where = move_of(status)
         reason = status.explanation or stated.partition(": ")[2] or None
     else:  # a history without the check: the stop's own words (cut at 256 characters)
         kind = str(stop.capacity or "on-demand")

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from state_samples import status_state, training_state
+from state_samples import regions_state, resources_state, status_state, training_state
 
 from spotline.aws.capacity import checking
 from spotline.aws.capacity.queue_state import QueueSettings
@@ -74,7 +74,7 @@ def _state(observation: Observation, history: History) -> dict[str, Any]:
         ),
         # the last check before this one (its checks count, no DeadlineAtRisk sent); none before the first
         "status": status_state(checks=history.checks, deadlineAtRisk=None) if history.checks else {},
-        "resources": {"regions": {"allowed": list(observation.regions)}},
+        "resources": resources_state(regions=regions_state(list(observation.regions))),
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from state_samples import training_state
+from state_samples import manifest_state, regions_state, resources_state, training_state
 
 from conftest import NOW, example_spec, team_policy_for
 from spotline.aws.billing import billing
@@ -166,7 +166,7 @@ def test_a_peer_attempts_checkpoint_is_sized_and_its_progress_read_in_the_peer_r
 ) -> None:
     here = replace(_spec(), checkpoint_s3_uri=f"s3://{peered.bucket}/west/checkpoints/")
     state = {
-        "resources": {"regions": {"allowed": ["us-east-1", PEER]}},
+        "resources": resources_state(regions=regions_state(["us-east-1", PEER])),
         "training": training_state(region=PEER, previousAttempts=[]),
     }
     listed = _recording(monkeypatch, regions, "prefix_contents")
@@ -179,7 +179,7 @@ def test_a_peer_attempts_checkpoint_is_sized_and_its_progress_read_in_the_peer_r
     read.clear()
     monkeypatch.setattr(billing, "spec_of", lambda state: here)
     monkeypatch.setattr(billing, "spec_at", lambda spec, region: spec)
-    billing.bill_for_state({**state, "manifest": {"valid": True}}, NOW)
+    billing.bill_for_state({**state, "manifest": manifest_state()}, NOW)
     assert read == [("s3", PEER)]
 
 

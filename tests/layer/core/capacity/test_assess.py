@@ -14,6 +14,7 @@ from spotline.core.capacity.training_plans import PlanView
 from spotline.core.manifest.manifest import validate_bytes
 from spotline.core.regions.regions import Sighting
 from spotline.core.spec.model import JobSpec
+from spotline.core.state import ExcludedRegion
 from spotline.core.training.status import TrainingStatus
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "manifests" / "ranker-v2.yaml"
@@ -96,7 +97,7 @@ def test_a_stuck_spot_attempt_asks_for_the_fleets_record_then_moves_where_spot_w
 
 def test_a_run_in_one_region_never_asks_for_the_fleets_record() -> None:
     spec, observation, history = _stuck()
-    excluded = ({"region": PEER, "field": "spec.image", "reason": "no replica"},)
+    excluded = (ExcludedRegion(region=PEER, field="spec.image", reason="no replica"),)
     alone = assess(spec, replace(observation, regions=("us-east-1",), excluded=excluded), history, QueueLimits(), NOW)
     assert not alone.needs and alone.next_region is None
     assert alone.step.explanation.endswith(f"; spot waits in us-east-1: {PEER} left out (spec.image: no replica)")

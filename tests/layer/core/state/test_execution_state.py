@@ -108,13 +108,13 @@ def test_a_continuation_carries_the_run_and_restarts_the_check_count() -> None:
     state = {
         "manifest": {"job": {"team": "t"}},
         "training": {"jobId": "j", "attempt": 2},
-        "status": {"state": "training", "checks": 600},
+        "status": status_state(state="training", checks=600),
         "wakeUp": {"Error": "States.Timeout"},
         "continuedAs": {"executionName": "old"},
     }
     carried = continuation_input(state, execution="run-a")
     assert carried["training"] == state["training"] and carried["manifest"] == state["manifest"]
-    assert carried["status"] == {"state": "training", "checks": 0}
+    assert carried["status"] == status_state(state="training", checks=0)
     assert "wakeUp" not in carried and "continuedAs" not in carried
     assert carried["continuedFrom"] == {"execution": "run-a", "first": "run-a", "number": 1}
     again = continuation_input(carried, execution="run-a-c1")

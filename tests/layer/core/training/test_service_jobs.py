@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from state_samples import previous_attempt_state, training_state
 
 from conftest import example_spec
+from spotline.core.state import Training
 from spotline.core.state.execution_state import continuation_name
 from spotline.core.training.service_jobs import (
     LIVE_STATUSES,
@@ -19,6 +21,7 @@ from spotline.core.training.service_jobs import (
     execution_name_of,
     intruder_reason,
     intruders,
+    job_ids_by_region,
     job_ids_in_state,
     job_name_prefix,
     jobs_to_stop,
@@ -125,7 +128,8 @@ def test_another_live_run_of_the_same_job_is_refused_naming_the_execution_to_can
 
 
 def test_the_state_knows_every_attempts_job_and_reasons_stay_within_bounds() -> None:
-    training = {"jobId": "j3", "previousAttempts": [{"jobId": "j1"}, {"jobId": "j2"}, {"jobId": None}]}
+    earlier = [previous_attempt_state(jobId=job) for job in ("j1", "j2", None)]
+    training = Training.from_state(training_state(jobId="j3", previousAttempts=earlier))
     assert job_ids_in_state(training) == ["j1", "j2", "j3"]
     assert job_ids_in_state(None) == []
     assert len(stop_reason("e" * 80, "x" * 500)) == 256
@@ -153,7 +157,7 @@ def _entered(name: str, state: dict[str, Any], event_id: int) -> dict[str, Any]:
 
 
 def test_an_executions_latest_state_says_which_jobs_it_submitted() -> None:
-    state = {"training": {"jobId": "j2", "previousAttempts": [{"jobId": "j1"}]}}
+    state = {"training": training_state(jobId="j2", previousAttempts=[previous_attempt_state(jobId="j1")])}
     newest_first = [
         {"id": 9, "taskScheduledEventDetails": {"parameters": "{}"}},  # no state here: look further back
         _entered("CheckTrainingStatus", state, 8),
@@ -173,6 +177,17 @@ def test_while_an_execution_submits_or_its_state_cannot_be_read_no_job_is_judged
     truncated = {"stateEnteredEventDetails": {"name": "X", "input": "{", "inputDetails": {"truncated": True}}}
     assert known_jobs([truncated]) == UNSETTLED
     assert known_jobs([{"stateExitedEventDetails": {"name": "X", "output": "not json"}}]) == UNSETTLED
+    older = {"training": {"jobId": "j2", "previousAttempts": [{"jobId": "j1"}]}}  # not today's $.training
+    assert known_jobs([_entered("CheckTrainingStatus", older, 4)]) == UNSETTLED
+    assert known_jobs([_entered("ValidateResources", {"manifest": {}}, 4)]) == KnownJobs(frozenset(), settled=True)
+
+
+def test_the_jobs_a_state_knows_by_region() -> None:
+    earlier = [previous_attempt_state(jobId="j1", region="us-east-1"), previous_attempt_state(jobId="j2")]
+    del earlier[1]["region"]  # an attempt recorded before regions ran at home
+    training = Training.from_state(training_state(jobId="j3", previousAttempts=earlier))
+    assert job_ids_by_region(training, "us-east-1") == {"": ["j1", "j2"], "us-west-2": ["j3"]}
+    assert job_ids_by_region(None, "us-east-1") == {}
 
 
 def test_jobs_without_spotlines_tags_or_unknown_to_the_execution_they_name_are_intruders() -> None:

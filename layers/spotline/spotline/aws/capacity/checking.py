@@ -29,7 +29,7 @@ from spotline.core.capacity.training_plans import plan_record
 from spotline.core.common import links
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.spec.model import JobSpec, to_rfc3339
-from spotline.core.state import AttemptRecord, RunStatus, StateKeyMissing, Training
+from spotline.core.state import AttemptRecord, ExcludedRegion, ResourceCheck, RunStatus, Training
 from spotline.core.state.execution_state import MAX_REASON, clip
 from spotline.core.training.status import TrainingStatus, earlier_training_job_names, normalize, training_job_name_of
 from spotline.core.training.training_request import Capacity
@@ -58,7 +58,7 @@ class _Run:
     job_id: str
     history: History
     regions: tuple[str, ...]
-    excluded: tuple[dict[str, str], ...]
+    excluded: tuple[ExcludedRegion, ...]
 
 
 def _when(value: str | None) -> datetime | None:
@@ -79,15 +79,8 @@ def _attempt(attempt: Training | AttemptRecord) -> Attempt:
     )
 
 
-def _training(state: dict[str, Any]) -> Training:
-    training = Training.in_state(state)
-    if training is None:  # the check runs only after SubmitTrainingJob wrote it
-        raise StateKeyMissing("$", "training")
-    return training
-
-
 def _history(state: dict[str, Any], execution_arn: str) -> History:
-    training, status = _training(state), RunStatus.in_state(state)
+    training, status = Training.of_state(state), RunStatus.in_state(state)
     return History(
         current=_attempt(training),
         previous=tuple(_attempt(a) for a in training.previous_attempts),
@@ -98,13 +91,13 @@ def _history(state: dict[str, Any], execution_arn: str) -> History:
 
 
 def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
-    excluded = ((state.get("resources") or {}).get("regions") or {}).get("excluded") or []
+    resources = ResourceCheck.in_state(state)
     return _Run(
         spec=spec_of(state),
-        job_id=_training(state).job_id,
+        job_id=Training.of_state(state).job_id,
         history=_history(state, execution_arn),
         regions=tuple(allowed_regions(state)),
-        excluded=tuple(excluded),
+        excluded=resources.regions.excluded if resources else (),
     )
 
 
@@ -172,7 +165,7 @@ def _status_of(
 
 def check(state: dict[str, Any], *, execution_arn: str, now: datetime, region: str) -> dict[str, Any]:
     """The status of the run's current attempt, read in the region it runs in (`region`: home)."""
-    where = _training(state).region or region
+    where = Training.of_state(state).region or region
     with in_region(where if where != region else None):
         return _check(state, execution_arn=execution_arn, now=now, where=where)
 

@@ -25,7 +25,7 @@ REASON_LIMIT = 256
 
 def stop_for_move(job: JobSummary, training: Training, status: RunStatus, *, topic_arn: str, now: datetime) -> Fallback:
     """Stop `training`'s job for the move the check `status` decided; returns `$.fallback`."""
-    _kind, move, where = move_of(status.to_state())  # spotline.core.capacity.capacity_moves reads the state's keys
+    _kind, move, where = move_of(status)
     reason = f"Spotline: moving to {where}: {status.explanation}"[:REASON_LIMIT]
     already_ended = status.finished
     if not already_ended:

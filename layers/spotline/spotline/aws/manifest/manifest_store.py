@@ -17,7 +17,7 @@ from spotline.core.common.naming import report_key
 from spotline.core.manifest.loader import MAX_BYTES, too_big
 from spotline.core.manifest.manifest import ValidationResult, validate_bytes
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import JobSummary, ManifestCheck
+from spotline.core.state import JobSummary, ManifestCheck, RunInput
 
 
 def read_manifest(bucket: str, key: str, version_id: str | None) -> bytes:
@@ -40,20 +40,20 @@ def read_manifest_and_size(bucket: str, key: str, version_id: str | None) -> tup
     return data, int(answer.get("ContentLength") or len(data))
 
 
-def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) -> ManifestCheck:
+def load_and_validate(source: RunInput, *, execution: str, now: datetime) -> ManifestCheck:
     """The LoadManifest result (`$.manifest`).
 
     A valid manifest's normalized spec goes to the ingest bucket (`spotline.aws.manifest.spec_store`):
     the state carries its reference and a bounded summary (`job`), never the spec itself. A
     rejected one keeps its first errors in the state and all of them in the report."""
-    bucket, key, version_id = source["bucket"], source["key"], source.get("versionId")
+    bucket, key, version_id = source.bucket, source.manifest_key, source.version_id
     try:
         data, size = read_manifest_and_size(bucket, key, version_id)
     except Exception as exc:
         if not is_missing(exc):
             raise unreadable(exc, manifest_uri(bucket, key, version_id), "LoadManifest") from exc
         return missing(bucket, key, version_id)
-    result = validate_bytes(data, now=now, expected_team=source.get("team"))
+    result = validate_bytes(data, now=now, expected_team=source.team)
     if len(data) > MAX_BYTES:  # read only to the limit: the report gives the upload's own size
         result = ValidationResult(None, [ManifestError(DOCUMENT, too_big(max(size, len(data))))])
     if result.spec is not None:
@@ -65,7 +65,7 @@ def load_and_validate(source: dict[str, Any], *, execution: str, now: datetime) 
     ]
     report = {
         "outcome": "rejected",
-        "manifest": {"bucket": bucket, "key": key, "versionId": version_id, "etag": source.get("etag")},
+        "manifest": {"bucket": bucket, "key": key, "versionId": version_id, "etag": source.etag},
         "execution": execution,
         "checkedAt": to_rfc3339(now),
         "errors": [e.to_dict() for e in errors],

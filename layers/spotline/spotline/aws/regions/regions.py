@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,7 +33,7 @@ from spotline.core.regions.regions import (
 )
 from spotline.core.regions.replicas import place, spec_in
 from spotline.core.spec.model import JobSpec, to_rfc3339
-from spotline.core.state import RunStatus, Training
+from spotline.core.state import ResourceCheck, RunStatus, Training
 from spotline.core.teams.team_policy import TeamPolicyInvalid
 
 SIGHTINGS_TABLE = "CAPACITY_SIGHTINGS_TABLE"
@@ -51,10 +51,10 @@ def home_region() -> str:
     return os.environ.get("AWS_REGION", "us-east-1")
 
 
-def allowed_regions(state: dict[str, Any]) -> list[str]:
+def allowed_regions(state: Mapping[str, Any]) -> list[str]:
     """The regions ValidateResources let the run use (`$.resources.regions.allowed`), home first."""
-    plan = (state.get("resources") or {}).get("regions") or {}
-    return list(plan.get("allowed") or [home_region()])
+    resources = ResourceCheck.in_state(state)
+    return list((resources.regions.allowed if resources else None) or [home_region()])
 
 
 def spec_at(spec: JobSpec, region: str | None) -> JobSpec:

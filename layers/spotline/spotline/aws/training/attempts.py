@@ -27,7 +27,7 @@ from spotline.aws.training.submission import submit_once
 from spotline.core.common import links
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.spec.model import JobSpec, to_rfc3339
-from spotline.core.state import CheckpointCopy, RunStatus, Training
+from spotline.core.state import CheckpointCopy, ResourceCheck, RunStatus, Training
 from spotline.core.training.training_request import Attempt, Capacity, TrainingSettings, training_job_name
 
 FIRST_POLL_SECONDS = 60
@@ -75,7 +75,7 @@ def submit_next_attempt(
     remaining time, which bounds a checkpoint copy (CheckpointCopyIncomplete: the task retries it)."""
     attempt = next_attempt(execution_arn, spec, training, status)
     placement = place_attempt(
-        training, status, allowed=allowed_regions(dict(state)), spec=spec, capacity=attempt.capacity, now=now
+        training, status, allowed=allowed_regions(state), spec=spec, capacity=attempt.capacity, now=now
     )
     where = placement.region
     there = spec_at(spec, where)
@@ -138,9 +138,6 @@ def network_settings(state: Mapping[str, Any], region: str) -> TrainingSettings:
     that mounts file systems runs only in that stack's subnets that reach them (ValidateResources'
     `$.resources.subnets` at home, `$.resources.regions.subnets` in a peer region)."""
     settings = training_settings.in_region(region)
-    resources = state.get("resources") or {}
-    if region == home_region():
-        pinned = resources.get("subnets")
-    else:
-        pinned = ((resources.get("regions") or {}).get("subnets") or {}).get(region)
+    resources = ResourceCheck.in_state(state)
+    pinned = resources.pinned_subnets(region, home_region()) if resources else None
     return settings if not pinned else replace(settings, subnet_ids=tuple(str(s) for s in pinned))

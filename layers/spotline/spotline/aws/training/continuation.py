@@ -24,7 +24,7 @@ from spotline.aws.common.clients import client, error_code
 from spotline.aws.common.observability import logger
 from spotline.aws.training.training_watch import watches_from_environment
 from spotline.core.regions.regions import region_of_arn
-from spotline.core.state import ContinuedAs, RunStatus, Training
+from spotline.core.state import ContinuedAs, ContinuedFrom, RunStatus, Training
 from spotline.core.state.execution_state import continuation_input, continuation_name
 from spotline.core.training.service_jobs import EXECUTION_TAG, execution_arn, execution_name_of, state_machine_of
 
@@ -32,7 +32,8 @@ from spotline.core.training.service_jobs import EXECUTION_TAG, execution_arn, ex
 def continue_in_new_execution(state: dict[str, Any], *, execution_arn: str) -> ContinuedAs:
     current = execution_name_of(execution_arn)
     carried = continuation_input(state, execution=current)
-    name = continuation_name(carried["continuedFrom"]["first"], carried["continuedFrom"]["number"])
+    after = ContinuedFrom.of_state(carried)
+    name = continuation_name(after.first, after.number)
     machine = state_machine_of(execution_arn)
     started = _start(machine, name, carried)
     retagged = _retag(state, name)

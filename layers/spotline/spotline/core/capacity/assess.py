@@ -197,7 +197,7 @@ def look_elsewhere(
     if step.action != "keep-waiting" or not clock.spot_missing:
         return Moved(step, seen)
     allowed = observation.regions
-    left_out = "; ".join(f"{e['region']} left out ({e['field']}: {e['reason']})" for e in observation.excluded)
+    left_out = "; ".join(f"{e.region} left out ({e.field}: {e.reason})" for e in observation.excluded)
     if len(allowed) < 2:
         if left_out:
             step = replace(step, explanation=f"{step.explanation}; spot waits in {where}: {left_out}")

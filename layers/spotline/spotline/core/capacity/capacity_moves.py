@@ -4,7 +4,8 @@ the alert's kind, the next step, and the metric it counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from spotline.core.state import RunStatus
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,13 @@ WHAT = {
 """Each move's kind in words, for the story and the picture."""
 
 
-def move_of(status: dict[str, Any]) -> tuple[str, Move, str]:
-    """(the kind of move, its Move, where it goes in words) for a check that moved the job
-    (`$.status` with `nextCapacity`, `nextInstanceType`, `nextRegion`, `nextTrainingPlan`): what
-    StopSpotJob tells on-call and the story tells later."""
-    tier = str(status.get("nextCapacity") or "on-demand")
-    kind = "region" if status.get("action") == "move-to-another-region" else (tier if tier in MOVES else "on-demand")
+def move_of(status: RunStatus) -> tuple[str, Move, str]:
+    """(the kind of move, its Move, where it goes in words) for a check that moved the job (its
+    `next_capacity`, `next_instance_type`, `next_region`, `next_training_plan`): what StopSpotJob
+    tells on-call and the story tells later."""
+    tier = status.next_capacity or "on-demand"
+    kind = "region" if status.action == "move-to-another-region" else (tier if tier in MOVES else "on-demand")
     move = MOVES[kind]
-    plan = (status.get("nextTrainingPlan") or {}).get("name")
-    where = move.where.format(type=status.get("nextInstanceType"), plan=plan, region=status.get("nextRegion"))
+    plan = status.next_training_plan.name if status.next_training_plan else None
+    where = move.where.format(type=status.next_instance_type, plan=plan, region=status.next_region)
     return kind, move, where

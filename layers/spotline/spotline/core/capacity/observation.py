@@ -18,6 +18,7 @@ from spotline.core.capacity.speeds import measured_throughputs, primary_throughp
 from spotline.core.capacity.training_plans import PlanView
 from spotline.core.regions.regions import RegionRecord, Sighting, latest_sightings, region_records
 from spotline.core.spec.model import JobSpec
+from spotline.core.state import ExcludedRegion
 from spotline.core.training.status import TrainingStatus
 from spotline.core.training.training_request import Capacity
 
@@ -88,8 +89,8 @@ class Observation:
     """Where the latest checkpoint is (None: `region`)."""
     regions: tuple[str, ...] = ()
     """The regions the run may use, home first."""
-    excluded: tuple[Mapping[str, str], ...] = field(default_factory=tuple)
-    """The regions ValidateResources left out: {"region", "field", "reason"}."""
+    excluded: tuple[ExcludedRegion, ...] = field(default_factory=tuple)
+    """The regions ValidateResources left out (`$.resources.regions.excluded`)."""
     fleet: FleetRecord | None = None
     plans: tuple[PlanView, ...] | None = None
     """The team's candidate training plans (`spotline.aws.capacity.training_plans.candidate_plans`)."""

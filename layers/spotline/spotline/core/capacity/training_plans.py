@@ -169,9 +169,3 @@ def plan_record(plan: PlanView) -> dict[str, Any]:
         "instanceType": plan.instance_type,
         "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
     }
-
-
-def plan_ended(training: dict[str, Any], now: datetime) -> bool:
-    """A training-plan attempt whose plan has begun terminating its instances (`$.training.trainingPlan`)."""
-    usable_until = (training.get("trainingPlan") or {}).get("usableUntil")
-    return bool(usable_until) and now >= datetime.fromisoformat(str(usable_until))

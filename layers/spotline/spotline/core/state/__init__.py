@@ -17,7 +17,7 @@ from spotline.core.state.cleanup import JobsStopped
 from spotline.core.state.execution_state import JobSummary
 from spotline.core.state.fields import Key, StateError, StateKeyMissing, StateRecord, keys_of, state_keys
 from spotline.core.state.inputs import Failure, RunInput, ScoringInput
-from spotline.core.state.moves import ContinuedAs, Fallback
+from spotline.core.state.moves import ContinuedAs, ContinuedFrom, Fallback
 from spotline.core.state.outcome import Outcome
 from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState, TransformJobsStopped
 from spotline.core.state.status import (
@@ -37,6 +37,7 @@ __all__ = [
     "AttemptRecord",
     "CheckpointCopy",
     "ContinuedAs",
+    "ContinuedFrom",
     "DatasetCheck",
     "DeadlineNotice",
     "Decision",

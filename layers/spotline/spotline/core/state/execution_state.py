@@ -16,13 +16,15 @@ training job running. So the state never carries anything whose size the manifes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
 from spotline.core.common.errors import ManifestError, summarize
 from spotline.core.spec.model import JobSpec, Strategy
 from spotline.core.state.fields import MAX_REASON, StateRecord, clip, key
+from spotline.core.state.moves import ContinuedFrom
+from spotline.core.state.status import RunStatus
 
 __all__ = [  # clip and MAX_REASON now live with the state's records, and are still found here
     "LEFT_BEHIND",
@@ -141,12 +143,7 @@ def continuation_input(state: Mapping[str, Any], *, execution: str) -> dict[str,
     """The state a fresh execution resumes the watch from (its input): the run as it stands,
     its check count started again, and `continuedFrom` saying where it came from (`execution`,
     the run's `first` execution and the continuation's `number`)."""
-    previous = state.get("continuedFrom") or {}
     carried = {k: v for k, v in state.items() if k not in LEFT_BEHIND}
-    carried["status"] = {**(state.get("status") or {}), "checks": 0}
-    carried["continuedFrom"] = {
-        "execution": execution,
-        "first": str(previous.get("first") or execution),
-        "number": int(previous.get("number") or 0) + 1,
-    }
+    carried["status"] = replace(RunStatus.of_state(state), checks=0).to_state()
+    carried["continuedFrom"] = ContinuedFrom.after(ContinuedFrom.in_state(state), execution).to_state()
     return carried

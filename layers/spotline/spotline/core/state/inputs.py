@@ -16,6 +16,9 @@ class RunInput(StateRecord):
     bucket: str = key("bucket", "the ingest bucket")
     manifest_key: str = key("key", "the manifest's key")
     version_id: str | None = key("versionId", "the exact manifest version")
+    etag: str | None = key(
+        "etag", "that version's ETag (a rejection report names it)", optional="an execution started by hand"
+    )
     team: str | None = key(
         "team", "the team (from the key's prefix)", optional="an execution started by hand may name none"
     )

@@ -1,5 +1,6 @@
-"""How a run moves on: `$.fallback` (StopSpotJob's record of the job it stopped to move the run)
-and `$.continuedAs` (the execution a long run's watch was handed to) (pure)."""
+"""How a run moves on: `$.fallback` (StopSpotJob's record of the job it stopped to move the run),
+`$.continuedAs` (the execution a long run's watch was handed to) and `$.continuedFrom` (the
+execution a continuation took it from) (pure)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,20 @@ class ContinuedAs(StateRecord):
     execution_name: str = key("executionName", "its name, `<first>-c<n>`")
     execution_arn: str = key("executionArn", "its ARN")
     retagged: list[str] = key("retagged", "the jobs now tagged `spotline:execution=<it>`")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContinuedFrom(StateRecord):
+    """The execution a continuation took the run's watch from (null in a run's first execution:
+    `IsItAContinuation?` routes on it)."""
+
+    SECTION: ClassVar[str] = "$.continuedFrom"
+    execution: str = key("execution", "the execution before this one")
+    first: str = key("first", "the run's first execution (continuations are named `<first>-c<n>`)")
+    number: int = key("number", "this continuation's number, from 1")
+
+    @classmethod
+    def after(cls, previous: ContinuedFrom | None, execution: str) -> ContinuedFrom:
+        """The continuation of `execution`, itself a continuation `previous` or a run's first."""
+        first, number = (previous.first, previous.number) if previous else (execution, 0)
+        return cls(execution=execution, first=first, number=number + 1)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spotline.core.common.errors import ManifestError
-from spotline.core.state import ServiceJobRecord
+from spotline.core.state import AttemptRecord, ServiceJobRecord, StateError, Training
 from spotline.core.state.execution_state import clip
 from spotline.core.training.training_request import TAG_PREFIX
 
@@ -239,7 +239,13 @@ def _jobs_in(document: Any, details: Any) -> KnownJobs:
         return UNSETTLED
     if not isinstance(state, dict):
         return UNSETTLED
-    return KnownJobs(frozenset(job_ids_in_state(state.get("training"))), settled=True)
+    try:
+        training = Training.in_state(state)
+    except StateError:
+        # A history of another shape (an older deploy's, say): judging its jobs by a misread list
+        # could terminate one Spotline submitted, so none is judged by it.
+        return UNSETTLED
+    return KnownJobs(frozenset(job_ids_in_state(training)), settled=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,21 +312,22 @@ def live_run_problem(team: str, name: str, runs: list[ServiceJob]) -> ManifestEr
     )
 
 
-def job_ids_in_state(training: Mapping[str, Any] | None) -> list[str]:
+def job_ids_in_state(training: Training | None) -> list[str]:
     """Every service job id the execution state knows (`$.training.jobId` and earlier attempts')."""
-    if not training:
+    if training is None:
         return []
-    earlier = [a.get("jobId") for a in training.get("previousAttempts") or []]
-    return [str(i) for i in [*earlier, training.get("jobId")] if i]
+    attempts: list[Training | AttemptRecord] = [*training.previous_attempts, training]
+    return [a.job_id for a in attempts if a.job_id]
 
 
-def job_ids_by_region(training: Mapping[str, Any] | None, home: str) -> dict[str, list[str]]:
+def job_ids_by_region(training: Training | None, home: str) -> dict[str, list[str]]:
     """`job_ids_in_state` by the region each attempt ran in ("" for `home`, the stack's own)."""
     found: dict[str, list[str]] = {}
-    if not training:
+    if training is None:
         return found
-    for attempt in [*(training.get("previousAttempts") or []), training]:
-        if attempt.get("jobId"):
-            region = str(attempt.get("region") or "")
-            found.setdefault("" if region in ("", home) else region, []).append(str(attempt["jobId"]))
+    attempts: list[Training | AttemptRecord] = [*training.previous_attempts, training]
+    for attempt in attempts:
+        if attempt.job_id:
+            region = attempt.region or ""
+            found.setdefault("" if region in ("", home) else region, []).append(attempt.job_id)
     return found
