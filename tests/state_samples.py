@@ -202,3 +202,24 @@ def live_runs_state(**changes: Any) -> dict[str, Any]:
 def dependencies_state(**changes: Any) -> dict[str, Any]:
     """A whole `$.dependencies` with every dataset ready, with `changes`."""
     return {"ready": True, "datasets": {}, "missing": []} | changes
+
+
+def outcome_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.outcome` of a training run that succeeded (as the state keeps it: no `prices`), with `changes`."""
+    succeeded = {
+        "name": "TrainingSucceeded",
+        "succeeded": True,
+        "cause": "training completed",
+        "next_step": "Nothing to do: the model is in s3://search-ranking-models/ranker-v2/.",
+        "figures": {"attempts": 1, "interruptions": 0, "training_seconds": 3600, "cost_usd": 1.52},
+        "report": "s3://ingest/reports/manifests/search-ranking/ranker-v2.yaml.outcome.json",
+        "notified": False,
+    }
+    return succeeded | changes
+
+
+def continued_as_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.continuedAs`: the watch handed to `ranker-v2-1-c1`, with `changes`."""
+    name = str(changes.get("executionName", "ranker-v2-1-c1"))
+    handed = {"executionName": name, "executionArn": EXECUTION.rsplit(":", 1)[0] + ":" + name, "retagged": []}
+    return handed | changes
