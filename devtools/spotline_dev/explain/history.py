@@ -143,24 +143,36 @@ def readable_cause(cause: Any) -> str:
 
 def manifest_in(state: Mapping[str, Any]) -> ManifestCheck | None:
     """`$.manifest` as its record, for a history of any age; None before LoadManifest, or for a
-    section of another shape. Executions started before the spec moved out of the state kept the
-    whole spec there (`spec`, no `job`, `specRef`, `missing`, `errorCount`): this reads their
-    verdict, report and job as explain always showed them (`_older_job`)."""
+    section that is not LoadManifest's verdict at all. An older execution's section (before
+    `ManifestCheck`; those started before the spec moved out of the state kept the whole spec
+    there, `spec` instead of `job` and `specRef`) is read as explain always showed it: its verdict,
+    its errors, its report and its job (`job`, or `_older_job` of the spec)."""
     check = read_section(ManifestCheck, state)
     older = state.get("manifest")
-    if check is not None or not isinstance(older, dict) or not isinstance(older.get("spec"), dict):
+    if check is not None or not isinstance(older, dict) or "valid" not in older:
         return check
     errors = [e for e in older.get("errors") or [] if isinstance(e, dict)]
+    job = _read_part(JobSummary, older.get("job"))
+    if job is None and isinstance(older.get("spec"), dict):
+        job = _older_job(older["spec"])
     return ManifestCheck(
-        valid=bool(older.get("valid")),
-        missing=False,
+        valid=bool(older["valid"]),
+        missing=bool(older.get("missing")),
         errors=tuple(Problem(path=str(e.get("path", "")), message=str(e.get("message", ""))) for e in errors),
         error_count=len(errors),
         summary=str(older.get("summary") or ""),
         report=older.get("report") if isinstance(older.get("report"), str) else None,
-        job=_older_job(older["spec"]),
+        job=job,
         spec_ref=None,
     )
+
+
+def _read_part[R: StateRecord](record: type[R], data: Any) -> R | None:
+    """`data` as `record` (a part of a section), or None when it is absent or of another shape."""
+    try:
+        return None if data is None else record.from_state(data)
+    except StateError:
+        return None
 
 
 def _older_job(spec: Mapping[str, Any]) -> JobSummary:
