@@ -19,7 +19,7 @@ from spotline.aws.billing.billing import bill_for_state
 from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.common.naming import slug
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import ContinuedAs, Outcome, RunStatus, Scoring, Training
+from spotline.core.state import ContinuedAs, DatasetCheck, Outcome, ResourceCheck, RunStatus, Scoring, Training
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError
 from spotline_dev.explain.history import (
     END_EVENTS,
@@ -244,7 +244,8 @@ def _state_in_words(status: str, document: dict[str, Any], error: Any) -> str:
     if read_section(Training, document) is not None:
         check = read_section(RunStatus, document)
         return check.state if check else "submitted"
-    if document.get("datasets") and not document.get("resources"):
+    dependencies = read_section(DatasetCheck, document)
+    if dependencies is not None and not dependencies.ready and read_section(ResourceCheck, document) is None:
         return "waiting for datasets"
     return "validating"
 
