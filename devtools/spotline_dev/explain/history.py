@@ -18,6 +18,7 @@ from typing import Any
 
 from spotline.core.common import links as console_links
 from spotline.core.state import (
+    ContinuedAs,
     Fallback,
     JobSummary,
     ManifestCheck,
@@ -395,8 +396,8 @@ def fetch_run(execution_arn: str) -> list[dict[str, Any]]:
     while True:
         run += events
         seen.add(execution_arn)
-        following = as_dict(as_dict(load_document(described.get("output"))).get("continuedAs"))
-        execution_arn = str(following.get("executionArn") or "")
-        if not execution_arn or execution_arn in seen:
+        following = read_section(ContinuedAs, load_document(described.get("output")) or {})
+        if following is None or following.execution_arn in seen:
             return run
+        execution_arn = following.execution_arn
         events, described = fetch(execution_arn)
