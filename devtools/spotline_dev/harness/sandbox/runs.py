@@ -258,7 +258,7 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
         return {}
     bill = bill_for_state(state, clock.now()) if Training.in_state(state) is not None else None
     counted = figures(
-        ManifestCheck.of_state(state).job,
+        _job_of(state),
         attempt_records(state),
         region=region_of(str(execution["executionArn"])),
         bill=bill,
@@ -284,12 +284,19 @@ def _latest_state(history: list[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
 
+def _job_of(state: dict[str, Any]) -> JobSummary | None:
+    """The job in brief in a state document of this run (None: the manifest was rejected, or
+    LoadManifest's error was caught)."""
+    check = ManifestCheck.in_state(state)
+    return check.job if check is not None else None
+
+
 def _job_from_history(history: list[dict[str, Any]]) -> JobSummary | None:
     """The job summary LoadManifest left in the state (None when the manifest was rejected)."""
     for event in history:
         details = event.get("stateExitedEventDetails")
         if details and details["name"] == "LoadManifest":
-            return ManifestCheck.of_state(json.loads(details["output"])).job
+            return _job_of(json.loads(details["output"]))
     return None
 
 
