@@ -16,7 +16,7 @@ INPUT = {"bucket": "ingest", "key": "manifests/search-ranking/ranker.yaml", "ver
 
 def _state_of(document: dict[str, Any]) -> str:
     described = {"name": "ranker-v2-1", "executionArn": EXECUTION, "status": "RUNNING", "startDate": NOW}
-    return run_of(described, {**INPUT, "receivedAt": "2026-12-01T06:00:00Z", **document}, {}, NOW).state
+    return str(run_of(described, {**INPUT, "receivedAt": "2026-12-01T06:00:00Z", **document}, {}, NOW).state)
 
 
 def test_a_run_waiting_for_its_datasets_says_so() -> None:
