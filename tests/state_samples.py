@@ -259,3 +259,24 @@ def cleanup_state(stopped: list[dict[str, Any]] | None = None, **changes: Any) -
     """A whole `$.cleanup` (StopExecutionJobs after an error): `stopped` (none when None), with `changes`."""
     jobs = stopped or []
     return {"stopped": jobs, "checked": len(jobs), "at": "2026-12-01T08:00:00Z"} | changes
+
+
+def outcome_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.outcome` of a training run that succeeded (as the state keeps it: no `prices`), with `changes`."""
+    succeeded = {
+        "name": "TrainingSucceeded",
+        "succeeded": True,
+        "cause": "training completed",
+        "next_step": "Nothing to do: the model is in s3://search-ranking-models/ranker-v2/.",
+        "figures": {"attempts": 1, "interruptions": 0, "training_seconds": 3600, "cost_usd": 1.52},
+        "report": "s3://ingest/reports/manifests/search-ranking/ranker-v2.yaml.outcome.json",
+        "notified": False,
+    }
+    return succeeded | changes
+
+
+def continued_as_state(**changes: Any) -> dict[str, Any]:
+    """A whole `$.continuedAs`: the watch handed to `ranker-v2-1-c1`, with `changes`."""
+    name = str(changes.get("executionName", "ranker-v2-1-c1"))
+    handed = {"executionName": name, "executionArn": EXECUTION.rsplit(":", 1)[0] + ":" + name, "retagged": []}
+    return handed | changes

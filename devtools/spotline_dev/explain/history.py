@@ -17,7 +17,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spotline.core.common import links as console_links
-from spotline.core.state import Fallback, RunStatus, StateError, StateRecord, Training
+from spotline.core.state import (
+    ContinuedAs,
+    Fallback,
+    JobSummary,
+    ManifestCheck,
+    Problem,
+    RunStatus,
+    StateError,
+    StateRecord,
+    Training,
+)
 
 HistoryEvent = Mapping[str, Any]
 END_EVENTS = {
@@ -53,12 +63,12 @@ LEGACY_SPEC_FIELDS = {
     "name": "name",
     "owner": "owner",
     "strategy": "strategy",
-    "instanceType": "instance_type",
-    "instanceCount": "instance_count",
+    "instance_type": "instance_type",
+    "instance_count": "instance_count",
     "deadline": "deadline",
-    "outputS3Uri": "output_s3_uri",
+    "output_s3_uri": "output_s3_uri",
 }
-"""`$.manifest.job` keys and where `$.manifest.spec` had them (executions started before the spec
+"""`JobSummary`'s fields and where `$.manifest.spec` had them (executions started before the spec
 moved out of the state carried all of it)."""
 _ERROR_MESSAGE = re.compile(r'"errorMessage"\s*:\s*("(?:[^"\\]|\\.)*")')
 
@@ -132,14 +142,56 @@ def readable_cause(cause: Any) -> str:
     return (text[:brace] if brace > 0 else "") + message  # keeps a prefix such as "Runtime.ExitError: "
 
 
-def job_of(manifest: Any) -> dict[str, Any]:
-    """The job summary LoadManifest left in `$.manifest.job` (camelCase keys), read from the
-    inline spec of an older execution when there is none; {} for a rejected manifest."""
-    job = as_dict(as_dict(manifest).get("job"))
-    if job:
-        return job
-    spec = as_dict(as_dict(manifest).get("spec"))
-    return {new: spec[old] for new, old in LEGACY_SPEC_FIELDS.items() if old in spec}
+def manifest_in(state: Mapping[str, Any]) -> ManifestCheck | None:
+    """`$.manifest` as its record, for a history of any age; None before LoadManifest, or for a
+    section that is not LoadManifest's verdict at all. An older execution's section (before
+    `ManifestCheck`; those started before the spec moved out of the state kept the whole spec
+    there, `spec` instead of `job` and `specRef`) is read as explain always showed it: its verdict,
+    its errors, its report and its job (`job`, or `_older_job` of the spec)."""
+    check = read_section(ManifestCheck, state)
+    older = state.get("manifest")
+    if check is not None or not isinstance(older, dict) or "valid" not in older:
+        return check
+    errors = [e for e in older.get("errors") or [] if isinstance(e, dict)]
+    job = _read_part(JobSummary, older.get("job"))
+    if job is None and isinstance(older.get("spec"), dict):
+        job = _older_job(older["spec"])
+    return ManifestCheck(
+        valid=bool(older["valid"]),
+        missing=bool(older.get("missing")),
+        errors=tuple(Problem(path=str(e.get("path", "")), message=str(e.get("message", ""))) for e in errors),
+        error_count=len(errors),
+        summary=str(older.get("summary") or ""),
+        report=older.get("report") if isinstance(older.get("report"), str) else None,
+        job=job,
+        spec_ref=None,
+    )
+
+
+def _read_part[R: StateRecord](record: type[R], data: Any) -> R | None:
+    """`data` as `record` (a part of a section), or None when it is absent or of another shape."""
+    try:
+        return None if data is None else record.from_state(data)
+    except StateError:
+        return None
+
+
+def _older_job(spec: Mapping[str, Any]) -> JobSummary:
+    """The job in brief from an older execution's inline spec (snake_case), each field as it was
+    (None where that spec lacked it): explain shows what it has, it does not validate it."""
+    fields: dict[str, Any] = {name: spec.get(old) for name, old in LEGACY_SPEC_FIELDS.items()}
+    return JobSummary(
+        **{**fields, "instance_count": spec.get("instance_count", 1)},
+        depends_on_datasets=bool(spec.get("depends_on")),
+        dependency_timeout_seconds=spec.get("dependency_timeout_seconds") or 0,
+    )
+
+
+def job_in(state: Mapping[str, Any]) -> JobSummary | None:
+    """The job in brief LoadManifest left in `$.manifest` (`manifest_in`); None before it, or for a
+    rejected manifest."""
+    check = manifest_in(state)
+    return check.job if check is not None else None
 
 
 def error_text(error: Any, cause: Any) -> str:
@@ -258,7 +310,6 @@ def links_of(walk: Walk, arn: str) -> dict[str, str]:
         found.update(as_dict(record.training.links))
         for status in record.statuses:
             found.update(as_dict(status.links))
-    found.update(as_dict(as_dict(walk.last.get("outcome")).get("links")))
     region = _region(arn)
     if "execution" not in found and region and arn:
         found["execution"] = console_links.execution(region, arn)
@@ -345,8 +396,8 @@ def fetch_run(execution_arn: str) -> list[dict[str, Any]]:
     while True:
         run += events
         seen.add(execution_arn)
-        following = as_dict(as_dict(load_document(described.get("output"))).get("continuedAs"))
-        execution_arn = str(following.get("executionArn") or "")
-        if not execution_arn or execution_arn in seen:
+        following = read_section(ContinuedAs, load_document(described.get("output")) or {})
+        if following is None or following.execution_arn in seen:
             return run
+        execution_arn = following.execution_arn
         events, described = fetch(execution_arn)

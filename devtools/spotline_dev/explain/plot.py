@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from spotline.core.capacity.capacity_moves import WHAT, move_of
 from spotline.core.common.durations import format_duration
 from spotline.core.state import AttemptRecord as PreviousAttempt
-from spotline.core.state import Fallback, RunStatus, Training
+from spotline.core.state import ContinuedAs, Fallback, JobSummary, Outcome, RunStatus, Training
 from spotline_dev.explain.history import (
     END_EVENTS,
     HistoryEvent,
     as_dict,
-    job_of,
+    job_in,
     load_document,
     parse_time,
     read_section,
@@ -110,8 +110,8 @@ class _Reading:
     status: str = "RUNNING"
     fail_state: str | None = None
     name: str | None = None
-    job: dict[str, Any] = field(default_factory=dict)
-    outcome: dict[str, Any] = field(default_factory=dict)
+    job: JobSummary | None = None
+    outcome: Outcome | None = None
     continued_as: str | None = None
     marks: list[tuple[datetime, Kind | None, int]] = field(default_factory=list)
     progress: list[ProgressPoint] = field(default_factory=list)
@@ -216,15 +216,13 @@ def _stop(reading: _Reading, fallback: Fallback, training: Training | None) -> N
 
 def _read_state(reading: _Reading, name: str | None, state: dict[str, Any]) -> None:
     """What a state's document adds; `name` None for an execution's input."""
-    if isinstance(state.get("manifest"), dict):
-        reading.job = job_of(state["manifest"]) or reading.job
-    if isinstance(state.get("outcome"), dict):
-        reading.outcome = state["outcome"]
+    reading.job = job_in(state) or reading.job
+    reading.outcome = read_section(Outcome, state) or reading.outcome  # None: a scoring run's, or another shape
     first = as_dict(state.get("continuedFrom")).get("first")
     training = read_section(Training, state)  # None: not submitted yet, or of another shape (no marks then)
     reading.name = reading.name or (str(first) if first else None) or _execution_name(state, training)
-    continued = as_dict(state.get("continuedAs")).get("executionName")
-    reading.continued_as = str(continued) if continued else reading.continued_as
+    continued = read_section(ContinuedAs, state)
+    reading.continued_as = continued.execution_name if continued is not None else reading.continued_as
     if training is not None and name in (None, "SubmitTrainingJob"):
         for earlier in training.previous_attempts:
             _submission(reading, earlier)
@@ -290,18 +288,19 @@ def _picture(reading: _Reading) -> RunPicture:
     same_clock = bool(start and reading.first_event_at and abs(reading.first_event_at - start) <= SAME_CLOCK)
     if same_clock and reading.end_event_at and end and reading.end_event_at > end:
         end = reading.end_event_at  # e.g. an execution stopped between two checks
-    figures = as_dict(reading.outcome.get("figures"))
-    deadline = _utc(reading.job.get("deadline")) or _utc(figures.get("deadline"))
+    job, outcome = reading.job, reading.outcome
+    figures = as_dict(outcome.figures if outcome is not None else None)
+    deadline = _utc(job.deadline if job is not None else None) or _utc(figures.get("deadline"))
     met = figures.get("deadline_met")
     decisions = list(reading.decisions)
     if not reading.ended and reading.status != "RUNNING" and end is not None:
         decisions.append(Decision(end, _ending(reading), "end"))
-    team, job_name = reading.job.get("team"), reading.job.get("name")
+    team, job_name = (job.team, job.name) if job is not None else (None, None)
     return RunPicture(
         name=reading.name,
         job=f"{team}/{job_name}" if team and job_name else None,
         status=reading.status,
-        outcome=str(reading.outcome.get("name") or reading.fail_state or reading.status),
+        outcome=str((outcome.name if outcome is not None else None) or reading.fail_state or reading.status),
         start=start,
         end=end,
         deadline=deadline,

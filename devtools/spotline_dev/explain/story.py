@@ -10,7 +10,7 @@ from typing import Any
 
 from spotline.core.capacity.capacity_moves import WHAT, move_of
 from spotline.core.common.durations import format_duration
-from spotline.core.state import RunStatus
+from spotline.core.state import ContinuedAs, ManifestCheck, Outcome, ResourceCheck, RunStatus, Scoring
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     AttemptRecord,
@@ -18,10 +18,11 @@ from spotline_dev.explain.history import (
     Walk,
     as_dict,
     error_text,
-    job_of,
     links_of,
     load_document,
+    manifest_in,
     parse_time,
+    read_section,
     readable_cause,
     rfc3339,
     walk_history,
@@ -241,16 +242,17 @@ def _told(record: AttemptRecord, *, ended_at: str | None, state: str | None, end
 
 
 def _problems(state: dict[str, Any]) -> list[Problem]:
-    manifest, resources = as_dict(state.get("manifest")), as_dict(state.get("resources"))
-    plan = as_dict(as_dict(state.get("scoring")).get("plan"))
-    found: list[Any] = []
-    if manifest and manifest.get("valid") is False:
-        found = manifest.get("errors") or []
-    elif resources and resources.get("valid") is False:
-        found = resources.get("problems") or []
-    elif plan and plan.get("valid") is False:
-        found = plan.get("problems") or []
-    return [Problem(str(p.get("path", "")), str(p.get("message", ""))) for p in found if isinstance(p, dict)]
+    """The refusal's problems: the manifest's, the resources', or the scoring plan's (none from a
+    section of another shape)."""
+    manifest, resources, scoring = manifest_in(state), read_section(ResourceCheck, state), read_section(Scoring, state)
+    if manifest is not None and not manifest.valid:
+        return [Problem(p.path, p.message) for p in manifest.errors]
+    if resources is not None and not resources.valid:
+        return [Problem(p.path, p.message) for p in resources.problems]
+    if scoring is not None and not scoring.plan.valid:
+        found = [p for p in scoring.plan.problems if isinstance(p, dict)]
+        return [Problem(str(p.get("path", "")), str(p.get("message", ""))) for p in found]
+    return []
 
 
 def _failure(walk: Walk, status: str, describe: Mapping[str, Any]) -> Failure | None:
@@ -287,10 +289,10 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     status = str(describe.get("status") or walk.end_status or "RUNNING")  # DescribeExecution's, not $.status
     state = walk.last
     source = walk.input or load_document(describe.get("input")) or {}
-    manifest = as_dict(state.get("manifest"))
-    job = job_of(manifest)
-    outcome = as_dict(state.get("outcome"))
-    figures = as_dict(outcome.get("figures"))
+    manifest = manifest_in(state)
+    job = manifest.job if manifest is not None else None
+    outcome = read_section(Outcome, state)  # None: not recorded yet, a scoring run's, or of another shape
+    figures = as_dict(outcome.figures if outcome is not None else None)
     running = status == "RUNNING"
     moved = [_move(record) for record in walk.attempts]
     moves = [m for m in moved if m is not None]
@@ -310,7 +312,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     to_on_demand = next((m for m in moves if m.kind == "on-demand"), None)
     fallback_reason = to_on_demand.reason if to_on_demand else (switch.explanation if switch else None)
     fallback_at = to_on_demand.at if to_on_demand else (switch.checked_at if switch else None)
-    strategy = job.get("strategy")
+    strategy = job.strategy if job is not None else None
     if fallback_yes:
         fallback = f"yes, at {fallback_at}: {fallback_reason}" if fallback_at else f"yes: {fallback_reason}"
     elif moves:
@@ -324,7 +326,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
     else:
         fallback = "no: stayed on spot"
 
-    deadline = figures.get("deadline") or job.get("deadline")
+    deadline = figures.get("deadline") or (job.deadline if job is not None else None)
     finished_at = figures.get("finished_at")
     deadline_met = figures.get("deadline_met") if isinstance(figures.get("deadline_met"), bool) else None
     latest = walk.attempts[-1].statuses[-1] if walk.attempts and walk.attempts[-1].statuses else None
@@ -354,28 +356,32 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         status=status,
         failure=failure,
         outcome=outcome,
-        output=job.get("outputS3Uri"),
+        output=job.output_s3_uri if job is not None else None,
         manifest=manifest,
         running_state=walk.last_state,
         latest=latest,
     )
-    continued = as_dict(state.get("continuedAs")).get("executionName")
-    if status == "SUCCEEDED" and continued:
-        headline = f"SUCCEEDED: the run continues in execution {continued} (this one made its share of checks)"
-        next_step = f"Follow the run there: spotline explain {continued}"
+    continued = read_section(ContinuedAs, state)
+    if status == "SUCCEEDED" and continued is not None:
+        name_there = continued.execution_name
+        headline = f"SUCCEEDED: the run continues in execution {name_there} (this one made its share of checks)"
+        next_step = f"Follow the run there: spotline explain {name_there}"
+    night = scoring_night(state)
+    reported = outcome.report if outcome is not None else (night.report if night is not None else None)
     reports = {
         k: str(v)
-        for k, v in (("outcome", outcome.get("report")), ("rejected", manifest.get("report")))
+        for k, v in (("outcome", reported), ("rejected", manifest.report if manifest is not None else None))
         if isinstance(v, str) and v
     }
     spot_interruptions = sum(a.interruptions for a in attempts)
-    instance = f"{job['instanceType']} x{job.get('instanceCount', 1)}" if job.get("instanceType") else None
-    night = scoring_night(state)
+    instance = f"{job.instance_type} x{job.instance_count}" if job is not None and job.instance_type else None
+    team, job_name, owner = (job.team, job.name, job.owner) if job is not None else (None, None, None)
+    instance_count = job.instance_count if job is not None else 1
     if night is not None:  # a scoring run: its night stands where training's attempts would
         headline = scoring_headline(night, status, walk.last_state) or headline
         failed = failure.state if failure else None
         next_step = scoring_next_step(night, status, failed, failure.error if failure else None) or next_step
-        job, instance = {"name": night.job}, night.instance_type
+        team, job_name, owner, instance_count, instance = None, night.job, None, 1, night.instance_type
         deadline, finished_at, deadline_met = night.window_end, night.finished_at, night.window_met
         deadline_note, fallback = night.window_note(), "no: Batch Transform runs on-demand only"
         other = {k: v for k, v in other.items() if k not in ("scoring", "readyAt", "dataset")}  # in the night
@@ -391,13 +397,13 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
             "key": source.get("key"),
             "versionId": source.get("versionId"),
         },
-        team=job.get("team") or source.get("team"),
-        job=job.get("name"),
-        owner=job.get("owner"),
+        team=team or source.get("team"),
+        job=job_name,
+        owner=owner,
         strategy=strategy,
         instance=instance,
         headline=headline,
-        outcome={"name": str(outcome.get("name")), "cause": str(outcome.get("cause"))} if outcome else None,
+        outcome={"name": outcome.name, "cause": outcome.cause} if outcome is not None else None,
         failure=failure,
         next_step=next_step,
         current_state=walk.last_state if running else None,
@@ -428,7 +434,7 @@ def explain(history: Iterable[HistoryEvent], describe_execution: Mapping[str, An
         kind="ScoringJob" if night is not None else "TrainingJob",
         scoring=night,
         moves=moves,
-        instance_count=int(job.get("instanceCount") or 1),
+        instance_count=int(instance_count or 1),
     )
 
 
@@ -436,7 +442,7 @@ def _headline(
     *,
     status: str,
     failure: Failure | None,
-    outcome: dict[str, Any],
+    outcome: Outcome | None,
     running_state: str | None,
     latest: RunStatus | None,
 ) -> str:
@@ -445,7 +451,7 @@ def _headline(
         error = f" ({failure.error})" if failure.error and failure.error != failure.state else ""
         return f"{status}{where}{error}"
     if status == "SUCCEEDED":
-        return f"SUCCEEDED: {outcome.get('cause') or 'the execution succeeded'}"
+        return f"SUCCEEDED: {(outcome.cause if outcome is not None else None) or 'the execution succeeded'}"
     if status == "RUNNING":
         now = f"; latest status: {status_line(latest)}" if latest is not None and latest.state and latest.action else ""
         return f"RUNNING, now in {running_state or 'a transition'}{now}"
@@ -456,18 +462,18 @@ def _next_step(
     *,
     status: str,
     failure: Failure | None,
-    outcome: dict[str, Any],
+    outcome: Outcome | None,
     output: str | None,
-    manifest: dict[str, Any],
+    manifest: ManifestCheck | None,
     running_state: str | None,
     latest: RunStatus | None,
 ) -> str | None:
-    if outcome.get("next_step"):
-        return str(outcome["next_step"])
+    if outcome is not None and outcome.next_step:
+        return str(outcome.next_step)
     if failure is not None:
         known = NEXT_STEPS.get(failure.state or "") or NEXT_STEPS.get(failure.error or "")
         if known:
-            report = manifest.get("report")
+            report = manifest.report if manifest is not None else None
             return known + (f" The rejection report is at {report}." if report else "")
         if status == "TIMED_OUT":
             return (

@@ -15,15 +15,28 @@ from typing import Any
 
 from spotline.core.capacity.policy import OUT_OF_REACH
 from spotline.core.common.durations import format_duration
-from spotline.core.state import Fallback, RunStatus, Scoring, ScoringOutcome, ScoringRunState, Training
+from spotline.core.state import (
+    ContinuedAs,
+    Fallback,
+    JobSummary,
+    ManifestCheck,
+    Outcome,
+    ResourceCheck,
+    RunStatus,
+    Scoring,
+    ScoringOutcome,
+    ScoringRunState,
+    StateRecord,
+    Training,
+)
 from spotline.core.training.status import is_preemption, waits_for_capacity
 from spotline_dev.explain.history import (
     KNOWN_KEYS,
     HistoryEvent,
     as_dict,
     error_text,
-    job_of,
     load_document,
+    manifest_in,
     parse_time,
     read_section,
     readable_cause,
@@ -70,17 +83,34 @@ class TimelineEntry:
 
 
 def _describe(name: str, state: dict[str, Any]) -> str | None:
-    """One line for a known state's exit, or None when it adds nothing new."""
+    """One line for a known state's exit, or None when it adds nothing new. A section of another
+    shape (`read_section`: None) raises `_OtherShape`: the state's lines are then generic."""
     describers: dict[str, Callable[[dict[str, Any]], str | None]] = {
         "LoadManifest": _loaded,
-        "ValidateResources": lambda s: s["resources"]["summary"],
+        "ValidateResources": lambda s: _read(ResourceCheck, s).summary,
         "WaitForTrainingEvent": _woken,
-        "ContinueInNewExecution": lambda s: f"the watch continues in execution {s['continuedAs']['executionName']}",
+        "ContinueInNewExecution": lambda s: f"the watch continues in execution {_read(ContinuedAs, s).execution_name}",
         "ResumeWatching": lambda s: f"continues the run from execution {s['continuedFrom']['execution']}",
-        "RecordOutcome": lambda s: f"{s['outcome']['name']}: {readable_cause(s['outcome']['cause'])}",
+        "RecordOutcome": _recorded,
     }
     describer = describers.get(name)
     return describer(state) if describer else None
+
+
+class _OtherShape(Exception):
+    """A known state's section that is not what its record expects (an older or newer history)."""
+
+
+def _read[R: StateRecord](record: type[R], state: dict[str, Any]) -> R:
+    found = read_section(record, state)
+    if found is None:
+        raise _OtherShape(record.SECTION)
+    return found
+
+
+def _recorded(state: dict[str, Any]) -> str:
+    outcome = _read(Outcome, state)
+    return f"{outcome.name}: {readable_cause(outcome.cause)}"
 
 
 def _scored(outcome: ScoringOutcome) -> str:
@@ -110,8 +140,9 @@ def _submitted(training: Training, state: dict[str, Any]) -> str:
     """`attempt 2 on spot (ml.g6.2xlarge)`: the type when the attempt moved to an alternative; `in
     us-west-2` for a run free to use several regions, with the checkpoint copy a move made."""
     moved = f" ({training.instance_type})" if training.instance_type else ""
-    regions = as_dict(as_dict(state.get("resources")).get("regions"))
-    where = f" in {training.region}" if training.region and len(regions.get("allowed") or []) > 1 else ""
+    resources = read_section(ResourceCheck, state)
+    allowed = resources.regions.allowed if resources is not None else []
+    where = f" in {training.region}" if training.region and len(allowed or []) > 1 else ""
     copy = training.checkpoint_copy
     copied = (
         f" (checkpoint copied from {copy.source_region}: {copy.objects} objects, {copy.bytes:,} bytes)" if copy else ""
@@ -127,11 +158,15 @@ def _woken(state: dict[str, Any]) -> str | None:
 
 
 def _loaded(state: dict[str, Any]) -> str:
-    manifest = state["manifest"]
-    if not manifest["valid"]:
-        return f"manifest rejected: {manifest['summary']}"
-    job = job_of(manifest)
-    return f"manifest valid: {job['team']}/{job['name']}, {job['strategy']}, deadline {job['deadline'] or 'none'}"
+    manifest = manifest_in(state)
+    if manifest is None:
+        raise _OtherShape(ManifestCheck.SECTION)
+    if not manifest.valid:
+        return f"manifest rejected: {manifest.summary}"
+    job = manifest.job
+    if job is None:
+        raise _OtherShape(JobSummary.SECTION)
+    return f"manifest valid: {job.team}/{job.name}, {job.strategy}, deadline {job.deadline or 'none'}"
 
 
 def status_line(status: RunStatus) -> str:
@@ -297,7 +332,7 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
                     entries.append(TimelineEntry(_time_of(name, state), name, described))
                 if name in KNOWN_STATES:
                     continue
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (_OtherShape, KeyError, TypeError, ValueError, AttributeError):
             pass  # a known state whose result changed shape: shown generically below
         entries.extend(_generic(name, load_document(entered.get(name)), state))
     return entries

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from state_samples import status_state, training_state
+from state_samples import manifest_state, status_state, training_state
 
-from spotline.core.state import RunStatus, Training
-from spotline_dev.explain.history import read_section, walk_history
+from spotline.core.state import ManifestCheck, Problem, RunStatus, Training
+from spotline_dev.explain.history import job_in, manifest_in, read_section, walk_history
 
 
 def test_a_section_is_read_as_its_record() -> None:
@@ -44,3 +44,34 @@ def test_the_walk_lists_only_the_attempts_and_checks_it_could_read() -> None:
     assert [a.training.attempt for a in walk.attempts] == [1]
     assert [s.action for s in walk.attempts[0].statuses] == ["switch-to-on-demand"]
     assert [s.checked_at for s in walk.switches] == ["2026-12-01T07:40:00Z"]
+
+
+def test_manifest_in_reads_todays_manifest_as_its_record() -> None:
+    state = {"manifest": manifest_state()}
+    assert manifest_in(state) == ManifestCheck.from_state(state["manifest"])
+    assert job_in({"manifest": manifest_state(valid=False, job=None, specRef=None)}) is None
+    assert manifest_in({}) is None and manifest_in({"manifest": {"unexpected": "shape"}}) is None
+
+
+def test_an_older_rejection_keeps_its_errors_and_report() -> None:
+    """Before ManifestCheck: no `missing`, `errorCount`, `job` or `specRef`."""
+    error = {"path": "spec.capacity.deadline", "message": "not a date"}
+    older = {"valid": False, "errors": [error], "summary": "1 error", "report": "s3://b/reports/x.json", "spec": None}
+    check = manifest_in({"manifest": older})
+    assert check is not None
+    assert (check.valid, check.errors, check.error_count) == (False, (Problem.from_state(error),), 1)
+    assert (check.summary, check.report, check.job) == ("1 error", "s3://b/reports/x.json", None)
+
+
+def test_an_older_manifest_with_the_whole_spec_tells_its_job() -> None:
+    spec = {"team": "t", "name": "n", "strategy": "spot-only", "instance_type": "ml.g5.xlarge", "deadline": None}
+    job = job_in({"manifest": {"valid": True, "errors": [], "summary": "valid", "report": None, "spec": spec}})
+    assert job is not None
+    assert (job.team, job.name, job.strategy, job.instance_type, job.instance_count) == (
+        "t",
+        "n",
+        "spot-only",
+        "ml.g5.xlarge",
+        1,
+    )
+    assert (job.owner, job.output_s3_uri) == (None, None)  # what that spec lacked

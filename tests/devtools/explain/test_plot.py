@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from state_samples import previous_attempt_state, status_state, training_state
+from state_samples import continued_as_state, outcome_state, previous_attempt_state, status_state, training_state
 
 from conftest import run_upload
 from spotline_dev.explain.plot import RunPicture, heading, plot_run, run_picture
@@ -238,7 +238,7 @@ def _resubmitted_and_continued() -> tuple[list[dict[str, Any]], list[dict[str, A
         ),
         _exited("SubmitTrainingJob", {**base, "training": second_try}),
         _exited("CheckTrainingStatus", {**base, "training": second_try, "status": last_of_first}),
-        _exited("ContinueInNewExecution", {**base, "continuedAs": {"executionName": "run-1-c1"}}),
+        _exited("ContinueInNewExecution", {**base, "continuedAs": continued_as_state(executionName="run-1-c1")}),
         {"type": "ExecutionSucceeded", "timestamp": T0 + timedelta(hours=2.5)},
     ]
     carried = {
@@ -248,7 +248,7 @@ def _resubmitted_and_continued() -> tuple[list[dict[str, Any]], list[dict[str, A
         "continuedFrom": {"first": "run-1", "number": 1},
     }
     finish = _status(4, "completed", 1.0, "finish", finishReason="completed")
-    outcome = {"name": "TrainingSucceeded", "figures": {"deadline_met": True}}
+    outcome = outcome_state(name="TrainingSucceeded", figures={"deadline_met": True})
     second = [
         _started(carried, T0 + timedelta(hours=2.5)),
         _exited("CheckTrainingStatus", {**carried, "status": _status(3, "training", 0.6)}),

@@ -9,6 +9,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from state_samples import manifest_state, outcome_state
+
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, entered_states, run_upload, upload
 from spotline.core.common import links as console_links
 from spotline_dev.explain import Story, explain, render_text, timeline
@@ -159,16 +161,17 @@ def _exited(kind: str, name: str, state: dict[str, Any]) -> dict[str, Any]:
 
 def test_unknown_states_and_keys_are_shown_generically() -> None:
     """States this module has never heard of (a dataset wait, a new Fail state) must not break it."""
-    job = {"team": "search-ranking", "name": "ranker-v2", "strategy": "spot-first", "deadline": None}
     state: dict[str, Any] = {
         "bucket": "b",
         "key": "manifests/search-ranking/x.yaml",
         "receivedAt": "2026-12-01T00:00:00Z",
     }
-    loaded = {**state, "manifest": {"valid": True, "errors": [], "summary": "valid", "report": None, "job": job}}
+    loaded = {**state, "manifest": manifest_state()}
     checked = {**loaded, "dependencies": {"ready": False, "datasets": ["clicks"], "missing": ["clicks"]}}
     timed_out = {**checked, "dependencyTimeout": {"Error": "States.Timeout", "Cause": "no ready event"}}
-    outcome = {"name": "DependencyTimeout", "cause": "still waiting for clicks after 1d", "next_step": "Ask them."}
+    outcome = outcome_state(
+        name="DependencyTimeout", succeeded=False, cause="still waiting for clicks after 1d", next_step="Ask them."
+    )
     recorded = {**timed_out, "outcome": outcome, "submitted": {"trainingJobName": "odd shape"}}
     history = [
         _event("ExecutionStarted", executionStartedEventDetails={"input": json.dumps(state)}),

@@ -23,7 +23,7 @@ from spotline.core.training.service_jobs import CONTINUED_NAME, EXECUTION_TAG, j
 from spotline.core.training.status import training_job_name_of
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment
 from spotline_dev.cli.operate.runs import Run, describe_run, latest_document, wait_for_start
-from spotline_dev.explain.history import parse_time
+from spotline_dev.explain.history import parse_time, read_section
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 FOLLOW_INTERVAL_SECONDS = 10.0
@@ -80,7 +80,7 @@ def training_jobs(deployment: Deployment, run: Run) -> list[tuple[str, str | Non
                         began = float(attempt.get("startedAt") or described.get("createdAt") or 0)
                         names.setdefault(name, (began, region))
     document, _ = latest_document(deployment.client("stepfunctions"), run.execution_arn)
-    training = Training.in_state(document)
+    training = read_section(Training, document)  # executions of any age (None: another shape)
     for attempt in training.previous_attempts if training else ():  # $.training itself names no training job
         if attempt.training_job_name:
             where = attempt.region

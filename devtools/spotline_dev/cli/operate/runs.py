@@ -19,11 +19,17 @@ from spotline.aws.billing.billing import bill_for_state
 from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.common.naming import slug
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import Outcome, RunStatus, Scoring, Training
-from spotline.core.state.execution_state import job_summary_of
-from spotline.core.training.service_jobs import execution_name_of
+from spotline.core.state import ContinuedAs, DatasetCheck, Outcome, ResourceCheck, RunStatus, Scoring, Training
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError
-from spotline_dev.explain.history import END_EVENTS, as_dict, load_document, parse_time, region_of
+from spotline_dev.explain.history import (
+    END_EVENTS,
+    as_dict,
+    job_in,
+    load_document,
+    parse_time,
+    read_section,
+    region_of,
+)
 from spotline_dev.explain.scoring import ScoringNight, scoring_night
 
 INTAKE_PATIENCE_SECONDS = 300.0  # how long a follower waits for Intake to start an uploaded manifest's run
@@ -121,9 +127,10 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     if night is not None:
         return _scoring_run(described, document, night, started=started, ended=ended, elapsed=elapsed, end=end)
     status = str(described["status"])
-    job = job_summary_of(document.get("manifest"))
+    job = job_in(document)  # executions of any age: an older one's $.manifest too
     attempts = attempt_records(document)
-    training, check, outcome = Training.in_state(document), RunStatus.in_state(document), Outcome.in_state(document)
+    training, check = read_section(Training, document), read_section(RunStatus, document)
+    outcome = read_section(Outcome, document)
     # An ended run that recorded no outcome (stopped, or failed before RecordOutcome): its bills,
     # read now (its cost unknown while a job has not ended); a run under way: its cost so far, from
     # each attempt's last check.
@@ -141,10 +148,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     )
     recorded = outcome.figures if outcome else {}
     error = end.get("error") or described.get("error")
-    following = as_dict(document.get("continuedAs"))
-    continued = following.get("executionName") or (
-        execution_name_of(str(following["executionArn"])) if following.get("executionArn") else None
-    )
+    following = read_section(ContinuedAs, document)
     return Run(
         name=str(described["name"]),
         execution_arn=str(described["executionArn"]),
@@ -170,7 +174,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         batch_job_id=training.job_id if training else None,
         batch_job_region=training.region if training and training.region else None,
         first_execution=str(as_dict(document.get("continuedFrom")).get("first") or described["name"]),
-        continued_as=str(continued) if continued else None,
+        continued_as=following.execution_name if following is not None else None,
         links={k: str(v) for k, v in (check.links if check else {}).items()},  # $.outcome keeps no links
     )
 
@@ -204,7 +208,7 @@ def _scoring_run(
         state = night.state_in_words()
     else:
         state = _state_in_words(status, document, error)
-    planned = Scoring.in_state(document)
+    planned = read_section(Scoring, document)
     plan = planned.plan if planned else None
     return Run(
         name=str(described["name"]),
@@ -234,13 +238,14 @@ def _scoring_run(
 
 def _state_in_words(status: str, document: dict[str, Any], error: Any) -> str:
     if status != "RUNNING":
-        if status == "SUCCEEDED" and document.get("continuedAs"):
+        if status == "SUCCEEDED" and read_section(ContinuedAs, document) is not None:
             return "continued"
         return ENDED_STATE.get(status, status.lower()) + (f" ({error})" if error and status == "FAILED" else "")
-    if Training.in_state(document) is not None:
-        check = RunStatus.in_state(document)
+    if read_section(Training, document) is not None:
+        check = read_section(RunStatus, document)
         return check.state if check else "submitted"
-    if document.get("datasets") and not document.get("resources"):
+    dependencies = read_section(DatasetCheck, document)
+    if dependencies is not None and not dependencies.ready and read_section(ResourceCheck, document) is None:
         return "waiting for datasets"
     return "validating"
 

@@ -23,6 +23,7 @@ import yaml
 
 from spotline.core.manifest.manifest import validate_bytes
 from spotline.core.spec.model import JobSpec, to_rfc3339
+from spotline.core.state import ContinuedAs
 from spotline.core.teams.team_ownership import shared_with_each_other
 from spotline.core.training.service_jobs import job_name_prefix
 from spotline_dev.harness.local.executions import ExecutionRecord
@@ -318,7 +319,8 @@ def _chain(stack: LocalStack, arn: str) -> list[str]:
         arn = following
         described = sfn.describe_execution(executionArn=arn)
         names.append(described["name"])
-        following = (json.loads(described.get("output") or "{}").get("continuedAs") or {}).get("executionArn")
+        continued = ContinuedAs.in_state(json.loads(described.get("output") or "{}"))
+        following = continued.execution_arn if continued is not None else None
     return names
 
 

@@ -23,10 +23,9 @@ from spotline.aws.common import clock
 from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.regions.regions import checkpoint_copies
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import AttemptRecord, RunStatus, Training, history_of
-from spotline.core.state.execution_state import job_summary_of
+from spotline.core.state import AttemptRecord, ContinuedAs, JobSummary, ManifestCheck, RunStatus, Training, history_of
 from spotline_dev.explain import explain, timeline
-from spotline_dev.explain.history import job_of, region_of
+from spotline_dev.explain.history import region_of
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.template import PROJECT_ROOT, powertools_environment
 from spotline_dev.harness.sandbox.scenario import Capacity, Scenario
@@ -125,10 +124,10 @@ def follow_run(
         execution = stack.wait_for_execution(arn, timeout=timeout)
         stack.deliver_events(on_error=lambda rule, error: delivery_errors.append(f"{rule}: {error}"))
         history += stack.history(arn)
-        following = json.loads(execution.get("output") or "{}").get("continuedAs")
-        if execution["status"] != "SUCCEEDED" or not following:
+        following = ContinuedAs.in_state(json.loads(execution.get("output") or "{}"))
+        if execution["status"] != "SUCCEEDED" or following is None:
             return execution, history
-        arn = following["executionArn"]
+        arn = following.execution_arn
 
 
 def settle(stack: LocalStack) -> None:
@@ -207,7 +206,7 @@ def summarize(
     job = _job_from_history(history)
     attempts = sorted((a for j in jobs for a in j.attempts), key=lambda a: a.created_at)
     figures = report.get("figures") or run_figures(history, execution)
-    deadline = figures.get("deadline") or job.get("deadline")
+    deadline = figures.get("deadline") or (job.deadline if job is not None else None)
     return {
         "name": execution["name"],
         "manifest": str(manifest.relative_to(PROJECT_ROOT)) if manifest.is_relative_to(PROJECT_ROOT) else str(manifest),
@@ -222,7 +221,7 @@ def summarize(
         "trainingSeconds": figures.get("training_seconds", 0),
         "billableSeconds": figures.get("billable_seconds", 0),
         "lostWorkSeconds": figures.get("lost_work_seconds"),
-        "instanceType": job.get("instanceType"),
+        "instanceType": job.instance_type if job is not None else None,
         "instanceTypes": [a.instance_type or None for a in attempts],
         "capacityTiers": [a.capacity for a in attempts],
         # No figures at all: nothing was submitted (nothing billed), or the run's state was not read.
@@ -259,7 +258,7 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
         return {}
     bill = bill_for_state(state, clock.now()) if Training.in_state(state) is not None else None
     counted = figures(
-        job_summary_of(state.get("manifest")),
+        _job_of(state),
         attempt_records(state),
         region=region_of(str(execution["executionArn"])),
         bill=bill,
@@ -285,13 +284,20 @@ def _latest_state(history: list[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
 
-def _job_from_history(history: list[dict[str, Any]]) -> dict[str, Any]:
-    """The job summary LoadManifest left in the state ({} when the manifest was rejected)."""
+def _job_of(state: dict[str, Any]) -> JobSummary | None:
+    """The job in brief in a state document of this run (None: the manifest was rejected, or
+    LoadManifest's error was caught)."""
+    check = ManifestCheck.in_state(state)
+    return check.job if check is not None else None
+
+
+def _job_from_history(history: list[dict[str, Any]]) -> JobSummary | None:
+    """The job summary LoadManifest left in the state (None when the manifest was rejected)."""
     for event in history:
         details = event.get("stateExitedEventDetails")
         if details and details["name"] == "LoadManifest":
-            return job_of(json.loads(details["output"]).get("manifest"))
-    return {}
+            return _job_of(json.loads(details["output"]))
+    return None
 
 
 def max_state_bytes(history: list[dict[str, Any]]) -> int:
