@@ -19,6 +19,7 @@ from typing import Any
 from spotline.core.common import links as console_links
 from spotline.core.state import (
     ContinuedAs,
+    ContinuedFrom,
     Fallback,
     JobSummary,
     ManifestCheck,
@@ -387,7 +388,8 @@ def fetch_run(execution_arn: str) -> list[dict[str, Any]]:
     """The whole run's history, oldest first: from the run's first execution (`continuedFrom.first`
     of a continuation's input) through every execution it continued in (`$.continuedAs`)."""
     events, described = fetch(execution_arn)
-    first = as_dict(walk_history(events).input.get("continuedFrom")).get("first")
+    came_from = read_section(ContinuedFrom, walk_history(events).input)  # None: a run's first execution
+    first = came_from.first if came_from is not None else None
     if first:  # arn:aws:states:<region>:<account>:execution:<machine>:<name>
         execution_arn = ":".join([*execution_arn.split(":")[:7], str(first)])
         events, described = fetch(execution_arn)

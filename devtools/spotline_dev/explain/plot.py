@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from spotline.core.capacity.capacity_moves import WHAT, move_of
 from spotline.core.common.durations import format_duration
 from spotline.core.state import AttemptRecord as PreviousAttempt
-from spotline.core.state import ContinuedAs, Fallback, JobSummary, Outcome, RunStatus, Training
+from spotline.core.state import ContinuedAs, ContinuedFrom, Fallback, JobSummary, Outcome, RunStatus, Training
 from spotline_dev.explain.history import (
     END_EVENTS,
     HistoryEvent,
@@ -218,7 +218,8 @@ def _read_state(reading: _Reading, name: str | None, state: dict[str, Any]) -> N
     """What a state's document adds; `name` None for an execution's input."""
     reading.job = job_in(state) or reading.job
     reading.outcome = read_section(Outcome, state) or reading.outcome  # None: a scoring run's, or another shape
-    first = as_dict(state.get("continuedFrom")).get("first")
+    came_from = read_section(ContinuedFrom, state)  # None: a run's first execution, or another shape
+    first = came_from.first if came_from is not None else None
     training = read_section(Training, state)  # None: not submitted yet, or of another shape (no marks then)
     reading.name = reading.name or (str(first) if first else None) or _execution_name(state, training)
     continued = read_section(ContinuedAs, state)

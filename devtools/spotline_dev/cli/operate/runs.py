@@ -19,7 +19,16 @@ from spotline.aws.billing.billing import bill_for_state
 from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
 from spotline.core.common.naming import slug
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import ContinuedAs, DatasetCheck, Outcome, ResourceCheck, RunStatus, Scoring, Training
+from spotline.core.state import (
+    ContinuedAs,
+    ContinuedFrom,
+    DatasetCheck,
+    Outcome,
+    ResourceCheck,
+    RunStatus,
+    Scoring,
+    Training,
+)
 from spotline_dev.cli.operate.deployment import SURROUNDINGS, Deployment, OperateError
 from spotline_dev.explain.history import (
     END_EVENTS,
@@ -149,6 +158,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
     recorded = outcome.figures if outcome else {}
     error = end.get("error") or described.get("error")
     following = read_section(ContinuedAs, document)
+    came_from = read_section(ContinuedFrom, document)  # None: the run's first execution
     return Run(
         name=str(described["name"]),
         execution_arn=str(described["executionArn"]),
@@ -173,7 +183,7 @@ def run_of(described: dict[str, Any], document: dict[str, Any], end: dict[str, A
         training_job=check.training_job_name if check else None,  # $.training has no training job's name
         batch_job_id=training.job_id if training else None,
         batch_job_region=training.region if training and training.region else None,
-        first_execution=str(as_dict(document.get("continuedFrom")).get("first") or described["name"]),
+        first_execution=came_from.first if came_from is not None else str(described["name"]),
         continued_as=following.execution_name if following is not None else None,
         links={k: str(v) for k, v in (check.links if check else {}).items()},  # $.outcome keeps no links
     )

@@ -32,8 +32,7 @@ from spotline.core.common.naming import report_key
 from spotline.core.spec.catalog import priced_by
 from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import Outcome as OutcomeState
-from spotline.core.state import RunInput, as_state
-from spotline.core.state.inputs import UnreadBills, UnsettledBills
+from spotline.core.state import RunInput, UnreadBills, UnsettledBills, as_state
 
 
 def publish_metrics(team: str, outcome: Outcome) -> None:

@@ -21,7 +21,9 @@ from spotline.core.regions.regions import checkpoint_copies, transfer_usd
 from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import (
     AttemptRecord,
+    CleanupFailure,
     DatasetCheck,
+    DependencyTimeout,
     Failure,
     Fallback,
     JobsStopped,
@@ -34,7 +36,6 @@ from spotline.core.state import (
     Training,
     history_of,
 )
-from spotline.core.state.inputs import CleanupFailure, DependencyTimeout
 
 SUCCEEDED = "TrainingSucceeded"
 RESOURCE_VALIDATION_FAILED = "ResourceValidationFailed"

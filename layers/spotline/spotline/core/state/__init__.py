@@ -16,7 +16,16 @@ from spotline.core.state.checks import (
 from spotline.core.state.cleanup import JobsStopped
 from spotline.core.state.execution_state import JobSummary
 from spotline.core.state.fields import Key, StateError, StateKeyMissing, StateRecord, keys_of, state_keys
-from spotline.core.state.inputs import Failure, RunInput, ScoringInput
+from spotline.core.state.inputs import (
+    CaughtError,
+    CleanupFailure,
+    DependencyTimeout,
+    Failure,
+    RunInput,
+    ScoringInput,
+    UnreadBills,
+    UnsettledBills,
+)
 from spotline.core.state.moves import ContinuedAs, ContinuedFrom, Fallback
 from spotline.core.state.outcome import Outcome
 from spotline.core.state.scoring import Scoring, ScoringOutcome, ScoringPlan, ScoringRunState, TransformJobsStopped
@@ -35,12 +44,15 @@ from spotline.core.state.training import AttemptRecord, CheckpointCopy, FinalSta
 
 __all__ = [
     "AttemptRecord",
+    "CaughtError",
     "CheckpointCopy",
+    "CleanupFailure",
     "ContinuedAs",
     "ContinuedFrom",
     "DatasetCheck",
     "DeadlineNotice",
     "Decision",
+    "DependencyTimeout",
     "Escalation",
     "ExcludedRegion",
     "Failure",
@@ -74,6 +86,8 @@ __all__ = [
     "StateRecord",
     "Training",
     "TransformJobsStopped",
+    "UnreadBills",
+    "UnsettledBills",
     "as_state",
     "history_of",
     "keys_of",

@@ -14,7 +14,8 @@ from spotline.core.state.fields import StateRecord, key
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Problem(StateRecord):
-    """One refusal, as a rejection lists it: the field and the reason."""
+    """One refusal, as a rejection lists it: the field and the reason (the items of
+    `$.manifest.errors` and `$.liveRuns.problems` too)."""
 
     SECTION: ClassVar[str] = "$.resources.problems[]"
     path: str = key("path", "the manifest field (or `document`)")
@@ -152,7 +153,8 @@ class ResourceCheck(StateRecord):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServiceJobRecord(StateRecord):
-    """A Batch service job as the state names it (`spotline.core.training.service_jobs.ServiceJob`)."""
+    """A Batch service job as the state names it (the items of `$.cleanup.stopped` and
+    `$.capacityCleanup.stopped` too)."""
 
     SECTION: ClassVar[str] = "$.liveRuns.found[]"
     job_id: str = key("jobId", "its Batch service job")

@@ -38,7 +38,6 @@ __all__ = [  # clip and MAX_REASON now live with the state's records, and are st
     "clip",
     "continuation_input",
     "continuation_name",
-    "job_summary_in",
     "job_summary_of",
     "rejection_for_state",
 ]
@@ -107,11 +106,6 @@ def job_summary_of(manifest: Mapping[str, Any] | None) -> JobSummary | None:
 
 
 # --- a rejected manifest ----------------------------------------------------------------------
-
-
-def job_summary_in(state: Mapping[str, Any]) -> JobSummary | None:
-    """`job_summary_of` the state's `$.manifest` (None before LoadManifest, or for a rejected manifest)."""
-    return job_summary_of(state.get("manifest"))
 
 
 def rejection_for_state(errors: list[ManifestError]) -> dict[str, Any]:
