@@ -245,7 +245,7 @@ def _resubmitted_and_continued() -> tuple[list[dict[str, Any]], list[dict[str, A
         **base,
         "training": second_try,
         "status": last_of_first,
-        "continuedFrom": {"first": "run-1", "number": 1},
+        "continuedFrom": {"execution": "run-1", "first": "run-1", "number": 1},
     }
     finish = _status(4, "completed", 1.0, "finish", finishReason="completed")
     outcome = outcome_state(name="TrainingSucceeded", figures={"deadline_met": True})
