@@ -13,7 +13,7 @@ from spotline.aws.common import clock
 from spotline.aws.common.observability import bind_execution, log_metrics, logger
 from spotline.aws.scoring.scoring_runs import ScoringRun, stop_transform_jobs
 from spotline.aws.scoring.scoring_steps import notify, record_night, scoring_spec_for_step
-from spotline.core.state import Failure, Scoring, TransformJobsStopped
+from spotline.core.state import Failure, Scoring, ScoringOutcome, TransformJobsStopped
 from spotline.core.training.service_jobs import execution_name_of
 
 
@@ -36,4 +36,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if figures["failedShards"]:
         notify(spec, run.run_id, "ScoringFailed", f"shard(s) {figures['failedShards']} failed")
     logger.info("Scoring run recorded", extra=figures)
-    return figures
+    return ScoringOutcome.from_state(figures).to_state()

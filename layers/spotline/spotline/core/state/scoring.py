@@ -74,6 +74,14 @@ class ScoringOutcome(StateRecord):
     records_per_second: float | None = key("recordsPerSecond", "the measured throughput per instance")
     failed_shards: list[int] = key("failedShards", "the shards whose transform job failed")
     report: str = key("report", "the night's report beside the manifest")
+    run_id: str | None = key("runId", "the night's run (in the answer only: `$.scoring.run` has it)", answer_only=True)
+    peak_instances: int | None = key(
+        "peakInstances", "the most instances at once (in the answer only)", answer_only=True
+    )
+    records: int | None = key("records", "the records scored (in the answer only)", answer_only=True)
+    notifications: list[dict[str, str]] | None = key(
+        "notifications", "what on-call was told (in the answer only: `$.scoring.run` has it)", answer_only=True
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
