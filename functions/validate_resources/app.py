@@ -12,14 +12,14 @@ from spotline.aws.common.observability import bind_execution, logger
 from spotline.aws.datasets.file_systems import MountPlan, mount_plan
 from spotline.aws.manifest.spec_store import spec_of
 from spotline.aws.teams.team_registry import admission_policy
-from spotline.aws.training.region_checks import RegionPlan, plan_regions
+from spotline.aws.training.region_checks import home_only, plan_regions
 from spotline.aws.training.resources import ResourceSettings, check_resources
 from spotline.core.common.errors import summarize
-from spotline.core.state import Problem, ResourceCheck
+from spotline.core.state import Problem, RegionPlanState, ResourceCheck
 from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid
 
 
-def _available(plan: RegionPlan) -> str:
+def _available(plan: RegionPlanState) -> str:
     """All resources available, and where the run may go when a region was left out."""
     if not plan.excluded:
         return "all resources available"
@@ -44,28 +44,28 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     problems += mounts.problems
     home = os.environ.get("AWS_REGION", "us-east-1")
-    plan = RegionPlan(home, (home,))
+    plan = home_only(home)
     allowance = None if isinstance(policy, TeamPolicyInvalid) else policy.allowance(spec.team)
     if not problems and allowance is not None:
         plan, refused = plan_regions(spec, home, allowance.replicas, settings.job_queue, allowance.file_systems)
         problems += refused
         for left_out in plan.excluded:
-            logger.info("Region left out", extra=left_out.to_dict())
+            logger.info("Region left out", extra=left_out.to_state())
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
     return ResourceCheck(
         valid=not problems,
         problems=tuple(Problem.of(p) for p in problems),
         summary=summarize(problems) if problems else _available(plan) + _pinned(mounts, plan),
-        regions=plan.to_state(),
+        regions=plan,
         # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's
         # VpcConfig); null when it mounts none.
         subnets=list(mounts.subnets) if mounts.subnets is not None else None,
     ).to_state()
 
 
-def _pinned(mounts: MountPlan, plan: RegionPlan) -> str:
+def _pinned(mounts: MountPlan, plan: RegionPlanState) -> str:
     if mounts.subnets is None:
         return ""
-    elsewhere = "".join(f"; in {region} to {', '.join(ids)}" for region, ids in plan.subnets.items())
+    elsewhere = "".join(f"; in {region} to {', '.join(ids)}" for region, ids in (plan.subnets or {}).items())
     return f"; its file systems pin it to {', '.join(mounts.zones)} ({', '.join(mounts.subnets)}){elsewhere}"

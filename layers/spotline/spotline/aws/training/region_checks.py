@@ -13,8 +13,7 @@ in the regions that qualify, the home region at least.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection
 
 from spotline.aws.datasets.file_systems import mount_plan
 from spotline.aws.regions.regions import prefix_contents
@@ -29,49 +28,26 @@ from spotline.core.state import ExcludedRegion, RegionPlanState
 REGIONS_PATH = "spec.capacity.regions"
 
 
-@dataclass(frozen=True, slots=True)
-class Excluded:
-    region: str
-    field: str
-    reason: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"region": self.region, "field": self.field, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class RegionPlan:
-    home: str
-    allowed: tuple[str, ...]
-    excluded: tuple[Excluded, ...] = ()
-    subnets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """Per peer region, the subnets of the stack there that reach the job's file systems."""
-
-    def to_state(self) -> RegionPlanState:
-        """The plan as `$.resources.regions` keeps it."""
-        return RegionPlanState(
-            home=self.home,
-            allowed=list(self.allowed),
-            excluded=tuple(ExcludedRegion(region=e.region, field=e.field, reason=e.reason) for e in self.excluded),
-            subnets={region: list(ids) for region, ids in self.subnets.items()} or None,
-        )
+def home_only(home: str) -> RegionPlanState:
+    """The plan of a run that stays in its home region."""
+    return RegionPlanState(home=home, allowed=[home], excluded=())
 
 
 def plan_regions(
     spec: JobSpec, home: str, replicas: Replicas, queue: str, file_systems: Collection[str] = ()
-) -> tuple[RegionPlan, list[ManifestError]]:
+) -> tuple[RegionPlanState, list[ManifestError]]:
     """The regions the run may use, and the problems that refuse it (only a list without home);
     `file_systems` the ones the team may mount (its `fileSystems`)."""
     if not spec.regions:
-        return RegionPlan(home, (home,)), []
+        return home_only(home), []
     if home not in spec.regions:
         problem = ManifestError(
             REGIONS_PATH,
             f"must include {home}, the region the manifest was dropped in: the run, its on-demand fallback "
             "and its records stay there",
         )
-        return RegionPlan(home, (home,)), [problem]
-    allowed, excluded, subnets = [], [], dict[str, tuple[str, ...]]()
+        return home_only(home), [problem]
+    allowed, excluded, subnets = [], [], dict[str, list[str]]()
     for region in spec.regions:
         if region == home:
             allowed.append(region)
@@ -82,13 +58,13 @@ def plan_regions(
             problems = check_in_region(there, region, arn_in_region(queue, region)) or _behind(spec, there, region)
             if not problems and any(channel.on_file_system for channel in there.inputs):
                 problems, reaching = _mounts(there, region, file_systems)
-                subnets[region] = reaching
+                subnets[region] = list(reaching)
         if problems:
-            excluded.append(Excluded(region, problems[0].path, problems[0].message))
+            excluded.append(ExcludedRegion(region=region, field=problems[0].path, reason=problems[0].message))
             subnets.pop(region, None)
         else:
             allowed.append(region)
-    return RegionPlan(home, tuple(allowed), tuple(excluded), subnets), []
+    return RegionPlanState(home=home, allowed=allowed, excluded=tuple(excluded), subnets=subnets or None), []
 
 
 def _mounts(there: JobSpec, region: str, file_systems: Collection[str]) -> tuple[list[ManifestError], tuple[str, ...]]:
