@@ -20,10 +20,15 @@ from moto.sns.models import sns_backends
 
 from spotline.aws.billing.billing import bill_for_state
 from spotline.aws.common import clock
-from spotline.core.billing.outcome import attempt_records, figures, switched_to_on_demand, unknown_until_billed
-from spotline.core.regions.regions import checkpoint_copies
+from spotline.core.billing.outcome import (
+    attempt_records,
+    checkpoint_copies,
+    figures,
+    switched_to_on_demand,
+    unknown_until_billed,
+)
 from spotline.core.spec.model import to_rfc3339
-from spotline.core.state import AttemptRecord, ContinuedAs, JobSummary, ManifestCheck, RunStatus, Training, history_of
+from spotline.core.state import ContinuedAs, JobSummary, ManifestCheck, Training
 from spotline_dev.explain import explain, timeline
 from spotline_dev.explain.history import region_of
 from spotline_dev.harness.local.handles import LocalStack
@@ -232,9 +237,9 @@ def summarize(
         "onDemandSeconds": figures.get("on_demand_seconds"),
         "savingsPercent": figures.get("savings_percent"),
         "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
-        "regions": [a.region for a in attempts_of(_latest_state(history))] if history else [],
+        "regions": [a.region for a in attempt_records(_latest_state(history))] if history else [],
         "checkpointCopies": figures.get("checkpoint_copies")
-        or checkpoint_copies(a.to_state() for a in attempts_of(_latest_state(history)))
+        or checkpoint_copies(attempt_records(_latest_state(history)))
         or {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},
         "billingSettled": figures.get("billing_settled", False),
         "prices": report.get("prices") or [],  # what RecordOutcome priced the figures with, and from where
@@ -265,11 +270,6 @@ def run_figures(history: list[dict[str, Any]], execution: dict[str, Any]) -> dic
         switched=switched_to_on_demand(state),
     )
     return asdict(unknown_until_billed(counted, bill))
-
-
-def attempts_of(state: dict[str, Any]) -> tuple[AttemptRecord, ...]:
-    """Every attempt of the run whose newest state is `state` (none before its first submission)."""
-    return history_of(Training.in_state(state), RunStatus.in_state(state))
 
 
 def _latest_state(history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -10,14 +10,13 @@ import pytest
 from state_samples import checkpoint_copy_state, final_status_state, previous_attempt_state
 
 from builders import spec_of
-from spotline.core.billing.outcome import figures
+from spotline.core.billing.outcome import checkpoint_copies, figures
 from spotline.core.regions.regions import (
     COPY_FIXED_SECONDS,
     GIB,
     SIGHTING_FRESH_SECONDS,
     RegionRecord,
     Sighting,
-    checkpoint_copies,
     choose_region,
     copy_estimate,
     latest_sightings,
@@ -192,7 +191,7 @@ def test_a_runs_checkpoint_copies_are_counted_and_their_transfer_is_in_its_cost(
         previous_attempt_state(capacity="spot", finalStatus=status, checkpointCopy=copy),
         previous_attempt_state(capacity="spot", finalStatus=status, checkpointCopy={**copy, "toRegion": "us-east-2"}),
     ]
-    copies = checkpoint_copies(attempts)
+    copies = checkpoint_copies([AttemptRecord.from_state(a) for a in attempts])
     assert copies == {"count": 2, "bytes": 20 * GIB, "seconds": 25.0, "usd": pytest.approx(0.30)}
     with_copies = figures(JobSummary.of(spec), [AttemptRecord.from_state(a) for a in attempts], region="us-east-1")
     without = figures(

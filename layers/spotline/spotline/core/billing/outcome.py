@@ -17,7 +17,7 @@ from spotline.core.billing.billing import RunBill
 from spotline.core.billing.cost import cost_usd
 from spotline.core.common.durations import format_duration
 from spotline.core.common.errors import summarize
-from spotline.core.regions.regions import checkpoint_copies, transfer_usd
+from spotline.core.regions.regions import transfer_usd
 from spotline.core.spec.model import to_rfc3339
 from spotline.core.state import (
     AttemptRecord,
@@ -210,7 +210,7 @@ def figures(
         on_demand_seconds=baseline,
         billing_settled=bill.settled if bill is not None else False,
         training_plan_seconds=bill.training_plan_seconds if bill is not None else 0,
-        checkpoint_copies=checkpoint_copies(a.to_state() for a in attempts),
+        checkpoint_copies=checkpoint_copies(attempts),
     )
 
 
@@ -318,6 +318,20 @@ def _parts(bill: RunBill | None, job: JobSummary | None, attempts: Sequence[Atte
         for a in attempts
         if a.final_status
     ] or [_Part("", instance, count, 0, region)]
+
+
+def checkpoint_copies(attempts: Sequence[AttemptRecord]) -> dict[str, Any] | None:
+    """The run's checkpoint copies between regions, from its attempts' `checkpointCopy`: how many,
+    their bytes, their measured seconds and their transfer price; None without any."""
+    copies = [a.checkpoint_copy for a in attempts if a.checkpoint_copy]
+    if not copies:
+        return None
+    return {
+        "count": len(copies),
+        "bytes": sum(c.bytes for c in copies),
+        "seconds": round(sum(c.seconds for c in copies), 3),
+        "usd": round(sum(transfer_usd(c.bytes, c.source_region, c.target_region) for c in copies), 4),
+    }
 
 
 def switched_to_on_demand(state: Mapping[str, Any]) -> bool:

@@ -278,17 +278,3 @@ def _back(seen: Sighting | None, stuck_since: datetime | None) -> bool:
 def transfer_usd(size_bytes: int, source: str, target: str) -> float:
     """The data transfer of `size_bytes` from `source` to `target` (S3 to another region)."""
     return copy_estimate(size_bytes, source, target)[1]
-
-
-def checkpoint_copies(attempts: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The run's checkpoint copies between regions, from its attempt records (`checkpointCopy`):
-    how many, their bytes, their measured seconds and their transfer price; None without any."""
-    copies = [a["checkpointCopy"] for a in attempts if a.get("checkpointCopy")]
-    if not copies:
-        return None
-    return {
-        "count": len(copies),
-        "bytes": sum(int(c["bytes"]) for c in copies),
-        "seconds": round(sum(float(c["seconds"]) for c in copies), 3),
-        "usd": round(sum(transfer_usd(int(c["bytes"]), str(c["fromRegion"]), str(c["toRegion"])) for c in copies), 4),
-    }
