@@ -17,6 +17,7 @@ from spotline.core.capacity.policy import OUT_OF_REACH
 from spotline.core.common.durations import format_duration
 from spotline.core.state import (
     ContinuedAs,
+    ContinuedFrom,
     Fallback,
     JobSummary,
     ManifestCheck,
@@ -90,7 +91,7 @@ def _describe(name: str, state: dict[str, Any]) -> str | None:
         "ValidateResources": lambda s: _read(ResourceCheck, s).summary,
         "WaitForTrainingEvent": _woken,
         "ContinueInNewExecution": lambda s: f"the watch continues in execution {_read(ContinuedAs, s).execution_name}",
-        "ResumeWatching": lambda s: f"continues the run from execution {s['continuedFrom']['execution']}",
+        "ResumeWatching": lambda s: f"continues the run from execution {_read(ContinuedFrom, s).execution}",
         "RecordOutcome": _recorded,
     }
     describer = describers.get(name)
