@@ -5,6 +5,7 @@ would otherwise do and against the best any policy could possibly do.
   job on one trace;
 - `policies`: the production policy adapter and the baselines (`POLICIES`);
 - `optimum`: the offline optimum (`optimal_costs`);
+- `safe_optimum`: the cheapest schedule that never risks the deadline (`safe_costs`);
 - `grid`: the grid of jobs over the traces and its runs (`GridSpec`, `Row`, `run_grid`);
 - `report`: the tables, the CSV files and the plot (`run`);
 - `command`: `spotline simulate` itself (`main`).
@@ -30,7 +31,7 @@ from spotline_dev.research.simulate.model import (
     View,
     simulate,
 )
-from spotline_dev.research.simulate.optimum import optimal_costs
+from spotline_dev.research.simulate.optimum import optimal_costs, optimal_costs_across_regions
 from spotline_dev.research.simulate.policies import (
     FIRST_POLL_SECONDS,
     POLICIES,
@@ -58,6 +59,7 @@ from spotline_dev.research.simulate.report import (
     summarize,
     write_csv,
 )
+from spotline_dev.research.simulate.safe_optimum import safe_costs, safe_costs_across_regions
 
 __all__ = [
     "CSV_FIELDS",
@@ -98,12 +100,15 @@ __all__ = [
     "grid_from_args",
     "main",
     "optimal_costs",
+    "optimal_costs_across_regions",
     "optimum_summary",
     "plot",
     "run",
     "run_cell",
     "run_grid",
     "run_policy",
+    "safe_costs",
+    "safe_costs_across_regions",
     "simulate",
     "slack_table",
     "summarize",

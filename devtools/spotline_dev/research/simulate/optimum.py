@@ -15,6 +15,29 @@ import numpy.typing as npt
 from spotline_dev.research.simulate.model import Job
 
 
+def start_capacity(flags: npt.NDArray[np.bool_], overhead: int) -> npt.NDArray[np.bool_]:
+    """`[r, b, s]`: capacity in region r of window b for every step of a start-up beginning at s,
+    from `flags` (places, batch, length); a start-up of 0 steps still needs capacity in the step
+    it trains."""
+    places, batch, length = flags.shape
+    counts = np.concatenate([np.zeros((places, batch, 1), dtype=np.int64), np.cumsum(flags, axis=2)], axis=2)
+    can_start = np.zeros((places, batch, length + 1), dtype=np.bool_)
+    starts = np.arange(length + 1)
+    span = max(overhead, 1)
+    fits = starts + span <= length
+    ridx = np.transpose(counts, (2, 0, 1))  # (length + 1, places, batch)
+    can_start[:, :, fits] = np.transpose(ridx[starts[fits] + span] - ridx[starts[fits]], (1, 2, 0)) == span
+    return can_start
+
+
+def best_elsewhere(best: npt.NDArray[np.float64], copy_cost: float) -> npt.NDArray[np.float64]:
+    """`[r, ...]`: the least of `best` over every region but r (axis 0), plus the copy to r."""
+    order = np.sort(best, axis=0)
+    least, second = order[0], order[1]
+    elsewhere: npt.NDArray[np.float64] = np.where(best == least[None], second[None], least[None]) + copy_cost
+    return elsewhere
+
+
 def optimal_costs(job: Job, available: npt.NDArray[np.bool_], horizon: int | None = None) -> npt.NDArray[np.float64]:
     """The least cost of having finished the job by each step 0..horizon, knowing the trace.
 
@@ -66,14 +89,7 @@ def optimal_costs_across_regions(
     slots = d + k + 1
     arriving_spot = np.full((slots, places, batch, work + 1), inf)
     arriving_od = np.full_like(arriving_spot, inf)
-    # can_start[r, b, s]: capacity in region r for every step of a start-up beginning at s
-    counts = np.concatenate([np.zeros((places, batch, 1), dtype=np.int64), np.cumsum(flags, axis=2)], axis=2)
-    can_start = np.zeros((places, batch, length + 1), dtype=np.bool_)
-    starts = np.arange(length + 1)
-    fits = starts + max(d, 1) <= length
-    span = max(d, 1)  # a start-up of 0 steps still needs capacity in the step it trains
-    ridx = np.transpose(counts, (2, 0, 1))  # (length + 1, places, batch)
-    can_start[:, :, fits] = np.transpose(ridx[starts[fits] + span] - ridx[starts[fits]], (1, 2, 0)) == span
+    can_start = start_capacity(flags, d)
     done = np.full((batch, steps + 1), inf)
     for t in range(steps + 1):
         slot = t % slots
@@ -91,9 +107,7 @@ def optimal_costs_across_regions(
         if t == steps:
             break
         if places > 1:  # the best state elsewhere, plus the copy (sorted: the least and the second least)
-            order = np.sort(best, axis=0)
-            least, second = order[0], order[1]
-            elsewhere = np.where(best == least[None], second[None], least[None]) + job.copy_cost
+            elsewhere = best_elsewhere(best, job.copy_cost)
         for r in range(places):
             moves = [(d, best[r])] + ([(k + d, elsewhere[r])] if places > 1 else [])
             for delay, source in moves:

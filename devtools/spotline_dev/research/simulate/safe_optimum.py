@@ -1,0 +1,166 @@
+"""The cheapest schedule that never risks the deadline: the safe optimum.
+
+The hindsight optimum (`optimal_costs`) may bet on spot at any moment because it knows the trace.
+A schedule is *safe* when at every step, before anything happens in it, an on-demand restart
+from the last checkpoint, started now where the checkpoint is, would still finish by the
+deadline: with l = t - p (time not turned into progress), u the training since the last save,
+s = D - W the slack and d the restart, `l + u <= s - d` off on-demand, and on on-demand it
+finishes in time. `safe_costs` is the least cost, knowing the trace, of a safe schedule that
+finishes by the deadline. A policy that is safe at every moment never pays less on the same
+trace, so it bounds every policy that never risks a deadline; a policy that gambles and wins may
+still pay less on one job.
+
+Conventions are those of `optimal_costs_across_regions` (costs, start-ups, the step order, the
+credit of the step before a preemption); the safety check comes before that credit. A stop the
+workflow asks for saves; a preemption loses the training since the last save. An attempt saves
+after `first_interval` steps of training, then every `job.checkpoint`. A job without checkpoints
+(`job.checkpoint` None) still saves when it stops, and a preemption loses everything since its
+attempt landed.
+
+Since l never decreases along a schedule, the program runs over (time, l) with l in 0..s. A spot
+state at l is *free* when no u it can reach is unsafe; otherwise (a band at most one checkpoint
+interval wide below `s - d`) it also tracks j, the training since the attempt landed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from spotline_dev.research.simulate.model import Job
+from spotline_dev.research.simulate.optimum import best_elsewhere, start_capacity
+
+Floats = npt.NDArray[np.float64]
+
+
+def unsaved(steps: int, first: int | None, every: int | None) -> int:
+    """The training not yet saved after `steps` of training in one attempt: the first save after
+    `first` steps (None: never), then one every `every` (None: no more)."""
+    if first is None or steps < first:
+        return steps
+    return steps - first if every is None else (steps - first) % every
+
+
+def _band(limit: int, first: int | None, every: int | None) -> tuple[int, npt.NDArray[np.bool_]]:
+    """The band of spot states that track j: its lowest l, and `reach[l - lowest, j]`, whether an
+    attempt landed at l can still be training safely after j steps."""
+    widest = None if first is None or every is None else max(first, every) - 1  # the most u reaches
+    lowest = 0 if widest is None else max(0, limit - widest + 1)
+    if limit < lowest:
+        return lowest, np.zeros((0, 1), dtype=np.bool_)
+    levels = np.arange(lowest, limit + 1)
+    columns = [np.ones(len(levels), dtype=np.bool_)]
+    while columns[-1].any():
+        j = len(columns)
+        columns.append(columns[-1] & (levels + unsaved(j, first, every) <= limit))
+    return lowest, np.stack(columns[:-1], axis=1)
+
+
+def safe_costs(
+    job: Job, windows: npt.NDArray[np.bool_], *, first_interval: int | None = None, safe: bool = True
+) -> Floats:
+    """The safe optimum of the job on one trace window (T,) or a batch (B, T): a 0-d array or (B,),
+    `inf` where no schedule finishes by `job.deadline`. `safe=False` drops the safety check and
+    gives the hindsight optimum at the deadline (`optimal_costs(...)[job.deadline]`)."""
+    flags = np.asarray(windows, dtype=np.bool_)
+    one_region = flags[None, :] if flags.ndim == 1 else flags[:, None, :]
+    return safe_costs_across_regions(job, one_region, first_interval=first_interval, safe=safe)
+
+
+def safe_costs_across_regions(
+    job: Job, windows: npt.NDArray[np.bool_], *, first_interval: int | None = None, safe: bool = True
+) -> Floats:
+    """`safe_costs` when the job may run in any of several regions: `windows` is (R, T) or a
+    batch (B, R, T), with the moves and copies of `optimal_costs_across_regions`. The on-demand
+    fallback is where the checkpoint is, so the condition is the same in every region."""
+    flags = np.asarray(windows, dtype=np.bool_)
+    single = flags.ndim == 2
+    if single:
+        flags = flags[None]
+    batch, places, length = flags.shape
+    flags = np.ascontiguousarray(flags.transpose(1, 0, 2))  # (places, batch, length)
+    work, deadline, d, k = job.work, job.deadline, job.overhead, job.copy
+    if length < deadline:
+        raise ValueError(f"the trace window has {length} steps, the deadline needs {deadline}")
+    if first_interval is not None and first_interval <= 0:
+        raise ValueError("the first checkpoint comes after a positive number of steps")
+    inf = np.inf
+    finished = np.full(batch, inf)
+    slack = deadline - work
+    if slack < d:  # not even on-demand from the start finishes
+        return finished.reshape(()) if single else finished
+    limit = slack - d if safe else slack  # the largest l an idle or spot state may have
+    first = job.checkpoint if first_interval is None else first_interval
+    if safe:
+        lowest, reach = _band(limit, first, job.checkpoint)
+    else:
+        lowest, reach = limit + 1, np.zeros((0, 1), dtype=np.bool_)
+    levels = slack + 1
+    spot_step, od_step = job.spot_price * job.step_hours, job.on_demand_price * job.step_hours
+    spot_start, od_start = job.billed_start * spot_step, job.billed_start * od_step
+    idle = np.full((places, batch, levels), inf)
+    idle[:, :, 0] = 0.0
+    spot = np.full_like(idle, inf)  # free spot states: l < lowest
+    ondemand = np.full_like(idle, inf)
+    width = reach.shape[0]
+    band = np.full((places, batch, width, reach.shape[1]), inf)  # [.., l - lowest, j]
+    top = lowest + width  # band levels are lowest..top - 1
+    slots = d + k + 1
+    arriving_spot = np.full((slots, places, batch, levels), inf)
+    arriving_od = np.full_like(arriving_spot, inf)
+    can_start = start_capacity(flags, d)
+
+    def land(slot: int) -> None:
+        np.minimum(ondemand, arriving_od[slot], out=ondemand)
+        np.minimum(spot[..., :lowest], arriving_spot[slot, ..., :lowest], out=spot[..., :lowest])
+        if width:
+            np.minimum(band[..., 0], arriving_spot[slot, ..., lowest:top], out=band[..., 0])
+        arriving_spot[slot] = inf
+        arriving_od[slot] = inf
+
+    for t in range(deadline + 1):
+        land(t % slots)
+        if t < deadline:
+            gone = ~flags[:, :, t, None]  # no capacity: a spot instance stops, keeping what it trained
+            idle = np.where(gone, np.minimum(idle, spot), idle)
+            spot = np.where(gone, inf, spot)
+            if width:
+                idle[..., lowest:top] = np.where(
+                    gone, np.minimum(idle[..., lowest:top], band.min(axis=3)), idle[..., lowest:top]
+                )
+                band = np.where(gone[..., None], inf, band)
+        best = np.minimum(np.minimum(idle, spot), ondemand)
+        if width:
+            np.minimum(best[..., lowest:top], band.min(axis=3), out=best[..., lowest:top])
+        if t >= work:  # progress W sits at l = t - W
+            np.minimum(finished, best[:, :, t - work].min(axis=0), out=finished)
+        if t == deadline:
+            break
+        moves = [(d, best)]
+        if places > 1:
+            moves.append((k + d, best_elsewhere(best, job.copy_cost)))
+        for delay, source in moves:
+            begin = t + delay - d  # the start-up begins after any copy
+            if begin >= length or delay >= levels:
+                continue
+            target = (t + delay) % slots  # landing at l + delay
+            od_land = arriving_od[target, ..., delay:]
+            np.minimum(od_land, source[..., : levels - delay] + od_start, out=od_land)
+            if limit + 1 > delay:
+                spot_land = arriving_spot[target, ..., delay : limit + 1]
+                fresh = np.where(can_start[:, :, begin, None], source[..., : limit + 1 - delay] + spot_start, inf)
+                np.minimum(spot_land, fresh, out=spot_land)
+        if d == 0:  # lands now: trains in this very step
+            land(t % slots)
+        done_next = t + 1 - work  # an attempt reaching W at t + 1 may finish past the band's bound
+        if width and lowest <= done_next < top:
+            np.minimum(finished, band[:, :, done_next - lowest].min(axis=(0, 2)) + spot_step, out=finished)
+        spot = spot + spot_step
+        ondemand = ondemand + od_step
+        if width:
+            trained = np.full_like(band, inf)
+            trained[..., 1:] = np.where(reach[:, 1:], band[..., :-1] + spot_step, inf)
+            band = trained
+        idle = np.full_like(best, inf)
+        idle[..., 1 : limit + 1] = best[..., :limit]  # idle one more step: l + 1, still safe
+    return finished.reshape(()) if single else finished
