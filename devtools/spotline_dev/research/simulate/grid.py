@@ -1,5 +1,6 @@
 """The grid of simulated jobs (traces x job lengths x start offsets x deadline slacks) and its
-runs: a `Row` per policy and job, against the offline optimum of the same job."""
+runs: a `Row` per policy and job, against the offline optimum and the safe optimum of the same
+job."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+import numpy.typing as npt
 
 from spotline.core.regions.regions import GIB, copy_estimate
 from spotline_dev.research.simulate.model import (
@@ -24,6 +26,7 @@ from spotline_dev.research.simulate.model import (
 )
 from spotline_dev.research.simulate.optimum import optimal_costs
 from spotline_dev.research.simulate.policies import POLICIES, run_policy
+from spotline_dev.research.simulate.safe_optimum import safe_costs, safe_costs_across_regions
 from spotline_dev.research.traces import Trace
 
 ML_P3_2XLARGE_USD_PER_HOUR = 3.825
@@ -112,6 +115,8 @@ class Row:
     reason: str
     moves: int = 0
     """Attempts started in another region than the one before (`--regions`)."""
+    safe_optimum: float = math.inf
+    """The cheapest schedule that never risks the deadline (`safe_costs`); `inf` when infeasible."""
 
     @property
     def feasible(self) -> bool:
@@ -125,6 +130,12 @@ class Row:
     def vs_optimum(self) -> float:
         return self.cost / self.optimum if self.feasible and self.optimum > 0 else math.nan
 
+    @property
+    def vs_safe_optimum(self) -> float:
+        """Below 1 only for a policy that risked the deadline on this job and was lucky."""
+        finite = self.feasible and math.isfinite(self.safe_optimum) and self.safe_optimum > 0
+        return self.cost / self.safe_optimum if finite else math.nan
+
 
 def row_of(
     *,
@@ -136,6 +147,7 @@ def row_of(
     job: Job,
     outcome: Outcome,
     optimum: float,
+    safe_optimum: float = math.inf,
 ) -> Row:
     hours = job.step_hours
     return Row(
@@ -158,6 +170,7 @@ def row_of(
         switched_at_hours=None if outcome.switched_at is None else outcome.switched_at * hours,
         reason=outcome.reason,
         moves=outcome.moves,
+        safe_optimum=safe_optimum,
     )
 
 
@@ -169,6 +182,7 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
     loosest = grid.job(work_hours, max(grid.slacks))
     windows = np.stack([trace.availability(grid.step_seconds, s * HOUR, loosest.deadline) for s in starts])
     best = optimal_costs(loosest, windows, horizon=loosest.deadline)
+    safe = {slack: safe_optima(grid.job(work_hours, slack), windows) for slack in grid.slacks}
     rows: list[Row] = []
     for i, start_hours in enumerate(starts):
         start = trace.start + timedelta(hours=start_hours)
@@ -187,9 +201,16 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
                         job=job,
                         outcome=outcome,
                         optimum=float(best[i, job.deadline]),
+                        safe_optimum=float(safe[slack][i]),
                     )
                 )
     return rows
+
+
+def safe_optima(job: Job, windows: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """The safe optimum of the job in each window (B, T) or (B, R, T), T at least its deadline."""
+    cut = windows[..., : job.deadline]
+    return safe_costs(job, cut) if windows.ndim == 2 else safe_costs_across_regions(job, cut)
 
 
 def _run_cell(args: tuple[Trace, GridSpec, float]) -> list[Row]:

@@ -1,5 +1,5 @@
 """The grid across regions: every job of the grid free to move between a set's regions (against
-the multi-region optimum), and pinned to each region (against that region's optimum)."""
+the multi-region optimum and safe optimum), and pinned to each region (against that region's)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 
 from spotline.core.regions.regions import RECORD_WINDOW_SECONDS
-from spotline_dev.research.simulate.grid import GridSpec, Row, row_of
+from spotline_dev.research.simulate.grid import GridSpec, Row, row_of, safe_optima
 from spotline_dev.research.simulate.model import HOUR
 from spotline_dev.research.simulate.optimum import optimal_costs, optimal_costs_across_regions
 from spotline_dev.research.simulate.policies import run_policy
@@ -35,6 +35,11 @@ def run_region_cell(regions: RegionSet, grid: GridSpec, work_hours: float) -> li
     )  # (starts, regions, steps)
     everywhere = optimal_costs_across_regions(loosest, windows, horizon=loosest.deadline)
     pinned = [optimal_costs(loosest, windows[:, r], horizon=loosest.deadline) for r in range(len(regions.regions))]
+    safe_everywhere = {slack: safe_optima(grid.job(work_hours, slack), windows) for slack in grid.slacks}
+    safe_pinned = {
+        slack: [safe_optima(grid.job(work_hours, slack), windows[:, r]) for r in range(len(regions.regions))]
+        for slack in grid.slacks
+    }
     first = regions.zones[0][0]
     rows: list[Row] = []
     day = RECORD_WINDOW_SECONDS / HOUR
@@ -61,12 +66,14 @@ def run_region_cell(regions: RegionSet, grid: GridSpec, work_hours: float) -> li
                     history=history,
                 )
                 optimum = float(everywhere[i, job.deadline])
-                rows.append(row(source=ACROSS_REGIONS, outcome=outcome, optimum=optimum))
+                safe = float(safe_everywhere[slack][i])
+                rows.append(row(source=ACROSS_REGIONS, outcome=outcome, optimum=optimum, safe_optimum=safe))
             for r, region in enumerate(regions.regions):
                 for name in grid.policies:
                     outcome = run_policy(name, job, window[r], start)
                     optimum = float(pinned[r][i, job.deadline])
-                    rows.append(row(source=region, outcome=outcome, optimum=optimum))
+                    safe = float(safe_pinned[slack][r][i])
+                    rows.append(row(source=region, outcome=outcome, optimum=optimum, safe_optimum=safe))
     return rows
 
 

@@ -17,8 +17,9 @@ from spotline_dev.research.simulate.report import (
     CSV_FIELDS,
     SUMMARY_FIELDS,
     format_table,
-    optimum_summary,
+    optima_summaries,
     policies_json,
+    safe_optimum_json,
     slack_table,
     summarize,
     summary_json,
@@ -47,9 +48,10 @@ def regions_json(grid: GridSpec, sets: Sequence[RegionSet], rows: Sequence[Row])
         "jobs": len({(r.trace, r.start_hours, r.work_hours, r.slack) for r in can_start}),
         "policies": policies_json(can_start, tuple(REGION_POLICIES)),
     }
+    pinned = {region: [r for r in rows if r.source == region] for region in regions}
     document["singleRegion"] = {
-        region: {"policies": policies_json([r for r in rows if r.source == region], grid.policies)}
-        for region in regions
+        region: {"policies": policies_json(own, grid.policies), "safeOptimum": safe_optimum_json(own)}
+        for region, own in pinned.items()
     }
     return document
 
@@ -64,19 +66,19 @@ def run_regions(
     runs_csv, summary_csv = out_dir / "runs.csv", out_dir / "summary.csv"
     write_csv(rows, CSV_FIELDS, runs_csv)
     across = [r for r in rows if r.source == ACROSS_REGIONS]
-    write_csv([*summarize(across, tuple(REGION_POLICIES)), optimum_summary(across)], SUMMARY_FIELDS, summary_csv)
+    write_csv([*summarize(across, tuple(REGION_POLICIES)), *optima_summaries(across)], SUMMARY_FIELDS, summary_csv)
     seconds = time.perf_counter() - began
     if as_json:
         print(json.dumps(regions_json(grid, sets, rows), indent=2, allow_nan=False))
         print(f"wrote {runs_csv}, {summary_csv} in {seconds:.1f}s", file=sys.stderr)
         return 0
     print("\nacross regions (against the multi-region optimum):")
-    print(format_table([*summarize(across, tuple(REGION_POLICIES)), optimum_summary(across)]))
+    print(format_table([*summarize(across, tuple(REGION_POLICIES)), *optima_summaries(across)]))
     print("\nmean cost / optimum by deadline slack, across regions:")
     print(slack_table(across, tuple(REGION_POLICIES)))
     for region in sorted({r.source for r in rows} - {ACROSS_REGIONS}):
         pinned = [r for r in rows if r.source == region]
         print(f"\npinned to {region} (against that region's optimum):")
-        print(format_table([*summarize(pinned, grid.policies), optimum_summary(pinned)]))
+        print(format_table([*summarize(pinned, grid.policies), *optima_summaries(pinned)]))
     print(f"\nwrote {runs_csv}, {summary_csv} in {seconds:.1f}s")
     return 0

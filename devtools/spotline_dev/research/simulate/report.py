@@ -27,6 +27,8 @@ class Summary:
     worst_vs_on_demand: float
     mean_vs_optimum: float
     """Mean of the per-instance ratios cost / optimum."""
+    mean_vs_safe_optimum: float
+    """Mean of the per-instance ratios cost / safe optimum, over the same instances."""
     worst_vs_optimum: float
     bill_vs_optimum: float
     """Sum of costs over the sum of optimal costs: the whole grid's bill against the best one."""
@@ -59,6 +61,7 @@ def summarize(rows: Iterable[Row], policies: Sequence[str] | None = None) -> lis
                 mean_vs_on_demand=_mean([r.vs_on_demand for r in feasible]),
                 worst_vs_on_demand=max((r.vs_on_demand for r in feasible), default=math.nan),
                 mean_vs_optimum=_mean([r.vs_optimum for r in feasible]),
+                mean_vs_safe_optimum=_mean([r.vs_safe_optimum for r in feasible]),
                 worst_vs_optimum=max((r.vs_optimum for r in feasible), default=math.nan),
                 bill_vs_optimum=sum(r.cost for r in feasible) / best if best > 0 else math.nan,
                 missed=sum(1 for r in group if not r.met),
@@ -68,12 +71,18 @@ def summarize(rows: Iterable[Row], policies: Sequence[str] | None = None) -> lis
     return out
 
 
-def optimum_summary(rows: Iterable[Row]) -> Summary:
-    """The offline optimum as a line of the table (it misses exactly the infeasible deadlines)."""
+def _instances(rows: Iterable[Row]) -> list[Row]:
+    """One row per job (trace, start, work, slack): what every policy's row says of its optima."""
     instances: dict[tuple[str, float, float, float], Row] = {}
     for row in rows:
         instances.setdefault((row.trace, row.start_hours, row.work_hours, row.slack), row)
-    feasible = [r for r in instances.values() if r.feasible]
+    return list(instances.values())
+
+
+def optimum_summary(rows: Iterable[Row]) -> Summary:
+    """The offline optimum as a line of the table (it misses exactly the infeasible deadlines)."""
+    instances = _instances(rows)
+    feasible = [r for r in instances if r.feasible]
     ratios = [r.optimum / r.on_demand_cost for r in feasible]
     return Summary(
         policy="optimum",
@@ -82,11 +91,40 @@ def optimum_summary(rows: Iterable[Row]) -> Summary:
         mean_vs_on_demand=_mean(ratios),
         worst_vs_on_demand=max(ratios, default=math.nan),
         mean_vs_optimum=1.0,
+        mean_vs_safe_optimum=_mean([r.optimum / r.safe_optimum for r in feasible]),
         worst_vs_optimum=1.0,
         bill_vs_optimum=1.0,
         missed=len(instances) - len(feasible),
         missed_feasible=0,
     )
+
+
+def safe_optimum_summary(rows: Iterable[Row]) -> Summary:
+    """The safe optimum as a line of the table: what never risking a deadline costs at the least,
+    over the hindsight optimum (feasible on the same jobs)."""
+    instances = _instances(rows)
+    feasible = [r for r in instances if r.feasible]
+    over_od = [r.safe_optimum / r.on_demand_cost for r in feasible]
+    over_optimum = [r.safe_optimum / r.optimum for r in feasible if r.optimum > 0]
+    best = sum(r.optimum for r in feasible)
+    return Summary(
+        policy="safe optimum",
+        runs=len(instances),
+        feasible=len(feasible),
+        mean_vs_on_demand=_mean(over_od),
+        worst_vs_on_demand=max(over_od, default=math.nan),
+        mean_vs_optimum=_mean(over_optimum),
+        mean_vs_safe_optimum=1.0,
+        worst_vs_optimum=max(over_optimum, default=math.nan),
+        bill_vs_optimum=sum(r.safe_optimum for r in feasible) / best if best > 0 else math.nan,
+        missed=len(instances) - len(feasible),
+        missed_feasible=0,
+    )
+
+
+def optima_summaries(rows: Sequence[Row]) -> list[Summary]:
+    """The two lines that close a table: the offline optimum and the safe optimum."""
+    return [optimum_summary(rows), safe_optimum_summary(rows)]
 
 
 def _json_number(value: float) -> float | None:
@@ -100,12 +138,24 @@ def policies_json(rows: Iterable[Row], policies: Sequence[str]) -> dict[str, dic
         s.policy: {
             "runs": s.runs,
             "meanOverOptimum": _json_number(s.mean_vs_optimum),
+            "meanOverSafeOptimum": _json_number(s.mean_vs_safe_optimum),
             "worstOverOptimum": _json_number(s.worst_vs_optimum),
             "meanOverOnDemand": _json_number(s.mean_vs_on_demand),
             "missed": s.missed,
             "missedFeasible": s.missed_feasible,
         }
         for s in summarize(rows, policies)
+    }
+
+
+def safe_optimum_json(rows: Iterable[Row]) -> dict[str, object]:
+    """The safe optimum's own figures for `--json`: over the hindsight optimum and on-demand."""
+    s = safe_optimum_summary(rows)
+    return {
+        "feasible": s.feasible,
+        "meanOverOptimum": _json_number(s.mean_vs_optimum),
+        "worstOverOptimum": _json_number(s.worst_vs_optimum),
+        "meanOverOnDemand": _json_number(s.mean_vs_on_demand),
     }
 
 
@@ -131,21 +181,22 @@ def summary_json(
             "jobs": len(jobs),
         },
         "policies": policies_json(rows, grid.policies if policies is None else policies),
+        "safeOptimum": safe_optimum_json(rows),
     }
 
 
 def format_table(summaries: Sequence[Summary]) -> str:
     name = max([13, *(len(s.policy) for s in summaries)])
     head = (
-        f"{'policy':<{name}} {'runs':>5} {'mean/OD':>8} {'worst/OD':>8} {'mean/opt':>8} {'worst/opt':>9} "
-        f"{'bill/opt':>8} {'missed':>7} {'miss rate':>9} {'missed feasible':>15}"
+        f"{'policy':<{name}} {'runs':>5} {'mean/OD':>8} {'worst/OD':>8} {'mean/opt':>8} {'mean/safe':>9} "
+        f"{'worst/opt':>9} {'bill/opt':>8} {'missed':>7} {'miss rate':>9} {'missed feasible':>15}"
     )
     lines = [head, "-" * len(head)]
     for s in summaries:
         lines.append(
             f"{s.policy:<{name}} {s.runs:>5} {s.mean_vs_on_demand:>8.3f} {s.worst_vs_on_demand:>8.3f} "
-            f"{s.mean_vs_optimum:>8.3f} {s.worst_vs_optimum:>9.3f} {s.bill_vs_optimum:>8.3f} "
-            f"{s.missed:>7} {100 * s.miss_rate:>8.1f}% {s.missed_feasible:>15}"
+            f"{s.mean_vs_optimum:>8.3f} {s.mean_vs_safe_optimum:>9.3f} {s.worst_vs_optimum:>9.3f} "
+            f"{s.bill_vs_optimum:>8.3f} {s.missed:>7} {100 * s.miss_rate:>8.1f}% {s.missed_feasible:>15}"
         )
     return "\n".join(lines)
 
@@ -190,8 +241,10 @@ CSV_FIELDS = (
     "cost",
     "on_demand_cost",
     "optimum",
+    "safe_optimum",
     "vs_on_demand",
     "vs_optimum",
+    "vs_safe_optimum",
     "feasible",
     "met",
     "finished_hours",
@@ -210,6 +263,7 @@ SUMMARY_FIELDS = (
     "mean_vs_on_demand",
     "worst_vs_on_demand",
     "mean_vs_optimum",
+    "mean_vs_safe_optimum",
     "worst_vs_optimum",
     "bill_vs_optimum",
     "missed",
@@ -307,7 +361,7 @@ def run(traces: Sequence[Trace], grid: GridSpec, out_dir: Path, *, workers: int 
     """The grid, its table, `runs.csv`, `summary.csv` and `cost_vs_slack.png` in `out_dir`."""
     began = time.perf_counter()
     rows = run_grid(traces, grid, workers=workers)
-    summaries = [*summarize(rows, grid.policies), optimum_summary(rows)]
+    summaries = [*summarize(rows, grid.policies), *optima_summaries(rows)]
     out_dir.mkdir(parents=True, exist_ok=True)
     runs_csv, summary_csv = out_dir / "runs.csv", out_dir / "summary.csv"
     write_csv(rows, CSV_FIELDS, runs_csv)

@@ -102,6 +102,7 @@ def safe_costs_across_regions(
     idle[:, :, 0] = 0.0
     spot = np.full_like(idle, inf)  # free spot states: l < lowest
     ondemand = np.full_like(idle, inf)
+    best = np.full_like(idle, inf)
     width = reach.shape[0]
     band = np.full((places, batch, width, reach.shape[1]), inf)  # [.., l - lowest, j]
     top = lowest + width  # band levels are lowest..top - 1
@@ -110,57 +111,71 @@ def safe_costs_across_regions(
     arriving_od = np.full_like(arriving_spot, inf)
     can_start = start_capacity(flags, d)
 
-    def land(slot: int) -> None:
-        np.minimum(ondemand, arriving_od[slot], out=ondemand)
-        np.minimum(spot[..., :lowest], arriving_spot[slot, ..., :lowest], out=spot[..., :lowest])
-        if width:
+    def land(slot: int, lo: int, hi: int) -> None:
+        """Merge the start-ups landing now (at live levels lo..hi - 1)."""
+        np.minimum(ondemand[..., lo:hi], arriving_od[slot, ..., lo:hi], out=ondemand[..., lo:hi])
+        free = min(hi, lowest)
+        if lo < free:
+            np.minimum(spot[..., lo:free], arriving_spot[slot, ..., lo:free], out=spot[..., lo:free])
+        if width and lowest < hi and lo < top:
             np.minimum(band[..., 0], arriving_spot[slot, ..., lowest:top], out=band[..., 0])
-        arriving_spot[slot] = inf
-        arriving_od[slot] = inf
+        arriving_spot[slot, ..., lo:hi] = inf
+        arriving_od[slot, ..., lo:hi] = inf
 
     for t in range(deadline + 1):
-        land(t % slots)
-        if t < deadline:
-            gone = ~flags[:, :, t, None]  # no capacity: a spot instance stops, keeping what it trained
-            idle = np.where(gone, np.minimum(idle, spot), idle)
-            spot = np.where(gone, inf, spot)
-            if width:
-                idle[..., lowest:top] = np.where(
-                    gone, np.minimum(idle[..., lowest:top], band.min(axis=3)), idle[..., lowest:top]
-                )
+        lo, hi = max(0, t - work), min(t, slack) + 1  # live levels: progress in 0..W
+        land(t % slots, lo, hi)
+        banded = width > 0 and lowest < hi and lo < top
+        if t < deadline and not flags[:, :, t].all():  # no capacity: spot stops, keeping what it trained
+            gone = ~flags[:, :, t, None]
+            free = min(hi, lowest)
+            if lo < free:
+                live = idle[..., lo:free]
+                live[...] = np.where(gone, np.minimum(live, spot[..., lo:free]), live)
+                spot[..., lo:free] = np.where(gone, inf, spot[..., lo:free])
+            if banded:
+                live = idle[..., lowest:top]
+                live[...] = np.where(gone, np.minimum(live, band.min(axis=3)), live)
                 band = np.where(gone[..., None], inf, band)
-        best = np.minimum(np.minimum(idle, spot), ondemand)
-        if width:
+        now = best[..., lo:hi]
+        np.minimum(idle[..., lo:hi], spot[..., lo:hi], out=now)
+        np.minimum(now, ondemand[..., lo:hi], out=now)
+        if banded:
             np.minimum(best[..., lowest:top], band.min(axis=3), out=best[..., lowest:top])
         if t >= work:  # progress W sits at l = t - W
             np.minimum(finished, best[:, :, t - work].min(axis=0), out=finished)
         if t == deadline:
             break
-        moves = [(d, best)]
+        moves = [(d, now)]
         if places > 1:
-            moves.append((k + d, best_elsewhere(best, job.copy_cost)))
+            moves.append((k + d, best_elsewhere(now, job.copy_cost)))
         for delay, source in moves:
             begin = t + delay - d  # the start-up begins after any copy
-            if begin >= length or delay >= levels:
+            first_level, last_level = lo + delay, min(hi + delay, levels)  # landing at l + delay
+            if begin >= length or first_level >= last_level:
                 continue
-            target = (t + delay) % slots  # landing at l + delay
-            od_land = arriving_od[target, ..., delay:]
-            np.minimum(od_land, source[..., : levels - delay] + od_start, out=od_land)
-            if limit + 1 > delay:
-                spot_land = arriving_spot[target, ..., delay : limit + 1]
-                fresh = np.where(can_start[:, :, begin, None], source[..., : limit + 1 - delay] + spot_start, inf)
+            target = (t + delay) % slots
+            od_land = arriving_od[target, ..., first_level:last_level]
+            np.minimum(od_land, source[..., : last_level - first_level] + od_start, out=od_land)
+            spot_last = min(last_level, limit + 1)
+            if spot_last > first_level:
+                fresh = source[..., : spot_last - first_level] + spot_start
+                fresh[~can_start[:, :, begin]] = inf
+                spot_land = arriving_spot[target, ..., first_level:spot_last]
                 np.minimum(spot_land, fresh, out=spot_land)
         if d == 0:  # lands now: trains in this very step
-            land(t % slots)
+            land(t % slots, lo, hi)
         done_next = t + 1 - work  # an attempt reaching W at t + 1 may finish past the band's bound
-        if width and lowest <= done_next < top:
+        if banded and lowest <= done_next < top:
             np.minimum(finished, band[:, :, done_next - lowest].min(axis=(0, 2)) + spot_step, out=finished)
-        spot = spot + spot_step
-        ondemand = ondemand + od_step
-        if width:
+        free = min(hi, lowest)
+        spot[..., lo:free] += spot_step
+        ondemand[..., lo:hi] += od_step
+        if banded:
             trained = np.full_like(band, inf)
             trained[..., 1:] = np.where(reach[:, 1:], band[..., :-1] + spot_step, inf)
             band = trained
-        idle = np.full_like(best, inf)
-        idle[..., 1 : limit + 1] = best[..., :limit]  # idle one more step: l + 1, still safe
+        safe_top = min(hi, limit)  # idle one more step: l + 1, still safe
+        idle[..., lo] = inf
+        idle[..., lo + 1 : safe_top + 1] = best[..., lo:safe_top]
     return finished.reshape(()) if single else finished

@@ -89,12 +89,26 @@ def test_spotline_simulate_json_prints_one_document_and_nothing_else(
         "traces": 5,
         "jobs": 5 * 3 * 2,
     }
-    keys = {"runs", "meanOverOptimum", "worstOverOptimum", "meanOverOnDemand", "missed", "missedFeasible"}
+    keys = {
+        "runs",
+        "meanOverOptimum",
+        "meanOverSafeOptimum",
+        "worstOverOptimum",
+        "meanOverOnDemand",
+        "missed",
+        "missedFeasible",
+    }
     assert list(document["policies"]) == list(POLICIES)
     for name, numbers in document["policies"].items():
         assert set(numbers) == keys, name
         assert numbers["runs"] == 5 * 3 * 2
     assert document["policies"]["on-demand"]["meanOverOnDemand"] == 1.0
+    safe = document["safeOptimum"]
+    assert 1.0 <= safe["meanOverOptimum"] <= safe["worstOverOptimum"]
+    for name in ("on-demand", "spotline"):  # never risking a deadline costs at least the safe optimum
+        numbers = document["policies"][name]
+        assert numbers["meanOverSafeOptimum"] >= 1.0 - 1e-4, name
+        assert numbers["meanOverSafeOptimum"] <= numbers["meanOverOptimum"], name
     assert "aws-fixture.log (aws): 2 traces" in printed.err
     assert "grid: 5 traces" in printed.err
     assert (out / "runs.csv").is_file() and (out / "summary.csv").is_file()
@@ -108,10 +122,17 @@ def test_summary_json_rounds_and_turns_nan_into_null() -> None:
     assert document["policies"]["spotline"] == {
         "runs": 0,
         "meanOverOptimum": None,
+        "meanOverSafeOptimum": None,
         "worstOverOptimum": None,
         "meanOverOnDemand": None,
         "missed": 0,
         "missedFeasible": 0,
+    }
+    assert document["safeOptimum"] == {
+        "feasible": 0,
+        "meanOverOptimum": None,
+        "worstOverOptimum": None,
+        "meanOverOnDemand": None,
     }
 
 

@@ -192,11 +192,14 @@ def test_spotline_simulate_regions_json_keeps_the_shape_and_adds_single_regions(
     document = json.loads(capsys.readouterr().out)
     assert document["grid"]["regions"] == ["us-east-1", "us-west-2"]
     assert set(document["policies"]) == {"on-demand", "greedy", "uniform", "eager-next-region", "spotline"}
-    figures = {"runs", "meanOverOptimum", "worstOverOptimum", "meanOverOnDemand", "missed", "missedFeasible"}
+    figures = {"runs", "meanOverOptimum", "meanOverSafeOptimum", "worstOverOptimum", "meanOverOnDemand"}
+    figures |= {"missed", "missedFeasible"}
     assert set(document["policies"]["spotline"]) == figures
     assert set(document["singleRegion"]) == {"us-east-1", "us-west-2"}
     assert set(document["singleRegion"]["us-west-2"]["policies"]["spotline"]) == figures
     assert document["policies"]["spotline"]["missedFeasible"] == 0
+    assert document["safeOptimum"]["meanOverOptimum"] >= 1.0
+    assert document["singleRegion"]["us-west-2"]["safeOptimum"]["meanOverOptimum"] >= 1.0
     across = document["policies"]["spotline"]["meanOverOnDemand"]
     assert across < min(r["policies"]["spotline"]["meanOverOnDemand"] for r in document["singleRegion"].values())
     assert document["whereSpotCanStart"]["jobs"] == document["grid"]["jobs"]  # slack 2h and 4h: all of them

@@ -7,7 +7,14 @@ from datetime import timedelta
 import pytest
 
 from devtools.research.simulate.fixture_traces import START
-from spotline_dev.research.simulate import POLICIES, GridSpec, optimum_summary, run_grid, summarize
+from spotline_dev.research.simulate import (
+    POLICIES,
+    GridSpec,
+    optimum_summary,
+    run_grid,
+    safe_optimum_summary,
+    summarize,
+)
 from spotline_dev.research.traces import Config, Trace
 
 
@@ -32,6 +39,11 @@ def test_misses_are_counted_over_all_runs_and_over_feasible_ones() -> None:
         assert summaries[name].missed_feasible == 0, name
     best = optimum_summary(rows)
     assert (best.runs, best.feasible, best.missed) == (2, 1, 1)
+    safe = safe_optimum_summary(rows)
+    assert (safe.runs, safe.feasible, safe.missed) == (2, 1, 1)
+    # One feasible job: each optimum's mean over the other is the inverse of the other's.
+    assert safe.mean_vs_optimum >= 1.0 and best.mean_vs_safe_optimum == pytest.approx(1 / safe.mean_vs_optimum)
+    assert summaries["on-demand"].mean_vs_safe_optimum >= 1.0
     missed = next(r for r in rows if r.policy == "spot-ckpt" and r.slack == 1.0)
     assert not missed.met and missed.finished_hours is None
     # Spot paid from the acquisition of instances (the start's last 10 minutes) until the capacity went.

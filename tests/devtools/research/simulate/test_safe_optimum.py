@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from devtools.research.simulate.fixture_traces import HOUR, Flags, flags, job, random_trace
+from devtools.research.simulate.fixture_traces import HOUR, Flags, fixture_logs, flags, job, random_trace
 from spotline_dev.research.simulate import (
+    GridSpec,
     Job,
     optimal_costs,
     optimal_costs_across_regions,
+    run_grid,
     safe_costs,
     safe_costs_across_regions,
 )
+from spotline_dev.research.traces import all_traces, read_logs
 
 # --- safety off: the hindsight optimum ---------------------------------------------------------
 
@@ -192,3 +196,21 @@ def test_an_infeasible_deadline_costs_infinity() -> None:
     assert math.isinf(float(safe_costs(j, flags("1" * 7))))
     with pytest.raises(ValueError, match="steps"):
         safe_costs(hourly(6, 12, 2, 3), flags("1" * 11))
+
+
+# --- a lower bound on every policy that never misses ---------------------------------------------
+
+
+def test_no_policy_that_never_misses_pays_less_than_the_safe_optimum(tmp_path: Path) -> None:
+    traces = all_traces(read_logs(fixture_logs(tmp_path)))
+    grid = GridSpec(
+        work_hours=(4.0,), slacks=(0.2, 0.4, 1.0), start_every_hours=8.0, policies=("greedy", "uniform", "spotline")
+    )
+    rows = run_grid(traces, grid)
+    never_missed = {r.policy for r in rows} - {r.policy for r in rows if not r.met}
+    assert {"greedy", "spotline"} <= never_missed
+    assert any(r.safe_optimum > r.optimum + 1e-9 for r in rows)  # safety costs something on these traces
+    for row in rows:
+        assert row.optimum <= row.safe_optimum + 1e-9 <= row.on_demand_cost + 2e-9
+        if row.policy in never_missed:
+            assert row.cost >= row.safe_optimum - 1e-9, (row.policy, row.trace, row.start_hours, row.slack)
