@@ -26,7 +26,7 @@ from spotline_dev.research.simulate.model import (
 )
 from spotline_dev.research.simulate.optimum import optimal_costs
 from spotline_dev.research.simulate.policies import POLICIES, run_policy
-from spotline_dev.research.simulate.safe_optimum import safe_costs, safe_costs_across_regions
+from spotline_dev.research.simulate.safe_optimum import safe_costs_by_deadline
 from spotline_dev.research.traces import Trace
 
 ML_P3_2XLARGE_USD_PER_HOUR = 3.825
@@ -182,7 +182,7 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
     loosest = grid.job(work_hours, max(grid.slacks))
     windows = np.stack([trace.availability(grid.step_seconds, s * HOUR, loosest.deadline) for s in starts])
     best = optimal_costs(loosest, windows, horizon=loosest.deadline)
-    safe = {slack: safe_optima(grid.job(work_hours, slack), windows) for slack in grid.slacks}
+    safe = safe_optima(grid, work_hours, windows)
     rows: list[Row] = []
     for i, start_hours in enumerate(starts):
         start = trace.start + timedelta(hours=start_hours)
@@ -207,10 +207,14 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
     return rows
 
 
-def safe_optima(job: Job, windows: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
-    """The safe optimum of the job in each window (B, T) or (B, R, T), T at least its deadline."""
-    cut = windows[..., : job.deadline]
-    return safe_costs(job, cut) if windows.ndim == 2 else safe_costs_across_regions(job, cut)
+def safe_optima(
+    grid: GridSpec, work_hours: float, windows: npt.NDArray[np.bool_]
+) -> dict[float, npt.NDArray[np.float64]]:
+    """Slack -> the safe optimum of the job in each window (B, T) or (B, R, T), one run for every slack."""
+    deadlines = [grid.job(work_hours, slack).deadline for slack in grid.slacks]
+    places = windows[:, None, :] if windows.ndim == 2 else windows
+    costs = safe_costs_by_deadline(grid.job(work_hours, max(grid.slacks)), places, deadlines)
+    return dict(zip(grid.slacks, costs.T, strict=True))
 
 
 def _run_cell(args: tuple[Trace, GridSpec, float]) -> list[Row]:

@@ -35,11 +35,8 @@ def run_region_cell(regions: RegionSet, grid: GridSpec, work_hours: float) -> li
     )  # (starts, regions, steps)
     everywhere = optimal_costs_across_regions(loosest, windows, horizon=loosest.deadline)
     pinned = [optimal_costs(loosest, windows[:, r], horizon=loosest.deadline) for r in range(len(regions.regions))]
-    safe_everywhere = {slack: safe_optima(grid.job(work_hours, slack), windows) for slack in grid.slacks}
-    safe_pinned = {
-        slack: [safe_optima(grid.job(work_hours, slack), windows[:, r]) for r in range(len(regions.regions))]
-        for slack in grid.slacks
-    }
+    safe_everywhere = safe_optima(grid, work_hours, windows)
+    safe_pinned = [safe_optima(grid, work_hours, windows[:, r]) for r in range(len(regions.regions))]
     first = regions.zones[0][0]
     rows: list[Row] = []
     day = RECORD_WINDOW_SECONDS / HOUR
@@ -72,7 +69,7 @@ def run_region_cell(regions: RegionSet, grid: GridSpec, work_hours: float) -> li
                 for name in grid.policies:
                     outcome = run_policy(name, job, window[r], start)
                     optimum = float(pinned[r][i, job.deadline])
-                    safe = float(safe_pinned[slack][r][i])
+                    safe = float(safe_pinned[r][slack][i])
                     rows.append(row(source=region, outcome=outcome, optimum=optimum, safe_optimum=safe))
     return rows
 

@@ -20,6 +20,7 @@ from spotline_dev.research.simulate import (
     safe_costs,
     safe_costs_across_regions,
 )
+from spotline_dev.research.simulate.safe_optimum import safe_costs_by_deadline
 from spotline_dev.research.traces import all_traces, read_logs
 
 # --- safety off: the hindsight optimum ---------------------------------------------------------
@@ -55,6 +56,30 @@ def test_without_safety_it_is_the_hindsight_optimum_across_regions(seed: int) ->
     assert np.all(hindsight <= safe + 1e-9)
     for i in range(2):  # a batch is each window on its own
         assert float(safe_costs_across_regions(j, windows[i])) == pytest.approx(float(safe[i]))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_deadline_at_once_is_each_deadline_on_its_own(seed: int) -> None:
+    """The shared program plus a strip per deadline gives the numbers of one program per deadline."""
+    rng = np.random.default_rng(1000 + seed)
+    places, batch = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    work, d, c = int(rng.integers(5, 60)), int(rng.integers(1, 8)), int(rng.integers(1, 9))
+    first = int(rng.integers(1, 9)) if seed % 3 == 0 else None
+    latest = int(work * rng.uniform(1.2, 2.5)) + d
+    windows = np.array(
+        [
+            [random_trace(rng, latest, rng.uniform(3, 40), rng.uniform(1, 20)) for _ in range(places)]
+            for _ in range(batch)
+        ]
+    )
+    j = replace(job(work, latest, overhead=d, checkpoint=c), copy=int(rng.integers(0, 4)), copy_cost=0.05)
+    deadlines = sorted({int(x) for x in rng.integers(work, latest + 1, size=5)} | {latest})
+    each = [
+        safe_costs_across_regions(replace(j, deadline=D), windows[..., :D], first_interval=first) for D in deadlines
+    ]
+    together = safe_costs_by_deadline(j, windows, deadlines, first_interval=first)
+    np.testing.assert_allclose(together, np.stack(each, axis=-1), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(safe_costs_by_deadline(j, windows[0], deadlines, first_interval=first), together[0])
 
 
 # --- brute force over every request sequence ---------------------------------------------------
