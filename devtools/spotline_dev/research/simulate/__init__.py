@@ -61,7 +61,7 @@ from spotline_dev.research.simulate.report import (
     summarize,
     write_csv,
 )
-from spotline_dev.research.simulate.safe_optimum import safe_costs, safe_costs_across_regions
+from spotline_dev.research.simulate.safe_optimum import safe_costs, safe_costs_across_regions, safe_costs_by_deadline
 
 __all__ = [
     "CSV_FIELDS",
@@ -112,6 +112,7 @@ __all__ = [
     "run_policy",
     "safe_costs",
     "safe_costs_across_regions",
+    "safe_costs_by_deadline",
     "safe_optimum_summary",
     "simulate",
     "slack_table",
