@@ -270,6 +270,7 @@ def safe_costs_by_deadline(
         arriving_od[slot, ..., lo:hi] = inf
         np.minimum(s_od, s_arriving_od[slot], out=s_od)
         np.minimum(band[..., 0], s_arriving_spot[slot, ..., :widest], out=band[..., 0])
+        band_best = band.min(axis=4)
         s_arriving_spot[slot] = inf
         s_arriving_od[slot] = inf
         if t < last and not flags[:, :, t].all():  # no capacity: spot stops, keeping what it trained
@@ -279,13 +280,14 @@ def safe_costs_by_deadline(
             spot[..., lo:hi] = np.where(gone, inf, spot[..., lo:hi])
             gone = gone[..., None]
             s_live = s_idle[..., :widest]
-            s_live[...] = np.where(gone, np.minimum(s_live, band.min(axis=4)), s_live)
-            band = np.where(gone[..., None], inf, band)
+            s_live[...] = np.where(gone, np.minimum(s_live, band_best), s_live)
+            band_best = np.where(gone, inf, band_best)
+            np.copyto(band, inf, where=gone[..., None])
         now = best[..., lo:hi]
         np.minimum(idle[..., lo:hi], spot[..., lo:hi], out=now)
         np.minimum(now, ondemand[..., lo:hi], out=now)
         np.minimum(s_idle, s_od, out=s_best)
-        np.minimum(s_best[..., :widest], band.min(axis=4), out=s_best[..., :widest])
+        np.minimum(s_best[..., :widest], band_best, out=s_best[..., :widest])
         if t >= work:  # progress W sits at l = t - W: in the shared levels or in the strip
             level = t - work
             at = np.clip(level - base, 0, strip - 1)
@@ -332,9 +334,9 @@ def safe_costs_by_deadline(
         spot[..., lo:hi] += spot_step
         ondemand[..., lo:hi] += od_step
         s_od += od_step
-        trained = np.full_like(band, inf)
-        trained[..., 1:] = np.where(reach[:, 1:], band[..., :-1] + spot_step, inf)
-        band = trained
+        band[..., 1:] = band[..., :-1] + spot_step
+        band[..., 0] = inf
+        np.copyto(band, inf, where=~reach)
         top = min(hi, levels - 1)
         idle[..., lo] = inf
         idle[..., lo + 1 : top + 1] = best[..., lo:top]
