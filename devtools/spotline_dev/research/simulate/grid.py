@@ -132,7 +132,7 @@ class Row:
 
     @property
     def vs_safe_optimum(self) -> float:
-        """Below 1 only for a policy that risked the deadline on this job and was lucky."""
+        """Below 1 only for a policy that risked the deadline on this job: lucky, or missing it."""
         finite = self.feasible and math.isfinite(self.safe_optimum) and self.safe_optimum > 0
         return self.cost / self.safe_optimum if finite else math.nan
 

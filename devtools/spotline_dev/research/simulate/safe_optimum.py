@@ -194,7 +194,8 @@ def safe_costs_by_deadline(
     largest u) costs what it costs without the check, whatever the deadline, since l never
     decreases: one unchecked program over every l serves all deadlines. Each deadline adds its
     strip, the `d` + largest-u levels above that, which takes its inflows from the shared program
-    (a start, or one more step idle)."""
+    (a start, or one more step idle). `job.deadline` is not used. Without periodic checkpoints, with
+    a save every step or with no restart time, it runs one program per deadline."""
     flags = np.asarray(windows, dtype=np.bool_)
     single = flags.ndim == 2
     if single:
