@@ -177,7 +177,9 @@ def test_a_job_without_checkpoints_saves_only_when_it_stops(seed: int) -> None:
     deadline = int(rng.integers(work + d, 9))
     avail = rng.random(deadline) < 0.7
     j = job(work, deadline, overhead=d, checkpoint=None, step_seconds=HOUR)
-    assert float(safe_costs(j, avail)) == pytest.approx(brute_force(j, avail, first=None, safe=True))
+    expected = brute_force(j, avail, first=None, safe=True)
+    assert float(safe_costs(j, avail)) == pytest.approx(expected)
+    assert safe_costs_by_deadline(j, avail[None], [deadline]).tolist() == pytest.approx([expected])
 
 
 # --- worked examples (one-hour steps, one billed start-up step, spot at 0.3) ---------------------
