@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from devtools.research.simulate.fixture_traces import START, fixture_logs, flags, job, random_trace
+from spotline_dev.cli.entry import main as cli_main
 from spotline_dev.research.simulate import GridSpec, run_grid, simulate, summarize
 from spotline_dev.research.simulate.policies import POLICIES, RANDOMIZED, run_policy
 from spotline_dev.research.simulate.ross import Ross, critical_ratio, draw
@@ -111,3 +113,14 @@ def test_the_grid_runs_ross_once_per_seed_on_fixture_traces(tmp_path: Path) -> N
     assert summaries["ross-hedged"].mean_vs_optimum <= summaries["ross"].mean_vs_optimum
     firsts = [r for r in rows if r.policy == "ross"][::3]
     assert len({(r.trace, r.start_hours, r.slack) for r in firsts}) == len(firsts)  # seeds of a job in a row
+
+
+def test_spotline_simulate_seeds_sets_the_runs_of_a_randomized_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["simulate", "--traces", str(fixture_logs(tmp_path / "logs")), "--out", str(tmp_path / "out"), "--jobs", "1"]
+    grid = ["--work-hours", "4", "--slack", "50", "--start-every-hours", "12", "--no-plot", "--json"]
+    assert cli_main([*args, *grid, "--seeds", "2"]) == 0
+    policies = json.loads(capsys.readouterr().out)["policies"]
+    assert policies["ross"]["runs"] == policies["ross-hedged"]["runs"] == 2 * policies["greedy"]["runs"] > 0
+    assert cli_main([*args, *grid, "--seeds", "0"]) == 2
