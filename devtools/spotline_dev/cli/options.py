@@ -204,6 +204,9 @@ def simulate(parser: argparse.ArgumentParser, name: str) -> None:
         help="the checkpoint a move between regions copies, GiB (default 10; with --regions)",
     )
     parser.add_argument("--step-seconds", type=int, default=60, metavar="S", help="the replay's time step (default 60)")
+    parser.add_argument(
+        "--seeds", type=int, default=8, metavar="N", help="runs per job of a randomized policy (ross; default 8)"
+    )
     parser.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: CPUs, at most 4)")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
     add_output_option(parser)  # json: one document on stdout, the header on stderr; the files still written

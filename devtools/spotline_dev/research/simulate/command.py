@@ -31,6 +31,7 @@ def grid_from_args(args: argparse.Namespace) -> GridSpec:
         overhead_billed=bool(args.bill_overhead),
         work_error=float(args.work_error) / 100,
         checkpoint_gib=float(getattr(args, "checkpoint_gib", 10.0)),
+        seeds=int(getattr(args, "seeds", 8)),
     )
 
 
@@ -55,8 +56,8 @@ def main(args: argparse.Namespace) -> int:
     info = sys.stderr if as_json else sys.stdout  # with --json stdout holds the document alone
     try:
         grid = grid_from_args(args)
-        if min(grid.work_hours) <= 0 or min(grid.slacks) <= 0 or grid.start_every_hours <= 0:
-            raise ValueError("work hours, slack and --start-every-hours must be positive")
+        if min(grid.work_hours) <= 0 or min(grid.slacks) <= 0 or grid.start_every_hours <= 0 or grid.seeds <= 0:
+            raise ValueError("work hours, slack, --start-every-hours and --seeds must be positive")
         found = read_trace_folder(folder)
     except (ValueError, OSError) as exc:
         print(f"spotline simulate: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from spotline_dev.research.simulate.model import (
     Outcome,
 )
 from spotline_dev.research.simulate.optimum import optimal_costs
-from spotline_dev.research.simulate.policies import POLICIES, run_policy
+from spotline_dev.research.simulate.policies import POLICIES, RANDOMIZED, run_policy
 from spotline_dev.research.simulate.safe_optimum import safe_costs_by_deadline
 from spotline_dev.research.traces import Trace
 
@@ -53,6 +53,11 @@ class GridSpec:
     """The checkpoint a move between regions copies (`--regions`)."""
     on_demand_usd_per_hour: float = ML_P3_2XLARGE_USD_PER_HOUR
     """Prices the copy in on-demand hours (`--regions`)."""
+    seeds: int = 8
+    """Runs (seeds 0, 1, ...) of a randomized policy per job, a row each: its mean is an expectation."""
+
+    def seeds_of(self, policy: str) -> range:
+        return range(self.seeds if policy in RANDOMIZED else 1)
 
     def job(self, work_hours: float, slack: float) -> Job:
         copy_seconds, copy_usd = copy_estimate(round(self.checkpoint_gib * GIB), "here", "there")
@@ -189,8 +194,8 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
         for slack in grid.slacks:
             job = grid.job(work_hours, slack)
             window = windows[i, : job.deadline]
-            for name in grid.policies:
-                outcome = run_policy(name, job, window, start)
+            for name, seed in ((n, s) for n in grid.policies for s in grid.seeds_of(n)):
+                outcome = run_policy(name, job, window, start, seed)
                 rows.append(
                     row_of(
                         trace=trace.label,

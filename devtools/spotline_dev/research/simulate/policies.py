@@ -10,6 +10,8 @@
 - `declared`: the rule before issue 14, kept as a baseline: the production policy planning with
   the declared work (expectedDuration) and its 5 % margin throughout, as if progress.json
   recorded no training seconds.
+- `ross`, `ross-hedged`: ROSS (arXiv 2601.14612), randomized: one run per seed
+  (`spotline_dev.research.simulate.ross`, `RANDOMIZED`).
 - `spotline`: the production policy: `spotline.core.capacity.assess.assess`, the function the
   CheckTrainingStatus Lambda calls, on an `Observation` built from the trace as the Lambda would
   read it (the normalized status; progress.json as the checkpoints left it; no queue ahead of it,
@@ -44,6 +46,7 @@ from spotline.core.regions.regions import Sighting
 from spotline.core.spec.model import JobSpec
 from spotline.core.training.status import State, TrainingStatus
 from spotline_dev.research.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
+from spotline_dev.research.simulate.ross import ross, ross_hedged
 
 FIRST_POLL_SECONDS = 60
 """SubmitTrainingJob's firstPollSeconds (functions/submit_training_job/app.py)."""
@@ -308,6 +311,10 @@ class Scripted:
 
 
 PolicyFactory = Callable[[Job, datetime], Policy]
+SeededPolicyFactory = Callable[[Job, datetime, int], Policy]
+
+RANDOMIZED: dict[str, SeededPolicyFactory] = {"ross": ross, "ross-hedged": ross_hedged}
+"""The randomized policies: the grid runs each `GridSpec.seeds` times per job, seeds 0, 1, ..."""
 
 
 def _spotline(job: Job, start: datetime) -> Policy:
@@ -325,12 +332,16 @@ POLICIES: dict[str, PolicyFactory] = {
     "greedy": lambda job, start: Greedy(),
     "uniform": lambda job, start: UniformProgress(),
     "declared": _declared,
+    "ross": lambda job, start: ross(job, start, 0),
+    "ross-hedged": lambda job, start: ross_hedged(job, start, 0),
     "spotline": _spotline,
 }
 """Every online policy of the table by name (`spot-no-ckpt` runs its job without checkpoints)."""
 
 
-def run_policy(name: str, job: Job, available: npt.NDArray[np.bool_], start: datetime) -> Outcome:
+def run_policy(name: str, job: Job, available: npt.NDArray[np.bool_], start: datetime, seed: int = 0) -> Outcome:
+    """One run; `seed` picks the draw of a randomized policy (`RANDOMIZED`), the others ignore it."""
     if name == "spot-no-ckpt":
         job = replace(job, checkpoint=None)
-    return simulate(job, available, POLICIES[name](job, start))
+    policy = RANDOMIZED[name](job, start, seed) if name in RANDOMIZED else POLICIES[name](job, start)
+    return simulate(job, available, policy)

@@ -66,8 +66,8 @@ def run_region_cell(regions: RegionSet, grid: GridSpec, work_hours: float) -> li
                 safe = float(safe_everywhere[slack][i])
                 rows.append(row(source=ACROSS_REGIONS, outcome=outcome, optimum=optimum, safe_optimum=safe))
             for r, region in enumerate(regions.regions):
-                for name in grid.policies:
-                    outcome = run_policy(name, job, window[r], start)
+                for name, seed in ((n, s) for n in grid.policies for s in grid.seeds_of(n)):
+                    outcome = run_policy(name, job, window[r], start, seed)
                     optimum = float(pinned[r][i, job.deadline])
                     safe = float(safe_pinned[r][slack][i])
                     rows.append(row(source=region, outcome=outcome, optimum=optimum, safe_optimum=safe))

@@ -16,9 +16,11 @@ transfer price in the job's cost).
 - `greedy`: spot wherever there is capacity now (the current region first, else the first that
   has some, paying the move), until the last safe moment, then on-demand for good.
 - `uniform`: Uniform Progress with "spot available" meaning in any region, moving as `greedy`.
-- `eager-next-region`: SkyPilot's managed-job recovery `EAGER_NEXT_REGION`: spot only, no
-  deadline; when preempted, or when a launch finds no capacity for `LAUNCH_TIMEOUT_SECONDS`, it
-  moves to the next region in order.
+- `eager-next-region`, `eager-next-region-fixed`: SkyPilot's managed-job recovery
+  `EAGER_NEXT_REGION` as shipped (skypilot-org/skypilot#10021: the preempted region is never
+  blocked) and as PR #10074 would fix it; spot only, no deadline
+  (`spotline_dev.research.simulate.region_peers`).
+- `skynomad`: a SkyNomad-like placement (arXiv 2601.06520; `region_peers`).
 - `spotline`: the production policy (`SpotlinePolicy`) across regions: it places its spot
   attempt by the fleet's sightings (`spotline.core.regions.regions.choose_region`, as SubmitTrainingJob
   does), and `spotline.core.capacity.assess.assess` moves a stuck one; the copy's time counts in its
@@ -32,7 +34,6 @@ simulator; per region (pinned), every single-region policy runs too (`singleRegi
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -52,10 +53,9 @@ from spotline_dev.research.simulate.policies import (
     SpotlinePolicy,
     UniformProgress,
 )
+from spotline_dev.research.simulate.region_peers import EagerNextRegion, SkyNomad
 from spotline_dev.research.traces import Trace
 
-LAUNCH_TIMEOUT_SECONDS = 5 * 60
-"""How long `eager-next-region` waits for a launch before it tries the next region."""
 _ZONE = re.compile(r"^(?P<region>[a-z]{2}(?:-gov)?-[a-z]+-\d+)[a-z]$")
 
 
@@ -153,27 +153,6 @@ class UniformAcrossRegions(UniformProgress):
         return Command("spot", command.wake_at, region=region)
 
 
-class EagerNextRegion:
-    """SkyPilot's EAGER_NEXT_REGION recovery: spot only, the next region at each preemption or
-    failed launch, no deadline."""
-
-    name = "eager-next-region"
-    wakes_on_events = True
-
-    def __init__(self, regions: int) -> None:
-        self.regions = regions
-
-    def decide(self, view: View) -> Command:
-        timeout = max(1, math.ceil(LAUNCH_TIMEOUT_SECONDS / view.job.step_seconds))
-        if view.capacity == "none":
-            return Command("spot", view.t + timeout, region=0)
-        failed_launch = view.phase == "waiting" and view.t - view.phase_since >= timeout
-        if view.phase == "interrupted" or failed_launch:
-            return Command("spot", view.t + timeout, region=(view.region + 1) % self.regions)
-        wake = view.phase_since + timeout if view.phase == "waiting" else None
-        return Command("spot", wake)
-
-
 class SpotlineAcrossRegions(SpotlinePolicy):
     """The production policy across regions: placed by the fleet's sightings (`choose_region`, as
     SubmitTrainingJob places a first attempt), then `assess` at each check moves a stuck attempt,
@@ -241,6 +220,8 @@ REGION_POLICIES: dict[str, RegionPolicyFactory] = {
     "greedy": lambda job, start, regions, size: GreedyAcrossRegions(),
     "uniform": lambda job, start, regions, size: UniformAcrossRegions(),
     "eager-next-region": lambda job, start, regions, size: EagerNextRegion(len(regions)),
+    "eager-next-region-fixed": lambda job, start, regions, size: EagerNextRegion(len(regions), blocks_preempted=True),
+    "skynomad": lambda job, start, regions, size: SkyNomad(len(regions), size),
     "spotline": SpotlineAcrossRegions,
 }
 """Every policy of the across-regions table by name."""
@@ -261,11 +242,11 @@ def run_region_policy(
 
 
 __all__ = [
-    "LAUNCH_TIMEOUT_SECONDS",
     "REGION_POLICIES",
     "EagerNextRegion",
     "GreedyAcrossRegions",
     "RegionSet",
+    "SkyNomad",
     "SpotlineAcrossRegions",
     "UniformAcrossRegions",
     "region_of_zone",

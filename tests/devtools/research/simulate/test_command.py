@@ -11,6 +11,7 @@ import pytest
 from devtools.research.simulate.fixture_traces import fixture_logs
 from spotline_dev.cli.entry import main as cli_main
 from spotline_dev.research.simulate import CSV_FIELDS, POLICIES, GridSpec
+from spotline_dev.research.simulate.policies import RANDOMIZED
 from spotline_dev.research.simulate.report import summary_json
 
 # --- the command ----------------------------------------------------------------------------------
@@ -32,7 +33,8 @@ def test_spotline_simulate_prints_the_table_and_writes_csv_and_png(
     with (out / "runs.csv").open() as f:
         records = list(csv.DictReader(f))
     assert list(records[0]) == list(CSV_FIELDS)
-    assert len(records) == 5 * 3 * 2 * len(POLICIES)  # traces x starts x slacks x policies
+    runs = len(POLICIES) + (GridSpec().seeds - 1) * len(RANDOMIZED)  # a row per seed of a randomized policy
+    assert len(records) == 5 * 3 * 2 * runs  # traces x starts x slacks x runs
     assert (out / "summary.csv").read_text().startswith("policy,runs,feasible,")
     assert (out / "cost_vs_slack.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -101,7 +103,7 @@ def test_spotline_simulate_json_prints_one_document_and_nothing_else(
     assert list(document["policies"]) == list(POLICIES)
     for name, numbers in document["policies"].items():
         assert set(numbers) == keys, name
-        assert numbers["runs"] == 5 * 3 * 2
+        assert numbers["runs"] == 5 * 3 * 2 * len(GridSpec().seeds_of(name))
     assert document["policies"]["on-demand"]["meanOverOnDemand"] == 1.0
     safe = document["safeOptimum"]
     assert 1.0 <= safe["meanOverOptimum"] <= safe["worstOverOptimum"]

@@ -191,7 +191,15 @@ def test_spotline_simulate_regions_json_keeps_the_shape_and_adds_single_regions(
     assert cli_main([*argv, *grid]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["grid"]["regions"] == ["us-east-1", "us-west-2"]
-    assert set(document["policies"]) == {"on-demand", "greedy", "uniform", "eager-next-region", "spotline"}
+    assert set(document["policies"]) == {
+        "on-demand",
+        "greedy",
+        "uniform",
+        "eager-next-region",
+        "eager-next-region-fixed",
+        "skynomad",
+        "spotline",
+    }
     figures = {"runs", "meanOverOptimum", "meanOverSafeOptimum", "worstOverOptimum", "meanOverOnDemand"}
     figures |= {"missed", "missedFeasible"}
     assert set(document["policies"]["spotline"]) == figures
