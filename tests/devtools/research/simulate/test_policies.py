@@ -113,9 +113,9 @@ def test_spotline_waits_out_a_gap_and_moves_at_the_last_safe_moment() -> None:
     outcome = simulate(j, avail, policy)
     assert outcome.met and outcome.preemptions == 1
     # 60 of 240 minutes trained and saved, so the work is measured; on-demand needs 3h + 20m
-    # restart + a 10m margin (at least 10 minutes, else 2 % of the work left) = 210m.
-    assert outcome.switched_at is not None and 480 - 210 - 2 <= outcome.switched_at <= 480 - 210
-    assert policy.reason.startswith("deadline at risk: ") and "+ 10m margin" in policy.reason
+    # restart + a 2m margin (1 % of the work left for a pace measured over 1 h, at least 2 minutes) = 202m.
+    assert outcome.switched_at is not None and 480 - 202 - 2 <= outcome.switched_at <= 480 - 202
+    assert policy.reason.startswith("deadline at risk: ") and "+ 2m margin: 1.0 % of the work left" in policy.reason
     assert outcome.cost == pytest.approx((1 + 1 / 6) * 0.3 + (3 + 1 / 6) * 1.0)  # each start bills 10m
 
 

@@ -21,6 +21,7 @@ from spotline.core.capacity.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
     MAX_BACKOFF_SECONDS,
     MEASURED_MARGIN_FRACTION,
+    MIN_MEASURED_MARGIN_FRACTION,
     MIN_MEASURED_MARGIN_SECONDS,
     MIN_SAFETY_MARGIN_SECONDS,
     SAFETY_MARGIN_FRACTION,
@@ -30,7 +31,9 @@ from spotline.core.capacity.policy import (
     backoff_seconds,
     decide,
     margin_of,
+    measured_margin_fraction,
     measured_work_seconds,
+    no_option_left,
     on_demand_needs,
     out_of_reach,
     remaining_work,
@@ -533,10 +536,64 @@ def test_the_work_is_measured_once_a_checkpoint_records_its_training_seconds(
 
 def test_the_margin_covers_the_declared_work_until_measured_then_the_work_left() -> None:
     declared = _clock(work=20 * HOUR, progress=0.5)
-    measured = replace(declared, work_measured=True)
+    measured = replace(declared, work_measured=True, pace_measured_seconds=15 * MINUTE)
 
     assert margin_of(declared) == pytest.approx(SAFETY_MARGIN_FRACTION * 20 * HOUR)  # 1 h
     assert margin_of(measured) == pytest.approx(max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * 10 * HOUR))
-    assert margin_of(replace(measured, progress=0.99)) == MIN_MEASURED_MARGIN_SECONDS
+    assert margin_of(replace(measured, progress=0.999)) == MIN_MEASURED_MARGIN_SECONDS
     needs = 10 * HOUR + DEFAULT_RESTART_OVERHEAD_SECONDS + margin_of(measured)
     assert on_demand_needs(measured) == pytest.approx(needs)
+
+
+@pytest.mark.parametrize(
+    ("pace", "share"),
+    [
+        (0.0, SAFETY_MARGIN_FRACTION),  # a pace of unknown footing: the declared share
+        (60.0, SAFETY_MARGIN_FRACTION),  # one minute of training: capped at the declared share
+        (5 * MINUTE, 0.02 * math.sqrt(3)),
+        (15 * MINUTE, MEASURED_MARGIN_FRACTION),
+        (HOUR, 0.01),
+        (4 * HOUR, MIN_MEASURED_MARGIN_FRACTION),
+        (40 * HOUR, MIN_MEASURED_MARGIN_FRACTION),
+    ],
+)
+def test_the_measured_margin_shrinks_with_the_training_the_pace_rests_on(pace: float, share: float) -> None:
+    job = replace(_clock(work=20 * HOUR), work_measured=True, pace_measured_seconds=pace)
+    assert measured_margin_fraction(job) == pytest.approx(share)
+    assert margin_of(job) == pytest.approx(max(MIN_MEASURED_MARGIN_SECONDS, share * 20 * HOUR))
+
+
+@given(
+    st.floats(min_value=1.0, max_value=100 * HOUR, allow_nan=False),
+    st.floats(min_value=1.0, max_value=100 * HOUR, allow_nan=False),
+)
+def test_more_training_measured_never_widens_the_margin(pace: float, more: float) -> None:
+    job = replace(_clock(work=20 * HOUR, progress=0.3), work_measured=True, pace_measured_seconds=pace)
+    longer = replace(job, pace_measured_seconds=pace + more)
+    assert margin_of(longer) <= margin_of(job)
+    assert MIN_MEASURED_MARGIN_SECONDS <= margin_of(longer) <= safety_margin(20 * HOUR)
+
+
+def test_the_switch_reason_says_what_the_measured_margin_rests_on() -> None:
+    # 75 % of 8 h done at a pace measured over 1 h: 2 h left, 1 % of it is 1m12s, under the 2-minute floor.
+    job = replace(
+        _clock(work=8 * HOUR, progress=0.75, now=DEADLINE - timedelta(hours=2, minutes=20)),
+        work_measured=True,
+        pace_measured_seconds=HOUR,
+    )
+    assert decide(job).reason == (
+        "deadline at risk: 2h20m left, on-demand needs 2h22m (2h of work + 20m restart "
+        "+ 2m margin: 1.0 % of the work left, the pace measured over 1h of training)"
+    )
+
+
+@given(feasible_spot_jobs(), st.floats(min_value=1.0, max_value=40 * HOUR, allow_nan=False))
+def test_a_measured_job_switched_at_its_last_safe_moment_is_never_paged(job: JobClock, pace: float) -> None:
+    """The smaller margin moves the switch later, never past the point where DeadlineAtRisk fires:
+    at the last safe moment on-demand still makes it, so no capacity tier is out of options."""
+    measured = replace(job, work_measured=True, pace_measured_seconds=pace)
+    assert measured.deadline is not None
+    last = measured.deadline - timedelta(seconds=math.ceil(on_demand_needs(measured)))
+    at_switch = replace(measured, now=max(measured.now, last))
+    assert not no_option_left(at_switch, running=False)
+    assert not no_option_left(at_switch, running=True)

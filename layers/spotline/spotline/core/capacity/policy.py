@@ -5,7 +5,8 @@ One rule, explainable in one sentence to on-call:
 **Last safe moment.** Switch when the time left before the deadline no longer covers the
 remaining work on on-demand, plus the restart overhead, plus a safety margin for what is still
 uncertain: 5 % of the declared work (at least ten minutes) until a checkpoint measures the job's
-real throughput, then 2 % of the work left (at least ten minutes).
+real throughput, then a share of the work left that shrinks as the training the pace rests on
+grows (2 % after 15 minutes, 1 % after an hour, 0.5 % from 4 hours; at least two minutes).
 
 The work is the declared expectedDuration until a checkpoint records the training seconds behind
 it, then what that throughput says the whole job needs (`measured_work_seconds`). Until the last
@@ -53,8 +54,14 @@ START_UP_ALLOWANCE_SECONDS = DEFAULT_RESTART_OVERHEAD_SECONDS
 """Where the uniform-progress line starts: no job makes progress while it first starts up."""
 MIN_SAFETY_MARGIN_SECONDS = 600.0
 SAFETY_MARGIN_FRACTION = 0.05
-MIN_MEASURED_MARGIN_SECONDS = 600.0
+MIN_MEASURED_MARGIN_SECONDS = 120.0
+"""The measured margin's floor: the check cadence near the last safe moment (`polling.next_check`
+wakes the Lambda when the slack runs out), not an allowance for the work."""
 MEASURED_MARGIN_FRACTION = 0.02
+"""The measured margin's share of the work left when the pace rests on MARGIN_REFERENCE_SECONDS of
+training; it shrinks with the square root of the training measured (`measured_margin_fraction`)."""
+MARGIN_REFERENCE_SECONDS = 900.0
+MIN_MEASURED_MARGIN_FRACTION = 0.005
 MAX_BACKOFF_SECONDS = 3600.0
 ESTIMATE_SPREAD_AT_ONE_INTERVAL = 0.10
 """How far off a work-left estimate may be, as a share of the work left, when its pace rests on
@@ -127,13 +134,37 @@ def safety_margin(total_work_seconds: float) -> float:
     return max(MIN_SAFETY_MARGIN_SECONDS, SAFETY_MARGIN_FRACTION * total_work_seconds)
 
 
+def measured_margin_fraction(job: JobClock) -> float:
+    """The share of the work left a measured pace may still be off by: 2 % when it rests on 15
+    minutes of training, shrinking with the square root of the training measured (as
+    `estimate_spread` does), between 0.5 % and the declared 5 % (a pace of unknown footing)."""
+    if job.pace_measured_seconds <= 0:
+        return SAFETY_MARGIN_FRACTION
+    share = MEASURED_MARGIN_FRACTION * math.sqrt(MARGIN_REFERENCE_SECONDS / job.pace_measured_seconds)
+    return min(SAFETY_MARGIN_FRACTION, max(MIN_MEASURED_MARGIN_FRACTION, share))
+
+
 def margin_of(job: JobClock) -> float:
     """The margin for what is still uncertain: 5 % of the declared work until the job's
-    throughput is measured (a job may run longer than its expectedDuration), then a smaller share
-    of the work left (throughput drift)."""
+    throughput is measured (a job may run longer than its expectedDuration), then a share of the
+    work left that shrinks as the measurement grows (`measured_margin_fraction`)."""
     if job.work_measured:
-        return max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * remaining_work(job))
+        return max(MIN_MEASURED_MARGIN_SECONDS, measured_margin_fraction(job) * remaining_work(job))
     return safety_margin(job.total_work_seconds)
+
+
+def describe_margin(job: JobClock) -> str:
+    """Where the margin comes from, for a reason: `3m margin: 1.4 % of the work left, the pace
+    measured over 30m of training` (declared work: `24m margin`)."""
+    margin = f"{format_duration(margin_of(job))} margin"
+    if not job.work_measured:
+        return margin
+    basis = (
+        f"the pace measured over {format_duration(job.pace_measured_seconds)} of training"
+        if job.pace_measured_seconds > 0
+        else "a pace measured over an unknown time"
+    )
+    return f"{margin}: {100 * measured_margin_fraction(job):.1f} % of the work left, {basis}"
 
 
 def remaining_work(job: JobClock) -> float:
@@ -180,7 +211,7 @@ def decide(job: JobClock) -> Decision:
             f"deadline at risk: {format_duration(max(0.0, left))} left, on-demand needs "
             f"{format_duration(on_demand_needs(job))} ({format_duration(remaining_work(job))} of work "
             f"+ {format_duration(job.restart_overhead_seconds)} restart{_queue_part(job)} "
-            f"+ {format_duration(margin_of(job))} margin)",
+            f"+ {describe_margin(job)})",
             slack,
         )
     return Decision("continue", f"on track: {format_duration(slack)} of slack on-demand would not need", slack)
