@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 from builders import example_spec
 from spotline.core.capacity.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
+    FIRST_CHECKPOINT_GUARD_SECONDS,
     MAX_BACKOFF_SECONDS,
     MEASURED_MARGIN_FRACTION,
+    MIN_FIRST_CHECKPOINT_SECONDS,
     MIN_MEASURED_MARGIN_FRACTION,
     MIN_MEASURED_MARGIN_SECONDS,
     MIN_SAFETY_MARGIN_SECONDS,
@@ -30,6 +32,10 @@ from spotline.core.capacity.policy import (
     JobClock,
     backoff_seconds,
     decide,
+    describe_first_checkpoint,
+    first_checkpoint_for,
+    first_checkpoint_minutes,
+    first_checkpoint_seconds,
     margin_of,
     measured_margin_fraction,
     measured_work_seconds,
@@ -597,3 +603,61 @@ def test_a_measured_job_switched_at_its_last_safe_moment_is_never_paged(job: Job
     at_switch = replace(measured, now=max(measured.now, last))
     assert not no_option_left(at_switch, running=False)
     assert not no_option_left(at_switch, running=True)
+
+
+# --- an early first checkpoint (issue 48, proposal A) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("work_hours", "slack", "first"),
+    [
+        (16, 0.10, 6 * MINUTE),  # 96m slack - 20m restart - 48m margin - 20m start-up - 2m guard
+        (8, 0.20, None),  # 30m of room: the 15-minute interval comes in time
+        (4, 0.10, None),  # no room at all: the job goes to on-demand anyway
+        (8, 0.16, 648.0),  # 76m48s slack - 20m - 24m - 20m - 2m
+        (8, 0.145, 216.0),  # 3m36s of room: under the 5-minute floor
+    ],
+)
+def test_the_first_checkpoint_is_sized_to_the_slack_only_where_the_interval_comes_too_late(
+    work_hours: int, slack: float, first: float | None
+) -> None:
+    found = first_checkpoint_for(
+        work_seconds=work_hours * HOUR,
+        deadline_seconds=work_hours * (1 + slack) * HOUR,
+        restart_seconds=DEFAULT_RESTART_OVERHEAD_SECONDS,
+        interval_seconds=15 * MINUTE,
+    )
+    if first is None or first < MIN_FIRST_CHECKPOINT_SECONDS:
+        assert found is None
+    else:
+        assert found == pytest.approx(first)
+
+
+@given(spot_jobs())
+def test_an_early_first_checkpoint_measures_the_work_before_the_margin_would_switch(job: JobClock) -> None:
+    first = first_checkpoint_seconds(job)
+    if first is None:
+        return
+    assert MIN_FIRST_CHECKPOINT_SECONDS <= first < job.checkpoint_interval_seconds
+    # Started at once, the attempt saves after its start-up and `first`: nothing was measured or
+    # done yet, and the declared margin still leaves the guard.
+    saved_at = replace(job, now=job.now + timedelta(seconds=job.restart_overhead_seconds + first))
+    decision = decide(saved_at)
+    assert decision.verdict == "continue"
+    assert decision.slack_seconds is not None and decision.slack_seconds >= FIRST_CHECKPOINT_GUARD_SECONDS - 1e-6
+    assert first_checkpoint_seconds(replace(job, work_measured=True)) is None
+
+
+def test_the_first_checkpoint_in_minutes_from_the_manifest() -> None:
+    spec = replace(SPEC, expected_duration_seconds=8 * HOUR)
+    assert DEADLINE is not None
+    tight = DEADLINE - timedelta(hours=8, minutes=75)  # 75m of slack: 9m of room
+    assert first_checkpoint_minutes(spec, tight) == 9
+    assert first_checkpoint_minutes(spec, DEADLINE - timedelta(hours=9, minutes=30)) is None  # the interval will do
+    assert first_checkpoint_minutes(spec, tight, work_measured=True) is None
+    assert first_checkpoint_minutes(replace(spec, checkpoint_s3_uri=None), tight) is None
+    assert first_checkpoint_minutes(replace(spec, deadline=None), tight) is None
+    assert describe_first_checkpoint(_clock(work=8 * HOUR, now=tight)) == (
+        "first checkpoint after 9m instead of 15m: the work must be measured before the 24m margin "
+        "for the declared duration would send the job to on-demand"
+    )

@@ -40,10 +40,11 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from spotline.core.common.durations import format_duration
+from spotline.core.spec.model import JobSpec
 
 Capacity = Literal["spot", "on-demand"]
 Verdict = Literal["continue", "switch-to-on-demand"]
@@ -68,6 +69,11 @@ ESTIMATE_SPREAD_AT_ONE_INTERVAL = 0.10
 one checkpoint interval of training; it shrinks with the square root of the intervals measured,
 down to MEASURED_MARGIN_FRACTION (`estimate_spread`)."""
 DEFAULT_CHECKPOINT_INTERVAL_SECONDS = 900.0
+FIRST_CHECKPOINT_GUARD_SECONDS = 120.0
+"""Between the first checkpoint and the moment the declared margin would switch: the first poll
+and the check cadence (`first_checkpoint_seconds`)."""
+MIN_FIRST_CHECKPOINT_SECONDS = 300.0
+"""No first checkpoint sooner than this: a save costs real I/O, and a pace measured over less says little."""
 OUT_OF_REACH = "deadline out of reach"
 """How the reason of a decision that finds the deadline out of reach even for on-demand starts."""
 
@@ -165,6 +171,85 @@ def describe_margin(job: JobClock) -> str:
         else "a pace measured over an unknown time"
     )
     return f"{margin}: {100 * measured_margin_fraction(job):.1f} % of the work left, {basis}"
+
+
+def first_checkpoint_seconds(job: JobClock) -> float | None:
+    """When a spot attempt starting now should save first, so that its checkpoint measures the work
+    before the declared margin would send the job to on-demand: the slack less the attempt's own
+    start-up and a guard. None: the normal interval comes in time (or the work is measured
+    already), or even a first save after MIN_FIRST_CHECKPOINT_SECONDS would come too late."""
+    slack = _slack(job)
+    if slack is None or job.work_measured:
+        return None
+    room = slack - job.restart_overhead_seconds - FIRST_CHECKPOINT_GUARD_SECONDS
+    if room >= job.checkpoint_interval_seconds or room < MIN_FIRST_CHECKPOINT_SECONDS:
+        return None
+    return room
+
+
+def first_checkpoint_for(
+    *, work_seconds: float, deadline_seconds: float, restart_seconds: float, interval_seconds: float
+) -> float | None:
+    """`first_checkpoint_seconds` at a job's first submission, from its manifest: the declared work,
+    the deadline (seconds after the submission), the restart estimate and the checkpoint interval.
+    `spotline simulate` sizes its jobs' first checkpoint with it."""
+    now = datetime.fromtimestamp(0, UTC)
+    return first_checkpoint_seconds(
+        JobClock(
+            now=now,
+            started_at=now,
+            deadline=now + timedelta(seconds=deadline_seconds),
+            total_work_seconds=work_seconds,
+            progress=0.0,
+            capacity="spot",
+            spot_missing=False,
+            restart_overhead_seconds=restart_seconds,
+            checkpoint_interval_seconds=interval_seconds,
+        )
+    )
+
+
+def first_checkpoint_minutes(
+    spec: JobSpec,
+    now: datetime,
+    *,
+    fraction_done: float = 0.0,
+    work_measured: bool = False,
+    restart_seconds: float = DEFAULT_RESTART_OVERHEAD_SECONDS,
+) -> int | None:
+    """The whole minutes after its start a spot attempt submitted now saves first
+    (SPOTLINE_FIRST_CHECKPOINT_MINUTES), or None for the manifest's interval (also without
+    checkpoints or a deadline)."""
+    if not spec.checkpoint_s3_uri or spec.deadline_at is None:
+        return None
+    first = first_checkpoint_seconds(
+        JobClock(
+            now=now,
+            started_at=now,
+            deadline=spec.deadline_at,
+            total_work_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
+            progress=fraction_done,
+            capacity="spot",
+            spot_missing=False,
+            restart_overhead_seconds=restart_seconds,
+            work_measured=work_measured,
+            checkpoint_interval_seconds=60.0 * spec.checkpoint_interval_minutes,
+        )
+    )
+    return None if first is None else max(1, math.floor(first / 60))
+
+
+def describe_first_checkpoint(job: JobClock) -> str | None:
+    """`first checkpoint after 6m instead of 15m: ...`, for a submission's explanation (None: the
+    normal interval)."""
+    first = first_checkpoint_seconds(job)
+    if first is None:
+        return None
+    return (
+        f"first checkpoint after {format_duration(first)} instead of "
+        f"{format_duration(job.checkpoint_interval_seconds)}: the work must be measured before the "
+        f"{format_duration(margin_of(job))} margin for the declared duration would send the job to on-demand"
+    )
 
 
 def remaining_work(job: JobClock) -> float:
