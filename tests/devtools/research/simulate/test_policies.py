@@ -183,3 +183,16 @@ def test_production_policy_on_fixture_traces_meets_every_feasible_deadline_near_
             assert row.cost >= row.optimum - 1e-9
     assert all(r.met for r in rows if r.policy in ("on-demand", "greedy", "uniform"))
     assert summaries["spot-no-ckpt"].missed > 0  # the failure the product exists to prevent
+
+
+def test_the_grid_sizes_the_first_checkpoint_with_the_production_rule_and_spotline_stays_on_spot() -> None:
+    grid = GridSpec()
+    assert grid.job(16.0, 0.1).first_checkpoint == 6  # 96m slack - 20m - 48m margin - 20m start-up - 2m
+    assert grid.job(8.0, 0.2).first_checkpoint is None  # the 15-minute interval comes in time
+    j = grid.job(16.0, 0.1)
+    spot = flags("1" * j.deadline)
+    stays = simulate(j, spot, SpotlinePolicy(j, START))
+    assert stays.met and stays.switched_at is None  # measured after 6 minutes, then 2 % margin
+    late = replace(j, first_checkpoint=None)
+    switched = simulate(late, spot, SpotlinePolicy(late, START))
+    assert switched.switched_at is not None and switched.switched_at < 60  # before its first checkpoint
