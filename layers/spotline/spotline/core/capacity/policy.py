@@ -15,6 +15,11 @@ capacity is there or not. When it is already too late (on-demand from now could 
 deadline either: out of reach from the start, or a check came late) it stays on spot, since a
 switch would only cost more.
 
+**An early first checkpoint.** Until a checkpoint measures the work, the margin is 5 % of the
+declared work; where the slack is so small that this margin would switch before the interval's
+first checkpoint, a spot attempt saves first sooner (`first_checkpoint_seconds`, rendered as
+SPOTLINE_FIRST_CHECKPOINT_MINUTES), so the job is measured, and keeps the smaller margin, in time.
+
 Once on on-demand a job stays there, so moving earlier never makes the rest cheaper (the work
 left is the same or less later); it only gives up spot capacity that may come back. A former
 second rule did just that: while spot capacity was missing, it switched as soon as progress fell
@@ -237,19 +242,6 @@ def first_checkpoint_minutes(
         )
     )
     return None if first is None else max(1, math.floor(first / 60))
-
-
-def describe_first_checkpoint(job: JobClock) -> str | None:
-    """`first checkpoint after 6m instead of 15m: ...`, for a submission's explanation (None: the
-    normal interval)."""
-    first = first_checkpoint_seconds(job)
-    if first is None:
-        return None
-    return (
-        f"first checkpoint after {format_duration(first)} instead of "
-        f"{format_duration(job.checkpoint_interval_seconds)}: the work must be measured before the "
-        f"{format_duration(margin_of(job))} margin for the declared duration would send the job to on-demand"
-    )
 
 
 def remaining_work(job: JobClock) -> float:
