@@ -4,6 +4,7 @@ checkpoint helper records in progress.json, once there is a checkpoint (issue 14
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,13 @@ from typing import Any
 import pytest
 
 from conftest import NOW, example_spec, run_upload, team_policy_for
-from spotline.core.capacity.policy import MEASURED_MARGIN_FRACTION, MIN_MEASURED_MARGIN_SECONDS
+from spotline.core.capacity.policy import (
+    MARGIN_REFERENCE_SECONDS,
+    MEASURED_MARGIN_FRACTION,
+    MIN_MEASURED_MARGIN_FRACTION,
+    MIN_MEASURED_MARGIN_SECONDS,
+    SAFETY_MARGIN_FRACTION,
+)
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account
@@ -58,6 +65,11 @@ def test_after_the_first_checkpoint_the_slack_is_figured_on_the_measured_work(
         assert progress["estimatedWorkSeconds"] == pytest.approx(REAL, rel=0.01)
         left = (deadline - datetime.fromisoformat(check["checkedAt"])).total_seconds()
         remaining = REAL * (1 - progress["fraction"])
-        margin = max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * remaining)  # the work is measured
+        # The work is measured: the margin's share shrinks with the training the pace rests on.
+        share = MEASURED_MARGIN_FRACTION * math.sqrt(MARGIN_REFERENCE_SECONDS / progress["trainingSeconds"])
+        margin = max(
+            MIN_MEASURED_MARGIN_SECONDS,
+            min(SAFETY_MARGIN_FRACTION, max(MIN_MEASURED_MARGIN_FRACTION, share)) * remaining,
+        )
         needs = remaining + decision["restartOverheadSeconds"] + margin
         assert decision["slackSeconds"] == pytest.approx(left - needs, abs=60)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import spotline.training.checkpoint as checkpoint_module
-from spotline.training.checkpoint import DEFAULT_DIR, DIR_ENV, INTERVAL_ENV, Checkpointer
+from spotline.training.checkpoint import DEFAULT_DIR, DIR_ENV, FIRST_INTERVAL_ENV, INTERVAL_ENV, Checkpointer
 
 
 class FakeClock:
@@ -161,6 +161,52 @@ def test_the_interval_counts_from_the_restore_not_from_construction(tmp_path: Pa
     clock.advance(3600)  # e.g. a long download of the checkpoint before restore
     ckpt.restore()
     assert ckpt.step_done(1) is False and store.saves == 0
+
+
+def test_an_early_first_save_comes_after_the_first_interval_then_every_interval(tmp_path: Path) -> None:
+    clock, store = FakeClock(), Store()
+    ckpt = make(tmp_path, store, clock, interval_minutes=15, first_interval_minutes=6)
+    ckpt.restore()
+    clock.advance(359)
+    assert ckpt.step_done(1) is False and store.saves == 0
+    clock.advance(1)  # 6 minutes after the restore: the first measurement
+    assert ckpt.step_done(2) is False and store.saves == 1 and progress(tmp_path)["trainingSeconds"] == 360
+    clock.advance(360)  # then the interval again
+    assert ckpt.step_done(3) is False and store.saves == 1
+    clock.advance(540)
+    assert ckpt.step_done(4) is False and store.saves == 2
+
+
+def test_the_early_first_save_applies_again_after_each_restore(tmp_path: Path) -> None:
+    clock, store = FakeClock(), Store()
+    first = make(tmp_path, store, clock, interval_minutes=15, first_interval_minutes=5)
+    first.restore()
+    clock.advance(300)
+    store.state = {"step": 1}
+    first.step_done(1)
+    assert store.saves == 1
+    again = make(tmp_path, store, clock, interval_minutes=15, first_interval_minutes=5)  # a restart on spot
+    assert again.restore()[1] == 1
+    clock.advance(300)
+    again.step_done(2)
+    assert store.saves == 2
+
+
+def test_the_first_interval_comes_from_the_environment_and_never_exceeds_the_interval(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(FIRST_INTERVAL_ENV, "6")
+    assert make(tmp_path, Store(), interval_minutes=15).first_interval_seconds == 360.0
+    assert make(tmp_path, Store(), interval_minutes=5).first_interval_seconds == 300.0
+    monkeypatch.delenv(FIRST_INTERVAL_ENV)
+    assert make(tmp_path, Store(), interval_minutes=15).first_interval_seconds == 900.0  # unset: the interval
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan"])
+def test_a_bad_first_interval_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(FIRST_INTERVAL_ENV, value)
+    with pytest.raises(ValueError, match=r"first checkpoint|FIRST_CHECKPOINT"):
+        Checkpointer(total_steps=10, save=Store().save, load=Store.load, handle_sigterm=False)
 
 
 # -- restore ----------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from datetime import timedelta
 import numpy as np
 import numpy.typing as npt
 
+from spotline.core.capacity.policy import first_checkpoint_for
 from spotline.core.regions.regions import GIB, copy_estimate
 from spotline_dev.research.simulate.model import (
     DEFAULT_CHECKPOINT_SECONDS,
@@ -72,6 +73,12 @@ class GridSpec:
             work_error=self.work_error,
             copy=copy_seconds,
             copy_cost=copy_usd / self.on_demand_usd_per_hour,
+            first_checkpoint=first_checkpoint_for(
+                work_seconds=work_hours * HOUR,
+                deadline_seconds=work_hours * (1 + slack) * HOUR,
+                restart_seconds=self.overhead_seconds,
+                interval_seconds=self.checkpoint_seconds,
+            ),
         )
 
     def starts(self, trace: Trace, work_hours: float) -> list[float]:

@@ -8,7 +8,9 @@ the time-stepped replay of one job on one trace.
   (provisioning, image and data download, restore) before training progresses; a spot start
   needs capacity for every step of it, and waits for capacity when there is none (as managed
   spot training does).
-- Training writes a checkpoint every `c` of training since it (re)started. A spot preemption
+- Training writes a checkpoint every `c` of training since it (re)started, the first one after
+  `c1` <= `c` when the job has one (`first_checkpoint`: Spotline sizes it to the slack, so the
+  work is measured before the declared margin would switch; every policy gets it). A spot preemption
   loses the work since the last one; a stop the workflow asks for (StopTrainingJob: SIGTERM)
   saves first, as Spotline's checkpoint helper does. Without checkpoints any stop or preemption
   sends the job back to zero.
@@ -88,6 +90,9 @@ class Job:
     """Steps to copy the latest checkpoint to another region before an attempt starts there."""
     copy_cost: float = 0.0
     """What one such copy costs (data transfer between regions), in on-demand hours."""
+    first_checkpoint: int | None = None
+    """Training before the first checkpoint after each start, when sooner than `checkpoint`
+    (SPOTLINE_FIRST_CHECKPOINT_MINUTES); None: `checkpoint`."""
 
     def __post_init__(self) -> None:
         if self.work <= 0 or self.deadline <= 0 or self.overhead < 0 or self.step_seconds <= 0:
@@ -96,12 +101,21 @@ class Job:
             raise ValueError("the checkpoint interval must be positive (None: no checkpoints)")
         if self.declared_work is not None and self.declared_work <= 0:
             raise ValueError("the declared work must be positive")
+        if self.first_checkpoint is not None and self.first_checkpoint <= 0:
+            raise ValueError("the first checkpoint must come after some training (None: the interval)")
         if self.copy < 0 or self.copy_cost < 0:
             raise ValueError("a checkpoint copy takes no negative time and costs no negative money")
 
     @property
     def declared(self) -> int:
         return self.work if self.declared_work is None else self.declared_work
+
+    def interval(self, fresh: bool) -> int | None:
+        """Training until the next checkpoint is due: the first interval on an instance that has
+        not saved since it started (`fresh`), else the interval; None without checkpoints."""
+        if self.checkpoint is None or not fresh or self.first_checkpoint is None:
+            return self.checkpoint
+        return min(self.checkpoint, self.first_checkpoint)
 
     @property
     def step_hours(self) -> float:
@@ -135,10 +149,11 @@ class Job:
         work_error: float = 0.0,
         copy: float = 0.0,
         copy_cost: float = 0.0,
+        first_checkpoint: float | None = None,
     ) -> Job:
         """Work and overhead round up to whole steps, the deadline down (never in the job's
         favour). With `work_error` the job really needs `work x (1 + work_error)`; policies are
-        told `work`."""
+        told `work`. `first_checkpoint` rounds down (never later than asked)."""
         declared = math.ceil(work / step_seconds - 1e-9)
         true = math.ceil(work * (1 + work_error) / step_seconds - 1e-9)
         return cls(
@@ -152,6 +167,9 @@ class Job:
             declared_work=None if true == declared else declared,
             copy=math.ceil(copy / step_seconds - 1e-9),
             copy_cost=copy_cost,
+            first_checkpoint=None
+            if first_checkpoint is None
+            else max(1, math.floor(first_checkpoint / step_seconds + 1e-9)),
         )
 
 
@@ -322,6 +340,8 @@ class _Run:
     preemptions_in_attempt: int = 0
     copies: int = 0
     regions: list[int] = field(default_factory=list)
+    fresh: bool = False
+    """The instance has not saved since it started (its first checkpoint is `job.first_checkpoint`)."""
 
 
 def simulate(
@@ -365,7 +385,7 @@ def simulate(
 
     def save() -> None:
         run.checkpointed += run.unsaved
-        run.unsaved = 0
+        run.unsaved, run.fresh = 0, False
         run.checkpoint_region = run.region
 
     def stop_instance() -> None:
@@ -391,7 +411,7 @@ def simulate(
         run.regions.append(run.region)
 
     def start_instance(capacity: Capacity) -> None:
-        run.instance, run.overhead_left = capacity, job.overhead
+        run.instance, run.overhead_left, run.fresh = capacity, job.overhead, True
         if capacity == "on-demand" and run.switched_at is None:
             run.switched_at = t
         set_phase("starting" if job.overhead else "training")
@@ -487,8 +507,9 @@ def simulate(
                 span = min(span, run.overhead_left)
             else:
                 span = min(span, job.work - run.checkpointed - run.unsaved)
-                if job.checkpoint is not None:
-                    span = min(span, job.checkpoint - run.unsaved)
+                interval = job.interval(run.fresh)
+                if interval is not None:
+                    span = min(span, interval - run.unsaved)
         span = max(span, 1)
         if run.copy_left:
             run.copy_left -= span
@@ -519,7 +540,8 @@ def simulate(
                 finished = t + span
                 run.checkpointed, run.unsaved = job.work, 0
                 break
-            if job.checkpoint is not None and run.unsaved >= job.checkpoint:
+            interval = job.interval(run.fresh)
+            if interval is not None and run.unsaved >= interval:
                 save()
                 event = True
         t += span

@@ -2,7 +2,8 @@
 
 Spotline decides on deadlines from `progress.json`, which this helper keeps beside the checkpoints
 in the SageMaker checkpoint directory (synced to the job's CheckpointConfig.S3Uri). It saves every
-`interval_minutes`, once more when SageMaker sends SIGTERM (spot interruption or stop: 120 s before
+`interval_minutes` (the first time after `first_interval_minutes` when Spotline asks for an early
+first measurement), once more when SageMaker sends SIGTERM (spot interruption or stop: 120 s before
 SIGKILL), and restores at start. The framework-specific part is two callbacks, so this module needs
 nothing beyond the standard library, and it runs on Python 3.11+ (training images lag the Lambda runtime)::
 
@@ -46,6 +47,7 @@ from typing import Any, Generic, TypeVar
 
 DIR_ENV = "SPOTLINE_CHECKPOINT_DIR"
 INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"  # set by Spotline in the training job's Environment
+FIRST_INTERVAL_ENV = "SPOTLINE_FIRST_CHECKPOINT_MINUTES"  # set by Spotline when the first save must come sooner
 DEFAULT_DIR = "/opt/ml/checkpoints"  # SageMaker's default CheckpointConfig.LocalPath
 DEFAULT_INTERVAL_MINUTES = 15.0
 INSTANCE_TYPE_ENV = "SM_CURRENT_INSTANCE_TYPE"  # set by SageMaker in the training container
@@ -64,6 +66,9 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
 
     `directory`: None reads $SPOTLINE_CHECKPOINT_DIR, else /opt/ml/checkpoints (created on first save).
     `interval_minutes`: None reads $SPOTLINE_CHECKPOINT_INTERVAL_MINUTES, else 15.
+    `first_interval_minutes`: the first save after each restore (None reads
+    $SPOTLINE_FIRST_CHECKPOINT_MINUTES, else the interval): Spotline asks for an early one when the
+    deadline policy needs the work measured before the interval would measure it.
     `clock`: seconds, monotonic; injectable so tests need no sleeping.
     `handle_sigterm`: install a SIGTERM handler (main thread only) that requests a stop; `close()`
     (or leaving a `with` block) puts the previous handler back.
@@ -78,6 +83,7 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         load: Callable[[Path], T],
         directory: str | os.PathLike[str] | None = None,
         interval_minutes: float | None = None,
+        first_interval_minutes: float | None = None,
         keep: int = 2,
         clock: Callable[[], float] = time.monotonic,
         handle_sigterm: bool = True,
@@ -91,6 +97,9 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         self.total_steps = total_steps
         self.directory = Path(directory if directory is not None else os.environ.get(DIR_ENV) or DEFAULT_DIR)
         self.interval_seconds = 60.0 * _interval_minutes(interval_minutes)
+        first = _first_interval_minutes(first_interval_minutes)
+        self.first_interval_seconds = min(self.interval_seconds, 60.0 * first) if first else self.interval_seconds
+        self._saved_since_resume = False
         self.keep = keep
         self._save = save
         self._load = load
@@ -131,6 +140,7 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
             self._trained_before = self._training_seconds_at(step)
             self._by_type_before, self._restored_step = self._by_type_at(step), step
             self._last_save_at = self._resumed_at = self._clock()
+            self._saved_since_resume = False
             return state, step
         if first_error is not None:
             raise first_error
@@ -138,13 +148,15 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         self._trained_before = 0.0
         self._by_type_before, self._restored_step = {}, 0
         self._last_save_at = self._resumed_at = self._clock()
+        self._saved_since_resume = False
         return None, 0
 
     def step_done(self, step: int) -> bool:
         """Call after each step with the steps completed so far. Saves when the interval has passed
         or a stop was requested; returns True (after saving) when the script should exit now."""
         stop = self._stop_requested
-        if stop or self._clock() - self._last_save_at >= self.interval_seconds:
+        due = self.interval_seconds if self._saved_since_resume else self.first_interval_seconds
+        if stop or self._clock() - self._last_save_at >= due:
             self.save_now(step)
         if stop:
             log.info("stop requested (SIGTERM): saved step %d of %d; exit now", step, self.total_steps)
@@ -176,6 +188,7 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
             _fsync_dir(self.directory)
         self._write_progress(step)
         self._last_save_at = self._clock()
+        self._saved_since_resume = True
         self._prune(step)
         log.info("saved step %d of %d to %s", step, self.total_steps, target)
         return target
@@ -306,6 +319,20 @@ def _interval_minutes(given: float | None) -> float:
             raise ValueError(f"{INTERVAL_ENV}={text!r} is not a number of minutes") from None
     if not given > 0:  # also rejects NaN
         raise ValueError(f"the checkpoint interval must be a positive number of minutes, not {given!r}")
+    return float(given)
+
+
+def _first_interval_minutes(given: float | None) -> float | None:
+    if given is None:
+        text = os.environ.get(FIRST_INTERVAL_ENV, "").strip()
+        if not text:
+            return None
+        try:
+            given = float(text)
+        except ValueError:
+            raise ValueError(f"{FIRST_INTERVAL_ENV}={text!r} is not a number of minutes") from None
+    if not given > 0:  # also rejects NaN
+        raise ValueError(f"the first checkpoint interval must be a positive number of minutes, not {given!r}")
     return float(given)
 
 

@@ -54,3 +54,27 @@ def test_spot_without_checkpoints_is_never_cheaper_than_with_them(seed: int) -> 
         assert with_ckpt.met
         assert with_ckpt.finished_at is not None and without.finished_at is not None
         assert with_ckpt.finished_at <= without.finished_at
+
+
+# --- an early first checkpoint (issue 48) --------------------------------------------------------
+
+
+def test_a_first_checkpoint_rounds_down_and_must_be_positive() -> None:
+    j = Job.from_seconds(work=4 * HOUR, deadline=5 * HOUR, checkpoint=900, first_checkpoint=359)
+    assert (j.checkpoint, j.first_checkpoint) == (15, 5)
+    assert Job.from_seconds(work=4 * HOUR, deadline=5 * HOUR).first_checkpoint is None
+    with pytest.raises(ValueError, match="first checkpoint"):
+        job(10, 20, first_checkpoint=0)
+
+
+@pytest.mark.parametrize("policy", ["spot-ckpt", "greedy"])
+def test_the_first_checkpoint_after_every_start_is_a_property_of_the_job(policy: str) -> None:
+    # Spot for 20 steps, none for 5, spot for 8, none for 5, then spot: each start takes 3 steps.
+    trace = flags("1" * 20 + "0" * 5 + "1" * 8 + "0" * 5 + "1" * 200)
+    plain = job(40, 230, checkpoint=10)
+    early = job(40, 230, checkpoint=10, first_checkpoint=3)
+    # Plain: saved at 10 trained, 7 lost at t=20; the restart trains 5, saves none, loses 5.
+    assert run_policy(policy, plain, trace, START).lost_steps == 7 + 5
+    # Early: saved at 3 and 13, 4 lost; the restart saves after 3 again, then loses 2.
+    outcome = run_policy(policy, early, trace, START)
+    assert (outcome.lost_steps, outcome.met) == (4 + 2, True)

@@ -113,9 +113,9 @@ def test_spotline_waits_out_a_gap_and_moves_at_the_last_safe_moment() -> None:
     outcome = simulate(j, avail, policy)
     assert outcome.met and outcome.preemptions == 1
     # 60 of 240 minutes trained and saved, so the work is measured; on-demand needs 3h + 20m
-    # restart + a 10m margin (at least 10 minutes, else 2 % of the work left) = 210m.
-    assert outcome.switched_at is not None and 480 - 210 - 2 <= outcome.switched_at <= 480 - 210
-    assert policy.reason.startswith("deadline at risk: ") and "+ 10m margin" in policy.reason
+    # restart + a 2m margin (1 % of the work left for a pace measured over 1 h, at least 2 minutes) = 202m.
+    assert outcome.switched_at is not None and 480 - 202 - 2 <= outcome.switched_at <= 480 - 202
+    assert policy.reason.startswith("deadline at risk: ") and "+ 2m margin: 1.0 % of the work left" in policy.reason
     assert outcome.cost == pytest.approx((1 + 1 / 6) * 0.3 + (3 + 1 / 6) * 1.0)  # each start bills 10m
 
 
@@ -183,3 +183,16 @@ def test_production_policy_on_fixture_traces_meets_every_feasible_deadline_near_
             assert row.cost >= row.optimum - 1e-9
     assert all(r.met for r in rows if r.policy in ("on-demand", "greedy", "uniform"))
     assert summaries["spot-no-ckpt"].missed > 0  # the failure the product exists to prevent
+
+
+def test_the_grid_sizes_the_first_checkpoint_with_the_production_rule_and_spotline_stays_on_spot() -> None:
+    grid = GridSpec()
+    assert grid.job(16.0, 0.1).first_checkpoint == 6  # 96m slack - 20m - 48m margin - 20m start-up - 2m
+    assert grid.job(8.0, 0.2).first_checkpoint is None  # the 15-minute interval comes in time
+    j = grid.job(16.0, 0.1)
+    spot = flags("1" * j.deadline)
+    stays = simulate(j, spot, SpotlinePolicy(j, START))
+    assert stays.met and stays.switched_at is None  # measured after 6 minutes, then 2 % margin
+    late = replace(j, first_checkpoint=None)
+    switched = simulate(late, spot, SpotlinePolicy(late, START))
+    assert switched.switched_at is not None and switched.switched_at < 60  # before its first checkpoint

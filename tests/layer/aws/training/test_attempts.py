@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 from state_samples import EXECUTION, PLAN, status_state, training_state
 
-from conftest import example_spec
+from conftest import NOW, example_spec
 from spotline.aws.training.attempts import next_attempt
 from spotline.core.state import RunStatus, Training
 
@@ -54,3 +55,21 @@ def test_a_check_that_decided_nothing_leaves_the_attempt_as_the_strategy_says() 
         None,
         None,
     )
+
+
+def test_a_spot_attempt_with_little_slack_saves_first_early_until_the_work_is_measured() -> None:
+    spec = example_spec()  # 8 h declared, checkpoints every 15 minutes
+    assert spec.deadline_at is not None
+    tight = spec.deadline_at - timedelta(hours=8, minutes=75)  # 75m of slack: the first save after 9m
+    assert next_attempt(EXECUTION, spec, None, None, tight).first_checkpoint_minutes == 9
+    assert next_attempt(EXECUTION, spec, None, None, NOW).first_checkpoint_minutes is None  # days of slack
+    assert (
+        next_attempt(EXECUTION, replace(spec, strategy="on-demand"), None, None, tight).first_checkpoint_minutes is None
+    )
+    training = Training.from_state(training_state())
+    unmeasured = _status(
+        nextCapacity="spot", progress=status_state()["progress"] | {"estimatedWorkSeconds": None, "fraction": 0.0}
+    )
+    assert next_attempt(EXECUTION, spec, training, unmeasured, tight).first_checkpoint_minutes is not None
+    measured = _status(nextCapacity="spot")  # the sample's progress.json measured the work
+    assert next_attempt(EXECUTION, spec, training, measured, tight).first_checkpoint_minutes is None

@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 from builders import example_spec
 from spotline.core.capacity.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
+    FIRST_CHECKPOINT_GUARD_SECONDS,
     MAX_BACKOFF_SECONDS,
     MEASURED_MARGIN_FRACTION,
+    MIN_FIRST_CHECKPOINT_SECONDS,
+    MIN_MEASURED_MARGIN_FRACTION,
     MIN_MEASURED_MARGIN_SECONDS,
     MIN_SAFETY_MARGIN_SECONDS,
     SAFETY_MARGIN_FRACTION,
@@ -29,8 +32,13 @@ from spotline.core.capacity.policy import (
     JobClock,
     backoff_seconds,
     decide,
+    first_checkpoint_for,
+    first_checkpoint_minutes,
+    first_checkpoint_seconds,
     margin_of,
+    measured_margin_fraction,
     measured_work_seconds,
+    no_option_left,
     on_demand_needs,
     out_of_reach,
     remaining_work,
@@ -533,10 +541,118 @@ def test_the_work_is_measured_once_a_checkpoint_records_its_training_seconds(
 
 def test_the_margin_covers_the_declared_work_until_measured_then_the_work_left() -> None:
     declared = _clock(work=20 * HOUR, progress=0.5)
-    measured = replace(declared, work_measured=True)
+    measured = replace(declared, work_measured=True, pace_measured_seconds=15 * MINUTE)
 
     assert margin_of(declared) == pytest.approx(SAFETY_MARGIN_FRACTION * 20 * HOUR)  # 1 h
     assert margin_of(measured) == pytest.approx(max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * 10 * HOUR))
-    assert margin_of(replace(measured, progress=0.99)) == MIN_MEASURED_MARGIN_SECONDS
+    assert margin_of(replace(measured, progress=0.999)) == MIN_MEASURED_MARGIN_SECONDS
     needs = 10 * HOUR + DEFAULT_RESTART_OVERHEAD_SECONDS + margin_of(measured)
     assert on_demand_needs(measured) == pytest.approx(needs)
+
+
+@pytest.mark.parametrize(
+    ("pace", "share"),
+    [
+        (0.0, SAFETY_MARGIN_FRACTION),  # a pace of unknown footing: the declared share
+        (60.0, SAFETY_MARGIN_FRACTION),  # one minute of training: capped at the declared share
+        (5 * MINUTE, 0.02 * math.sqrt(3)),
+        (15 * MINUTE, MEASURED_MARGIN_FRACTION),
+        (HOUR, 0.01),
+        (4 * HOUR, MIN_MEASURED_MARGIN_FRACTION),
+        (40 * HOUR, MIN_MEASURED_MARGIN_FRACTION),
+    ],
+)
+def test_the_measured_margin_shrinks_with_the_training_the_pace_rests_on(pace: float, share: float) -> None:
+    job = replace(_clock(work=20 * HOUR), work_measured=True, pace_measured_seconds=pace)
+    assert measured_margin_fraction(job) == pytest.approx(share)
+    assert margin_of(job) == pytest.approx(max(MIN_MEASURED_MARGIN_SECONDS, share * 20 * HOUR))
+
+
+@given(
+    st.floats(min_value=1.0, max_value=100 * HOUR, allow_nan=False),
+    st.floats(min_value=1.0, max_value=100 * HOUR, allow_nan=False),
+)
+def test_more_training_measured_never_widens_the_margin(pace: float, more: float) -> None:
+    job = replace(_clock(work=20 * HOUR, progress=0.3), work_measured=True, pace_measured_seconds=pace)
+    longer = replace(job, pace_measured_seconds=pace + more)
+    assert margin_of(longer) <= margin_of(job)
+    assert MIN_MEASURED_MARGIN_SECONDS <= margin_of(longer) <= safety_margin(20 * HOUR)
+
+
+def test_the_switch_reason_says_what_the_measured_margin_rests_on() -> None:
+    # 75 % of 8 h done at a pace measured over 1 h: 2 h left, 1 % of it is 1m12s, under the 2-minute floor.
+    job = replace(
+        _clock(work=8 * HOUR, progress=0.75, now=DEADLINE - timedelta(hours=2, minutes=20)),
+        work_measured=True,
+        pace_measured_seconds=HOUR,
+    )
+    assert decide(job).reason == (
+        "deadline at risk: 2h20m left, on-demand needs 2h22m (2h of work + 20m restart "
+        "+ 2m margin: 1.0 % of the work left, the pace measured over 1h of training)"
+    )
+
+
+@given(feasible_spot_jobs(), st.floats(min_value=1.0, max_value=40 * HOUR, allow_nan=False))
+def test_a_measured_job_switched_at_its_last_safe_moment_is_never_paged(job: JobClock, pace: float) -> None:
+    """The smaller margin moves the switch later, never past the point where DeadlineAtRisk fires:
+    at the last safe moment on-demand still makes it, so no capacity tier is out of options."""
+    measured = replace(job, work_measured=True, pace_measured_seconds=pace)
+    assert measured.deadline is not None
+    last = measured.deadline - timedelta(seconds=math.ceil(on_demand_needs(measured)))
+    at_switch = replace(measured, now=max(measured.now, last))
+    assert not no_option_left(at_switch, running=False)
+    assert not no_option_left(at_switch, running=True)
+
+
+# --- an early first checkpoint (issue 48, proposal A) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("work_hours", "slack", "first"),
+    [
+        (16, 0.10, 6 * MINUTE),  # 96m slack - 20m restart - 48m margin - 20m start-up - 2m guard
+        (8, 0.20, None),  # 30m of room: the 15-minute interval comes in time
+        (4, 0.10, None),  # no room at all: the job goes to on-demand anyway
+        (8, 0.16, 648.0),  # 76m48s slack - 20m - 24m - 20m - 2m
+        (8, 0.145, 216.0),  # 3m36s of room: under the 5-minute floor
+    ],
+)
+def test_the_first_checkpoint_is_sized_to_the_slack_only_where_the_interval_comes_too_late(
+    work_hours: int, slack: float, first: float | None
+) -> None:
+    found = first_checkpoint_for(
+        work_seconds=work_hours * HOUR,
+        deadline_seconds=work_hours * (1 + slack) * HOUR,
+        restart_seconds=DEFAULT_RESTART_OVERHEAD_SECONDS,
+        interval_seconds=15 * MINUTE,
+    )
+    if first is None or first < MIN_FIRST_CHECKPOINT_SECONDS:
+        assert found is None
+    else:
+        assert found == pytest.approx(first)
+
+
+@given(spot_jobs())
+def test_an_early_first_checkpoint_measures_the_work_before_the_margin_would_switch(job: JobClock) -> None:
+    first = first_checkpoint_seconds(job)
+    if first is None:
+        return
+    assert MIN_FIRST_CHECKPOINT_SECONDS <= first < job.checkpoint_interval_seconds
+    # Started at once, the attempt saves after its start-up and `first`: nothing was measured or
+    # done yet, and the declared margin still leaves the guard.
+    saved_at = replace(job, now=job.now + timedelta(seconds=job.restart_overhead_seconds + first))
+    decision = decide(saved_at)
+    assert decision.verdict == "continue"
+    assert decision.slack_seconds is not None and decision.slack_seconds >= FIRST_CHECKPOINT_GUARD_SECONDS - 1e-6
+    assert first_checkpoint_seconds(replace(job, work_measured=True)) is None
+
+
+def test_the_first_checkpoint_in_minutes_from_the_manifest() -> None:
+    spec = replace(SPEC, expected_duration_seconds=8 * HOUR)
+    assert DEADLINE is not None
+    tight = DEADLINE - timedelta(hours=8, minutes=75)  # 75m of slack: 9m of room
+    assert first_checkpoint_minutes(spec, tight) == 9
+    assert first_checkpoint_minutes(spec, DEADLINE - timedelta(hours=9, minutes=30)) is None  # the interval will do
+    assert first_checkpoint_minutes(spec, tight, work_measured=True) is None
+    assert first_checkpoint_minutes(replace(spec, checkpoint_s3_uri=None), tight) is None
+    assert first_checkpoint_minutes(replace(spec, deadline=None), tight) is None

@@ -12,7 +12,9 @@ import pytest
 from spotline.core.spec.catalog import family_of, training_instance_type_names
 from spotline.core.spec.model import InputChannel, JobSpec, MetricDefinition
 from spotline.core.training.training_request import (
+    CHECKPOINT_INTERVAL_ENV,
     DEFAULT_SETTINGS,
+    FIRST_CHECKPOINT_ENV,
     INSTANCE_STORAGE_FAMILIES,
     Attempt,
     TrainingSettings,
@@ -161,3 +163,14 @@ def test_a_warm_pool_is_asked_for_on_demand_only() -> None:
     # validation refuses keepAlive with a spot strategy; the builder still never sends it on spot
     assert "KeepAlivePeriodInSeconds" not in create_training_job_request(spec, SPOT)["ResourceConfig"]
     assert "KeepAlivePeriodInSeconds" not in create_training_job_request(SPEC, SPOT)["ResourceConfig"]
+
+
+def test_an_early_first_checkpoint_reaches_a_spot_attempt_s_environment_only() -> None:
+    early = replace(SPOT, first_checkpoint_minutes=6)
+    environment = create_training_job_request(SPEC, early)["Environment"]
+    assert environment[CHECKPOINT_INTERVAL_ENV] == "15" and environment[FIRST_CHECKPOINT_ENV] == "6"
+    assert FIRST_CHECKPOINT_ENV not in create_training_job_request(SPEC, SPOT)["Environment"]
+    on_demand = replace(early, number=2, capacity="on-demand")
+    assert FIRST_CHECKPOINT_ENV not in create_training_job_request(SPEC, on_demand)["Environment"]
+    unsaved = replace(SPEC, checkpoint_s3_uri=None)  # no checkpoints: nothing to time
+    assert FIRST_CHECKPOINT_ENV not in create_training_job_request(unsaved, early)["Environment"]

@@ -106,10 +106,12 @@ def plan_training(
     injected: str | None,
     max_pending: float | None = None,
     window: tuple[float, float] | None = None,
+    first_interval: float | None = None,
 ) -> Plan:
     """The job's timeline if nothing stops it: start (waiting out capacity gaps), train with
-    periodic checkpoints, lose work back to the last one at each spot interruption, restart,
-    and end Completed (after uploading) or Failed (fail_after). A start needs spot capacity for
+    periodic checkpoints (the first `first_interval` after each start when given, as the helper
+    does with SPOTLINE_FIRST_CHECKPOINT_MINUTES), lose work back to the last one at each spot
+    interruption, restart, and end Completed (after uploading) or Failed (fail_after). A start needs spot capacity for
     the whole start delay: a gap that begins before Training only delays it."""
     delay = weather.spot_start_delay if spot else weather.on_demand_start_delay
     segments: list[Segment] = []
@@ -153,12 +155,12 @@ def plan_training(
         to_gap = next_gap_start(gaps, t) - t if reclaims else math.inf  # on-demand instances are never reclaimed
         run = max(0.0, min(remaining, to_fail, to_mark, to_gap))
         completes = remaining <= run + EPS
-        k = 1
-        while checkpointed and k * interval <= run + EPS and not (completes and k * interval >= remaining - EPS):
-            step = _step(behaviour, progress + k * interval)
-            checkpoints.append((t + k * interval, step))
+        offset = interval if first_interval is None else min(interval, first_interval)
+        while checkpointed and offset <= run + EPS and not (completes and offset >= remaining - EPS):
+            step = _step(behaviour, progress + offset)
+            checkpoints.append((t + offset, step))
             saved = step / total * behaviour.duration
-            k += 1
+            offset += interval
         t, progress, trained = t + run, progress + run, trained + run
         if completes:
             if checkpointed:

@@ -20,6 +20,7 @@ from spotline_dev.harness.standin.sagemaker.ledger import EXECUTION_TAG, LedgerE
 from spotline_dev.harness.standin.sagemaker.training_requests import DEFAULT_MAX_RUNTIME_S, validated_payload
 
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
+FIRST_CHECKPOINT_ENV = "SPOTLINE_FIRST_CHECKPOINT_MINUTES"
 DEFAULT_CHECKPOINT_INTERVAL_S = 15 * 60
 
 
@@ -146,6 +147,7 @@ class SageMakerTrainingJobs:
             else 0.0
         )
         interval = _checkpoint_interval(request.get("Environment") or {})
+        first_interval = _minutes(request.get("Environment") or {}, FIRST_CHECKPOINT_ENV)
         injected = self._failures.popleft() if self._failures else None
         stopping = request.get("StoppingCondition") or {}
         pending = stopping.get("MaxPendingTimeInSeconds")
@@ -161,6 +163,7 @@ class SageMakerTrainingJobs:
             restored=restored,
             trained_before=trained_before,
             interval=interval,
+            first_interval=first_interval,
             checkpointed=key is not None,
             injected=injected,
             max_pending=float(pending) if pending is not None and accelerated else None,
@@ -435,11 +438,16 @@ def _accelerated(instance_type: str) -> bool:
 
 def _checkpoint_interval(environment: dict[str, Any]) -> float:
     """Seconds between checkpoints: the training code reads Spotline's variable, else 15 minutes."""
+    return _minutes(environment, CHECKPOINT_INTERVAL_ENV) or DEFAULT_CHECKPOINT_INTERVAL_S
+
+
+def _minutes(environment: dict[str, Any], name: str) -> float | None:
+    """Seconds from one of Spotline's minute variables (None: unset or not a positive number)."""
     try:
-        minutes = float(environment.get(CHECKPOINT_INTERVAL_ENV) or 0)
+        minutes = float(environment.get(name) or 0)
     except ValueError:
         minutes = 0
-    return minutes * 60 if minutes > 0 else DEFAULT_CHECKPOINT_INTERVAL_S
+    return minutes * 60 if minutes > 0 else None
 
 
 def _transitions(plan: Plan, now: float) -> list[dict[str, Any]]:

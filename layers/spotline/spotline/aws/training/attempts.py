@@ -24,6 +24,7 @@ from spotline.aws.teams.team_registry import policy_for
 from spotline.aws.training import training_settings
 from spotline.aws.training.request_check import submit_service_job_request
 from spotline.aws.training.submission import submit_once
+from spotline.core.capacity.policy import first_checkpoint_minutes
 from spotline.core.common import links
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.spec.model import JobSpec, to_rfc3339
@@ -36,13 +37,17 @@ COPY_RESERVE_SECONDS = 90
 flight and the submission."""
 
 
-def next_attempt(execution_arn: str, spec: JobSpec, training: Training | None, status: RunStatus | None) -> Attempt:
-    """The attempt after `training` (the first without one), as the last check `status` decided it."""
+def next_attempt(
+    execution_arn: str, spec: JobSpec, training: Training | None, status: RunStatus | None, now: datetime | None = None
+) -> Attempt:
+    """The attempt after `training` (the first without one), as the last check `status` decided it;
+    a spot attempt submitted `now` saves first early when the work must be measured sooner."""
     number = training.attempt + 1 if training else 1
     decided = status.next_capacity if status else None
     capacity = cast(Capacity, decided or ("on-demand" if spec.strategy == "on-demand" else "spot"))
+    first = _first_checkpoint(spec, status, now) if capacity == "spot" and now is not None else None
     if status is None or not decided:
-        return Attempt(execution_arn, number, capacity)
+        return Attempt(execution_arn, number, capacity, first_checkpoint_minutes=first)
     # The priority the last check gave the job (raised when its deadline was at risk in the queue);
     # the type it moved a spot attempt to (else the one it ran on, else the primary); how long an
     # on-demand fallback may wait for capacity; the plan a training-plan attempt runs on.
@@ -58,6 +63,20 @@ def next_attempt(execution_arn: str, spec: JobSpec, training: Training | None, s
         instance_type=instance_type or None,
         max_pending_seconds=status.max_pending_seconds if decided == "on-demand" else None,
         training_plan_arn=plan.arn if plan else None,
+        first_checkpoint_minutes=first,
+    )
+
+
+def _first_checkpoint(spec: JobSpec, status: RunStatus | None, now: datetime) -> int | None:
+    """From the manifest, and the last check's progress and restart estimate when there was one."""
+    if status is None:
+        return first_checkpoint_minutes(spec, now)
+    return first_checkpoint_minutes(
+        spec,
+        now,
+        fraction_done=status.progress.fraction,
+        work_measured=status.progress.estimated_work_seconds is not None,
+        restart_seconds=status.decision.restart_overhead_seconds,
     )
 
 
@@ -73,7 +92,7 @@ def submit_next_attempt(
 ) -> Training:
     """Submit the run's next attempt; returns it as `$.training`. `seconds_left`: the invocation's
     remaining time, which bounds a checkpoint copy (CheckpointCopyIncomplete: the task retries it)."""
-    attempt = next_attempt(execution_arn, spec, training, status)
+    attempt = next_attempt(execution_arn, spec, training, status, now)
     placement = place_attempt(
         training, status, allowed=allowed_regions(state), spec=spec, capacity=attempt.capacity, now=now
     )
@@ -105,6 +124,7 @@ def submit_next_attempt(
             "attempt": attempt.number,
             "capacity": attempt.capacity,
             "region": where,
+            "firstCheckpointMinutes": attempt.first_checkpoint_minutes,
             # Batch names the training job itself (AWSBatch<name><id>)
             "payloadTrainingJobName": training_job_name(spec, attempt),
         },

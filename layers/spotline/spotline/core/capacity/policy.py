@@ -5,7 +5,8 @@ One rule, explainable in one sentence to on-call:
 **Last safe moment.** Switch when the time left before the deadline no longer covers the
 remaining work on on-demand, plus the restart overhead, plus a safety margin for what is still
 uncertain: 5 % of the declared work (at least ten minutes) until a checkpoint measures the job's
-real throughput, then 2 % of the work left (at least ten minutes).
+real throughput, then a share of the work left that shrinks as the training the pace rests on
+grows (2 % after 15 minutes, 1 % after an hour, 0.5 % from 4 hours; at least two minutes).
 
 The work is the declared expectedDuration until a checkpoint records the training seconds behind
 it, then what that throughput says the whole job needs (`measured_work_seconds`). Until the last
@@ -13,6 +14,11 @@ safe moment the job stays on spot and waits out interruptions and capacity gaps,
 capacity is there or not. When it is already too late (on-demand from now could not make the
 deadline either: out of reach from the start, or a check came late) it stays on spot, since a
 switch would only cost more.
+
+**An early first checkpoint.** Until a checkpoint measures the work, the margin is 5 % of the
+declared work; where the slack is so small that this margin would switch before the interval's
+first checkpoint, a spot attempt saves first sooner (`first_checkpoint_seconds`, rendered as
+SPOTLINE_FIRST_CHECKPOINT_MINUTES), so the job is measured, and keeps the smaller margin, in time.
 
 Once on on-demand a job stays there, so moving earlier never makes the rest cheaper (the work
 left is the same or less later); it only gives up spot capacity that may come back. A former
@@ -39,10 +45,11 @@ import hashlib
 import math
 import random
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from spotline.core.common.durations import format_duration
+from spotline.core.spec.model import JobSpec
 
 Capacity = Literal["spot", "on-demand"]
 Verdict = Literal["continue", "switch-to-on-demand"]
@@ -53,14 +60,25 @@ START_UP_ALLOWANCE_SECONDS = DEFAULT_RESTART_OVERHEAD_SECONDS
 """Where the uniform-progress line starts: no job makes progress while it first starts up."""
 MIN_SAFETY_MARGIN_SECONDS = 600.0
 SAFETY_MARGIN_FRACTION = 0.05
-MIN_MEASURED_MARGIN_SECONDS = 600.0
+MIN_MEASURED_MARGIN_SECONDS = 120.0
+"""The measured margin's floor: the check cadence near the last safe moment (`polling.next_check`
+wakes the Lambda when the slack runs out), not an allowance for the work."""
 MEASURED_MARGIN_FRACTION = 0.02
+"""The measured margin's share of the work left when the pace rests on MARGIN_REFERENCE_SECONDS of
+training; it shrinks with the square root of the training measured (`measured_margin_fraction`)."""
+MARGIN_REFERENCE_SECONDS = 900.0
+MIN_MEASURED_MARGIN_FRACTION = 0.005
 MAX_BACKOFF_SECONDS = 3600.0
 ESTIMATE_SPREAD_AT_ONE_INTERVAL = 0.10
 """How far off a work-left estimate may be, as a share of the work left, when its pace rests on
 one checkpoint interval of training; it shrinks with the square root of the intervals measured,
 down to MEASURED_MARGIN_FRACTION (`estimate_spread`)."""
 DEFAULT_CHECKPOINT_INTERVAL_SECONDS = 900.0
+FIRST_CHECKPOINT_GUARD_SECONDS = 120.0
+"""Between the first checkpoint and the moment the declared margin would switch: the first poll
+and the check cadence (`first_checkpoint_seconds`)."""
+MIN_FIRST_CHECKPOINT_SECONDS = 300.0
+"""No first checkpoint sooner than this: a save costs real I/O, and a pace measured over less says little."""
 OUT_OF_REACH = "deadline out of reach"
 """How the reason of a decision that finds the deadline out of reach even for on-demand starts."""
 
@@ -127,13 +145,103 @@ def safety_margin(total_work_seconds: float) -> float:
     return max(MIN_SAFETY_MARGIN_SECONDS, SAFETY_MARGIN_FRACTION * total_work_seconds)
 
 
+def measured_margin_fraction(job: JobClock) -> float:
+    """The share of the work left a measured pace may still be off by: 2 % when it rests on 15
+    minutes of training, shrinking with the square root of the training measured (as
+    `estimate_spread` does), between 0.5 % and the declared 5 % (a pace of unknown footing)."""
+    if job.pace_measured_seconds <= 0:
+        return SAFETY_MARGIN_FRACTION
+    share = MEASURED_MARGIN_FRACTION * math.sqrt(MARGIN_REFERENCE_SECONDS / job.pace_measured_seconds)
+    return min(SAFETY_MARGIN_FRACTION, max(MIN_MEASURED_MARGIN_FRACTION, share))
+
+
 def margin_of(job: JobClock) -> float:
     """The margin for what is still uncertain: 5 % of the declared work until the job's
-    throughput is measured (a job may run longer than its expectedDuration), then a smaller share
-    of the work left (throughput drift)."""
+    throughput is measured (a job may run longer than its expectedDuration), then a share of the
+    work left that shrinks as the measurement grows (`measured_margin_fraction`)."""
     if job.work_measured:
-        return max(MIN_MEASURED_MARGIN_SECONDS, MEASURED_MARGIN_FRACTION * remaining_work(job))
+        return max(MIN_MEASURED_MARGIN_SECONDS, measured_margin_fraction(job) * remaining_work(job))
     return safety_margin(job.total_work_seconds)
+
+
+def describe_margin(job: JobClock) -> str:
+    """Where the margin comes from, for a reason: `3m margin: 1.4 % of the work left, the pace
+    measured over 30m of training` (declared work: `24m margin`)."""
+    margin = f"{format_duration(margin_of(job))} margin"
+    if not job.work_measured:
+        return margin
+    basis = (
+        f"the pace measured over {format_duration(job.pace_measured_seconds)} of training"
+        if job.pace_measured_seconds > 0
+        else "a pace measured over an unknown time"
+    )
+    return f"{margin}: {100 * measured_margin_fraction(job):.1f} % of the work left, {basis}"
+
+
+def first_checkpoint_seconds(job: JobClock) -> float | None:
+    """When a spot attempt starting now should save first, so that its checkpoint measures the work
+    before the declared margin would send the job to on-demand: the slack less the attempt's own
+    start-up and a guard. None: the normal interval comes in time (or the work is measured
+    already), or even a first save after MIN_FIRST_CHECKPOINT_SECONDS would come too late."""
+    slack = _slack(job)
+    if slack is None or job.work_measured:
+        return None
+    room = slack - job.restart_overhead_seconds - FIRST_CHECKPOINT_GUARD_SECONDS
+    if room >= job.checkpoint_interval_seconds or room < MIN_FIRST_CHECKPOINT_SECONDS:
+        return None
+    return room
+
+
+def first_checkpoint_for(
+    *, work_seconds: float, deadline_seconds: float, restart_seconds: float, interval_seconds: float
+) -> float | None:
+    """`first_checkpoint_seconds` at a job's first submission, from its manifest: the declared work,
+    the deadline (seconds after the submission), the restart estimate and the checkpoint interval.
+    `spotline simulate` sizes its jobs' first checkpoint with it."""
+    now = datetime.fromtimestamp(0, UTC)
+    return first_checkpoint_seconds(
+        JobClock(
+            now=now,
+            started_at=now,
+            deadline=now + timedelta(seconds=deadline_seconds),
+            total_work_seconds=work_seconds,
+            progress=0.0,
+            capacity="spot",
+            spot_missing=False,
+            restart_overhead_seconds=restart_seconds,
+            checkpoint_interval_seconds=interval_seconds,
+        )
+    )
+
+
+def first_checkpoint_minutes(
+    spec: JobSpec,
+    now: datetime,
+    *,
+    fraction_done: float = 0.0,
+    work_measured: bool = False,
+    restart_seconds: float = DEFAULT_RESTART_OVERHEAD_SECONDS,
+) -> int | None:
+    """The whole minutes after its start a spot attempt submitted now saves first
+    (SPOTLINE_FIRST_CHECKPOINT_MINUTES), or None for the manifest's interval (also without
+    checkpoints or a deadline)."""
+    if not spec.checkpoint_s3_uri or spec.deadline_at is None:
+        return None
+    first = first_checkpoint_seconds(
+        JobClock(
+            now=now,
+            started_at=now,
+            deadline=spec.deadline_at,
+            total_work_seconds=float(spec.expected_duration_seconds or spec.max_runtime_seconds),
+            progress=fraction_done,
+            capacity="spot",
+            spot_missing=False,
+            restart_overhead_seconds=restart_seconds,
+            work_measured=work_measured,
+            checkpoint_interval_seconds=60.0 * spec.checkpoint_interval_minutes,
+        )
+    )
+    return None if first is None else max(1, math.floor(first / 60))
 
 
 def remaining_work(job: JobClock) -> float:
@@ -180,7 +288,7 @@ def decide(job: JobClock) -> Decision:
             f"deadline at risk: {format_duration(max(0.0, left))} left, on-demand needs "
             f"{format_duration(on_demand_needs(job))} ({format_duration(remaining_work(job))} of work "
             f"+ {format_duration(job.restart_overhead_seconds)} restart{_queue_part(job)} "
-            f"+ {format_duration(margin_of(job))} margin)",
+            f"+ {describe_margin(job)})",
             slack,
         )
     return Decision("continue", f"on track: {format_duration(slack)} of slack on-demand would not need", slack)

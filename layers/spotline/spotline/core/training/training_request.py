@@ -24,6 +24,8 @@ SUFFIXES: dict[str, str] = {"spot": "spot", "on-demand": "od", "training-plan": 
 TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
+FIRST_CHECKPOINT_ENV = "SPOTLINE_FIRST_CHECKPOINT_MINUTES"
+"""A spot attempt's first save, when it must come before the interval (`Attempt.first_checkpoint_minutes`)."""
 TAG_PREFIX = "spotline:"
 # How SageMaker's framework containers (the sagemaker-training-toolkit in every PyTorch,
 # TensorFlow, Hugging Face... image) receive training code: the source archive in S3 and the
@@ -126,6 +128,10 @@ class Attempt:
     max_pending_seconds: int | None = None
     """StoppingCondition.MaxPendingTimeInSeconds: how long SageMaker may look for capacity
     (on-demand fallback: from the deadline's slack; `pending_limit`)."""
+    first_checkpoint_minutes: int | None = None
+    """A spot attempt's first checkpoint, minutes after each start, when the interval would come too
+    late to measure the work before the deadline policy's margin switches
+    (`spotline.core.capacity.policy.first_checkpoint_minutes`); None: the interval."""
 
 
 BATCH_NAME_PREFIX = "AWSBatch"
@@ -187,6 +193,8 @@ def create_training_job_request(
         resources["KeepAlivePeriodInSeconds"] = spec.keep_alive_seconds
     if spec.checkpoint_s3_uri:
         environment[CHECKPOINT_INTERVAL_ENV] = str(spec.checkpoint_interval_minutes)
+        if spot and attempt.first_checkpoint_minutes is not None:
+            environment[FIRST_CHECKPOINT_ENV] = str(attempt.first_checkpoint_minutes)
     request: dict[str, Any] = {
         "TrainingJobName": training_job_name(spec, attempt),
         "AlgorithmSpecification": algorithm,

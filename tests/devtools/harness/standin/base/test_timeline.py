@@ -136,6 +136,19 @@ def test_interrupted_spot_job_resumes_from_its_last_checkpoint(make_rig: RigFact
     check_shapes(rig)
 
 
+def test_an_early_first_checkpoint_comes_first_after_every_start(make_rig: RigFactory) -> None:
+    """SPOTLINE_FIRST_CHECKPOINT_MINUTES: the helper saves first after it, then every interval."""
+    payload = training_payload(interval_minutes=25)
+    payload["Environment"]["SPOTLINE_FIRST_CHECKPOINT_MINUTES"] = "5"
+    rig = make_rig(SpotWeather(interruptions=[2 * 3600]), TrainingBehaviour(duration=4 * 3600))
+    job_id = rig.submit(payload)
+    run_to_end(rig, job_id)
+    assert rig.view(job_id).lost_work_seconds == pytest.approx(15 * 60)  # 2 h of work, last checkpoint at 105 min
+    steps = [p["step"] for _, p in rig.store.writes]
+    assert steps[:7] == [5, 30, 55, 80, 105, 110, 135]  # resumed from step 105: 5 minutes, then every 25 again
+    check_shapes(rig)
+
+
 def test_spot_job_waits_out_a_capacity_gap_in_starting(make_rig: RigFactory) -> None:
     rig = make_rig(SpotWeather(capacity_gaps=[(at(0), at(3600))]))
     job_id = rig.submit(training_payload())
