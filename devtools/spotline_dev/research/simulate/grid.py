@@ -222,11 +222,18 @@ def run_cell(trace: Trace, grid: GridSpec, work_hours: float) -> list[Row]:
 def safe_optima(
     grid: GridSpec, work_hours: float, windows: npt.NDArray[np.bool_]
 ) -> dict[float, npt.NDArray[np.float64]]:
-    """Slack -> the safe optimum of the job in each window (B, T) or (B, R, T), one run for every slack."""
-    deadlines = [grid.job(work_hours, slack).deadline for slack in grid.slacks]
+    """Slack -> the safe optimum of the job in each window (B, T) or (B, R, T): one run for every
+    slack whose job saves first at the same time (`Job.first_checkpoint`, sized to the slack: the
+    yardstick gets the checkpoints every policy gets)."""
     places = windows[:, None, :] if windows.ndim == 2 else windows
-    costs = safe_costs_by_deadline(grid.job(work_hours, max(grid.slacks)), places, deadlines)
-    return dict(zip(grid.slacks, costs.T, strict=True))
+    jobs = {slack: grid.job(work_hours, slack) for slack in grid.slacks}
+    result: dict[float, npt.NDArray[np.float64]] = {}
+    for first in dict.fromkeys(job.first_checkpoint for job in jobs.values()):
+        slacks = [slack for slack, job in jobs.items() if job.first_checkpoint == first]
+        deadlines = [jobs[slack].deadline for slack in slacks]
+        costs = safe_costs_by_deadline(jobs[max(slacks)], places, deadlines, first_interval=first)
+        result.update(zip(slacks, costs.T, strict=True))
+    return result
 
 
 def _run_cell(args: tuple[Trace, GridSpec, float]) -> list[Row]:

@@ -20,6 +20,8 @@ from spotline_dev.research.simulate import (
     safe_costs,
     safe_costs_across_regions,
 )
+from spotline_dev.research.simulate import grid as grid_module
+from spotline_dev.research.simulate.grid import safe_optima
 from spotline_dev.research.simulate.safe_optimum import safe_costs_by_deadline
 from spotline_dev.research.traces import all_traces, read_logs
 
@@ -241,3 +243,26 @@ def test_no_policy_that_never_misses_pays_less_than_the_safe_optimum(tmp_path: P
         assert row.optimum <= row.safe_optimum + 1e-9 <= row.on_demand_cost + 2e-9
         if row.policy in never_missed:
             assert row.cost >= row.safe_optimum - 1e-9, (row.policy, row.trace, row.start_hours, row.slack)
+
+
+def test_the_grid_gives_each_slack_the_first_checkpoint_its_jobs_get(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The yardstick saves first when the job does (`Job.first_checkpoint`, sized to the slack), so
+    no policy goes below it for having checkpointed sooner. A first save after 2 minutes for the
+    tightest slack only, with a restart long enough that it matters."""
+    monkeypatch.setattr(
+        grid_module,
+        "first_checkpoint_for",
+        lambda **kw: 120.0 if kw["deadline_seconds"] < 1.2 * kw["work_seconds"] else None,
+    )
+    grid = GridSpec(work_hours=(16.0,), slacks=(0.1, 0.5), overhead_seconds=45 * 60)
+    assert (grid.job(16.0, 0.1).first_checkpoint, grid.job(16.0, 0.5).first_checkpoint) == (2, None)
+    rng = np.random.default_rng(7)
+    loosest = grid.job(16.0, 0.5)
+    windows = np.stack([random_trace(rng, loosest.deadline, mean_up, 10) for mean_up in (100, 200, 400, 800)])
+    safe = safe_optima(grid, 16.0, windows)
+    for slack in grid.slacks:
+        job = grid.job(16.0, slack)
+        each = safe_costs(job, windows[:, : job.deadline], first_interval=job.first_checkpoint)
+        np.testing.assert_allclose(safe[slack], each)
+    tight = grid.job(16.0, 0.1)
+    assert (safe[0.1] < safe_costs(tight, windows[:, : tight.deadline]) - 1e-9).any()  # the first save matters here
