@@ -87,7 +87,8 @@ def test_a_region_the_run_left_is_no_candidate_until_spot_is_seen_there() -> Non
     assert home.note == "left at 08:20 after 2h20m without spot; blocked until spot is seen there or 10:40"
     seen = FleetRecord.of([*fleet.latest.values(), Sighting(HOME, NOW - timedelta(minutes=5), True, TYPE)], NOW)
     back = assess(_spec(), replace(observation, fleet=seen), history, QueueLimits(), NOW)
-    assert back.next_region == HOME
+    assert back.next_region == HOME and back.region_choice is not None
+    assert back.region_choice.to_dict()["regionMoves"] == 1 and back.region_choice.to_dict()["regionMovesAllowed"] == 2
     assert back.step.explanation.startswith(f"waited 40m without spot in {PEER}: ")
     assert back.step.explanation.endswith("before any on-demand is spent (region move 2 of 2)")
 

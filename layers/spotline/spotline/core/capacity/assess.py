@@ -265,6 +265,7 @@ def look_elsewhere(
         stuck_seconds=stuck_seconds,
         blocked=blocked,
     )
+    choice = replace(choice, moves_made=len(moves), moves_allowed=bound)
     if not choice.moves:
         extra = f"; {left_out}" if left_out else ""
         return Moved(

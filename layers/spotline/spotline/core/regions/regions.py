@@ -165,6 +165,10 @@ class RegionChoice:
     """The chosen region differs from the current one."""
     estimates: tuple[RegionEstimate, ...]
     reason: str
+    moves_made: int = 0
+    """The run's moves between regions before this choice."""
+    moves_allowed: int | None = None
+    """How many a run may make (None: no bound applies, as for a first placement)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,6 +176,8 @@ class RegionChoice:
             "moves": self.moves,
             "reason": self.reason,
             "considered": [e.to_dict() for e in self.estimates],
+            "regionMoves": self.moves_made,
+            "regionMovesAllowed": self.moves_allowed,
         }
 
 
