@@ -66,15 +66,20 @@ def test_the_runs_moves_are_its_spot_attempts_that_changed_region_each_after_its
     assert len(region_moves(on_demand, HOME)) == 1  # an on-demand attempt is no move for want of spot
 
 
-def test_one_interruption_where_spot_ran_is_no_reason_to_move() -> None:
+def test_one_interruption_where_spot_ran_is_no_reason_to_move_unless_spot_is_seen_elsewhere_now() -> None:
     observation, history = _run((HOME, 5), (PEER, 4), state="interrupted", since_minutes=10)
-    assessed = assess(_spec(), observation, history, QueueLimits(), NOW)
-    assert not assessed.needs and assessed.next_region is None
-    assert (
-        f"spot interrupted in {PEER} 10m ago, where it ran until then: it waits there up to"
-        in assessed.step.explanation
-    )
-    assert "no spot capacity" not in assessed.step.explanation
+    fleet = FleetRecord.of([Sighting(PEER, NOW - timedelta(minutes=10), False, TYPE, interruption=True)], NOW)
+    assessed = assess(_spec(), replace(observation, fleet=fleet), history, QueueLimits(), NOW)
+    assert assessed.next_region is None
+    explanation = assessed.step.explanation
+    assert f"spot interrupted in {PEER} 10m ago, where it ran until then: it waits there up to" in explanation
+    assert "no spot capacity" not in explanation
+    home = assessed.region_choice.estimates[0] if assessed.region_choice else None
+    assert home is not None and home.note == "no spot seen there lately"  # not a prior's 20 min wait
+    # Spot seen at home now, long after the run left it: worth the move at once.
+    seen = FleetRecord.of([*fleet.latest.values(), Sighting(HOME, NOW - timedelta(minutes=2), True, TYPE)], NOW)
+    moved = assess(_spec(), replace(observation, fleet=seen), history, QueueLimits(), NOW)
+    assert moved.next_region == HOME
 
 
 def test_a_region_the_run_left_is_no_candidate_until_spot_is_seen_there() -> None:

@@ -219,8 +219,8 @@ def look_elsewhere(
     """A spot attempt stuck where it runs moves to another of the run's regions when the fleet's
     record says it would finish sooner there (`spotline.core.regions.regions.choose_region`). An
     interrupted attempt first waits a restart plus the copy where it is (one interruption shows spot
-    there); regions the run left are blocked (`blocked_regions`); at most `MOVES_PER_OTHER_REGION`
-    moves per other region."""
+    there) unless the fleet sees spot elsewhere now; regions the run left are blocked
+    (`blocked_regions`); at most `MOVES_PER_OTHER_REGION` moves per other region."""
     where = observation.region
     if capacity != "spot":
         return Moved(step)
@@ -235,13 +235,7 @@ def look_elsewhere(
         return Moved(step, seen)
     stuck_seconds = (clock.now - status.state_since).total_seconds() if status.state_since else 0.0
     patience = clock.restart_overhead_seconds  # the restart, with the copy a move adds
-    if status.state == "interrupted" and stuck_seconds < patience:
-        why = (
-            f"spot interrupted in {where} {format_duration(round(stuck_seconds))} ago, where it ran until then: "
-            f"it waits there up to {format_duration(round(patience))} (a restart plus the copy) before it "
-            "looks elsewhere"
-        )
-        return Moved(replace(step, explanation=f"{step.explanation}; {why}"), seen)
+    just_interrupted = status.state == "interrupted" and stuck_seconds < patience
     moves = region_moves(history, allowed[0]) if history is not None else []
     bound = MOVES_PER_OTHER_REGION * (len(allowed) - 1)
     if len(moves) >= bound:
@@ -250,6 +244,15 @@ def look_elsewhere(
     if observation.fleet is None:
         return Moved(step, seen, needs_fleet=True)
     blocked = blocked_regions(moves, observation.fleet.latest, observation.fleet.records, clock.now)
+    waits = (
+        f"spot interrupted in {where} {format_duration(round(stuck_seconds))} ago, where it ran until then: "
+        f"it waits there up to {format_duration(round(patience))} (a restart plus the copy) unless spot is "
+        "seen elsewhere now"
+    )
+    if just_interrupted:  # only a region where the fleet sees spot now is worth a move yet
+        latest = observation.fleet.latest
+        unseen = {r: "no spot seen there lately" for r in allowed if not (r in latest and latest[r].spot)}
+        blocked = {**unseen, **blocked}
     choice = choose_region(
         situation="stuck",
         current=where,
@@ -268,9 +271,8 @@ def look_elsewhere(
     choice = replace(choice, moves_made=len(moves), moves_allowed=bound)
     if not choice.moves:
         extra = f"; {left_out}" if left_out else ""
-        return Moved(
-            replace(step, explanation=f"{step.explanation}; stays in {where}: {choice.reason}{extra}"), seen, choice
-        )
+        stays = waits if just_interrupted else f"stays in {where}: {choice.reason}"
+        return Moved(replace(step, explanation=f"{step.explanation}; {stays}{extra}"), seen, choice)
     return Moved(
         NextStep(
             "move-to-another-region",

@@ -25,7 +25,7 @@ lost before the job is done there, beyond the work itself:
 **Hysteresis.** A region the run left for lack of spot is blocked (`blocked_regions`) until the
 fleet sees spot there again or `max(1 h, the wait seen there)` passes, doubled at each return. A
 stuck attempt moves only when the move saves at least a restart plus the checkpoint copy. One
-interruption is no reason to move, and the run's moves are bounded
+interruption is no reason to move (only to a region where spot is seen now), and the run's moves are bounded
 (`spotline.core.capacity.assess.look_elsewhere`). The interruption rate is shrunk toward the prior
 (`PRIOR_SPOT_HOURS`), and a prior is always said as one, never as something seen.
 
