@@ -113,6 +113,8 @@ _STATUS = {
                 "note": "not yet observed",
             }
         ],
+        "regionMoves": 0,
+        "regionMovesAllowed": 2,
     },
     "nextTrainingPlan": None,
     "maxPendingSeconds": None,

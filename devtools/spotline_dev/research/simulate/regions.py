@@ -24,7 +24,8 @@ transfer price in the job's cost).
 - `spotline`: the production policy (`SpotlinePolicy`) across regions: it places its spot
   attempt by the fleet's sightings (`spotline.core.regions.regions.choose_region`, as SubmitTrainingJob
   does), and `spotline.core.capacity.assess.assess` moves a stuck one; the copy's time counts in its
-  restart estimate. It never sees capacity
+  restart estimate, and its region moves follow the same hysteresis (blocked regions, a move
+  only when it saves a restart plus the copy, a bounded count: `Outcome.moves`). It never sees capacity
   directly, only the fleet's record (`View.sighted`, at most `SIGHTING_SECONDS` old) and its own
   waits and interruptions.
 
@@ -43,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from spotline.core.capacity.assess import Assessment
-from spotline.core.capacity.observation import FleetRecord
+from spotline.core.capacity.observation import FleetRecord, History, Observation
 from spotline.core.regions.regions import GIB, Sighting, choose_region, latest_sightings
 from spotline_dev.research.simulate.model import SIGHTING_SECONDS, Command, Job, Outcome, Policy, View, simulate
 from spotline_dev.research.simulate.policies import (
@@ -178,6 +179,12 @@ class SpotlineAcrossRegions(SpotlinePolicy):
     def checkpoint_size(self, view: View) -> int:
         return self.checkpoint_bytes if view.checkpointed else 0
 
+    def observe(self, view: View) -> tuple[Observation, History]:
+        """As the Lambda reads the state: each attempt with its region (`$.training.region`)."""
+        observation, history = super().observe(view)
+        current = replace(history.current, region=self.regions[view.region])
+        return observation, replace(history, current=current)
+
     def copy_seconds(self) -> float:
         return self.job.copy * self.job.step_seconds if len(self.regions) > 1 else 0.0
 
@@ -210,7 +217,12 @@ class SpotlineAcrossRegions(SpotlinePolicy):
     def decide(self, view: View) -> Command:
         if view.capacity == "none":
             return self._place(view)
-        return super().decide(view)
+        ended = len(self.previous)
+        command = super().decide(view)
+        if len(self.previous) > ended:  # the attempt left: where it ran and what it trained there
+            trained = view.trained_in_attempt * self.job.step_seconds
+            self.previous[-1] = replace(self.previous[-1], region=self.regions[view.region], training_seconds=trained)
+        return command
 
 
 RegionPolicyFactory = Callable[[Job, datetime, Sequence[str], int], Policy]

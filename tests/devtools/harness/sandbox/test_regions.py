@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,29 @@ def test_a_missing_replica_keeps_the_job_home_and_says_why(capsys: pytest.Captur
     summary = run_scenario(load_scenario(SCENARIOS / "replica-missing-stays-home.yaml"))
     (validated,) = [line for line in summary["executions"][0]["timeline"] if "ValidateResources" in line]
     assert "us-west-2 left out: spec.inputs[0].s3Uri: bucket search-ranking-data-us-west-2 does not exist" in validated
+
+
+def _moves(regions: list[str]) -> int:
+    return sum(a != b for a, b in pairwise(regions))
+
+
+def test_a_job_with_no_spot_in_either_region_does_not_move_back_and_forth(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = replay(SCENARIOS / "no-spot-in-either-region.yaml", capsys)
+    assert (run["status"], run["deadlineMet"], run["onDemandFallback"]) == ("SUCCEEDED", True, True)
+    regions = run["regions"]  # every attempt's, in order
+    assert regions[0] == "us-east-1" and _moves(regions) <= 2
+
+
+def test_a_job_interrupted_once_where_spot_is_stays_rather_than_go_back_where_there_was_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = replay(SCENARIOS / "interrupted-once-in-another-region.yaml", capsys)
+    assert (run["status"], run["deadlineMet"]) == ("SUCCEEDED", True)
+    regions = run["regions"]
+    assert "us-west-2" in regions
+    assert "us-east-1" not in regions[regions.index("us-west-2") :]  # never back to the home without spot
 
 
 @pytest.mark.parametrize("name", ["spot-in-another-region", "replica-missing-stays-home"])

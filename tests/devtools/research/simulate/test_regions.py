@@ -212,3 +212,13 @@ def test_spotline_simulate_regions_json_keeps_the_shape_and_adds_single_regions(
     assert across < min(r["policies"]["spotline"]["meanOverOnDemand"] for r in document["singleRegion"].values())
     assert document["whereSpotCanStart"]["jobs"] == document["grid"]["jobs"]  # slack 2h and 4h: all of them
     assert (tmp_path / "out" / "runs.csv").read_text().splitlines()[0].endswith(",moves")
+
+
+def test_spotline_moves_between_two_regions_at_most_twice_when_their_spot_alternates() -> None:
+    # Spot an hour at home, then an hour in us-west-2, and so on: each wait is an hour at most.
+    job = _job(deadline=1440)
+    home = (np.arange(job.deadline) // 60) % 2 == 0
+    policy = SpotlineAcrossRegions(job, START, ("us-east-1", "us-west-2"), 10 * GIB)
+    outcome = simulate(job, np.stack([home, ~home]), policy)
+    assert outcome.met and outcome.on_demand_steps == 0
+    assert outcome.moves == 2 and outcome.regions == (0, 1, 0)  # the bound: 2 x (2 regions - 1)

@@ -57,7 +57,8 @@ def test_a_regions_record_is_its_share_of_spot_and_interruptions_per_spot_hour_o
     record = records["us-east-1"]
     assert record.share == pytest.approx(18 / 26)
     assert record.observed_seconds == 23 * 3600  # from the first sighting of the day
-    assert record.interruptions_per_hour == pytest.approx(2 / (23 * 18 / 26))
+    # two interruptions in 15.9 spot hours, shrunk toward the 0.25/h prior weighted as 4 spot hours
+    assert record.interruptions_per_hour == pytest.approx((2 + 1) / (23 * 18 / 26 + 4))
     assert record.mean_outage_seconds == pytest.approx(3600 * (8 / 26) / (record.interruptions_per_hour * 18 / 26))
 
 

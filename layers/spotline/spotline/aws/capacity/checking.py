@@ -76,6 +76,7 @@ def _attempt(attempt: Training | AttemptRecord) -> Attempt:
         queue_wait_seconds=float(wait) if wait is not None else None,
         training_seconds=int(final.training_seconds or 0) if final else 0,
         plan_usable_until=_when(plan.usable_until) if plan else None,
+        region=attempt.region,
     )
 
 

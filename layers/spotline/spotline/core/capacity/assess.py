@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import pairwise
 from typing import Any, Literal
 
 from spotline.core.capacity.lifecycle import CapacityWait, NextStep, next_step, within_history_budget
@@ -31,7 +32,15 @@ from spotline.core.capacity.queue import Escalation, escalation
 from spotline.core.capacity.speeds import fastest_speed, slowest_speed
 from spotline.core.capacity.training_plans import PlanView, fallback_plan, plan_step
 from spotline.core.common.durations import format_duration
-from spotline.core.regions.regions import RegionChoice, RegionEstimate, Sighting, choose_region
+from spotline.core.regions.regions import (
+    Departure,
+    RegionChoice,
+    RegionEstimate,
+    RegionRecord,
+    Sighting,
+    blocked_regions,
+    choose_region,
+)
 from spotline.core.spec.model import JobSpec, to_rfc3339
 from spotline.core.state.execution_state import MAX_REASON, clip
 from spotline.core.training.polling import NextCheck, next_check
@@ -177,6 +186,24 @@ class Moved:
     needs_fleet: bool = False
 
 
+MOVES_PER_OTHER_REGION = 2
+"""A run moves between regions at most this many times per region beyond the first."""
+
+
+def region_moves(history: History, home: str) -> list[Departure]:
+    """The run's moves between regions so far: each spot attempt followed by a spot attempt in
+    another region left its region for lack of spot, after waiting there (its time less its training)."""
+    moves = []
+    for before, after in pairwise([*history.previous, history.current]):
+        left, went = before.region or home, after.region or home
+        if left == went or before.capacity != "spot" or after.capacity != "spot" or after.submitted_at is None:
+            continue
+        since = before.submitted_at or after.submitted_at
+        waited = (after.submitted_at - since).total_seconds() - before.training_seconds
+        moves.append(Departure(left, after.submitted_at, max(0.0, waited)))
+    return moves
+
+
 def look_elsewhere(
     spec: JobSpec,
     observation: Observation,
@@ -187,9 +214,13 @@ def look_elsewhere(
     capacity: str,
     instance_type: str,
     restart_seconds: float,
+    history: History | None = None,
 ) -> Moved:
     """A spot attempt stuck where it runs moves to another of the run's regions when the fleet's
-    record says it would finish sooner there (`spotline.core.regions.regions.choose_region`)."""
+    record says it would finish sooner there (`spotline.core.regions.regions.choose_region`). An
+    interrupted attempt first waits a restart plus the copy where it is (one interruption shows spot
+    there) unless the fleet sees spot elsewhere now; regions the run left are blocked
+    (`blocked_regions`); at most `MOVES_PER_OTHER_REGION` moves per other region."""
     where = observation.region
     if capacity != "spot":
         return Moved(step)
@@ -202,8 +233,26 @@ def look_elsewhere(
         if left_out:
             step = replace(step, explanation=f"{step.explanation}; spot waits in {where}: {left_out}")
         return Moved(step, seen)
+    stuck_seconds = (clock.now - status.state_since).total_seconds() if status.state_since else 0.0
+    patience = clock.restart_overhead_seconds  # the restart, with the copy a move adds
+    just_interrupted = status.state == "interrupted" and stuck_seconds < patience
+    moves = region_moves(history, allowed[0]) if history is not None else []
+    bound = MOVES_PER_OTHER_REGION * (len(allowed) - 1)
+    if len(moves) >= bound:
+        why = f"region moves: {len(moves)} of {bound} made, the spot attempt stays in {where}"
+        return Moved(replace(step, explanation=f"{step.explanation}; {why}"), seen)
     if observation.fleet is None:
         return Moved(step, seen, needs_fleet=True)
+    blocked = blocked_regions(moves, observation.fleet.latest, observation.fleet.records, clock.now)
+    waits = (
+        f"spot interrupted in {where} {format_duration(round(stuck_seconds))} ago, where it ran until then: "
+        f"it waits there up to {format_duration(round(patience))} (a restart plus the copy) unless spot is "
+        "seen elsewhere now"
+    )
+    if just_interrupted:  # only a region where the fleet sees spot now is worth a move yet
+        latest = observation.fleet.latest
+        unseen = {r: "no spot seen there lately" for r in allowed if not (r in latest and latest[r].spot)}
+        blocked = {**unseen, **blocked}
     choice = choose_region(
         situation="stuck",
         current=where,
@@ -216,18 +265,20 @@ def look_elsewhere(
         checkpoint_interval_seconds=60.0 * spec.checkpoint_interval_minutes,
         records=observation.fleet.records,
         stuck_since=status.state_since,
-        stuck_seconds=(clock.now - status.state_since).total_seconds() if status.state_since else 0.0,
+        stuck_seconds=stuck_seconds,
+        blocked=blocked,
     )
+    choice = replace(choice, moves_made=len(moves), moves_allowed=bound)
     if not choice.moves:
         extra = f"; {left_out}" if left_out else ""
-        return Moved(
-            replace(step, explanation=f"{step.explanation}; stays in {where}: {choice.reason}{extra}"), seen, choice
-        )
+        stays = waits if just_interrupted else f"stays in {where}: {choice.reason}"
+        return Moved(replace(step, explanation=f"{step.explanation}; {stays}{extra}"), seen, choice)
     return Moved(
         NextStep(
             "move-to-another-region",
-            f"{_seen_here(status, clock, choice.estimates, where)}; the spot attempt moves to {choice.reason}, "
-            "from a copy of its last checkpoint, before any on-demand is spent",
+            f"{_seen_here(status, clock, choice.estimates, where, observation.fleet.records.get(where))}; "
+            f"the spot attempt moves to {choice.reason}, from a copy of its last checkpoint, before any "
+            f"on-demand is spent (region move {len(moves) + 1} of {bound})",
             next_capacity="spot",
         ),
         seen,
@@ -236,15 +287,23 @@ def look_elsewhere(
     )
 
 
-def _seen_here(status: TrainingStatus, clock: JobClock, estimates: Iterable[RegionEstimate], where: str) -> str:
+def _seen_here(
+    status: TrainingStatus,
+    clock: JobClock,
+    estimates: Iterable[RegionEstimate],
+    where: str,
+    record: RegionRecord | None = None,
+) -> str:
     """What this check and the fleet's record saw where the attempt is stuck, and the estimate made
-    from it: `spot interrupted in us-east-1: waits here ..., seen: 1 interruption in 1h14m, ...`.
+    from it: `spot interrupted in us-east-1 25m ago, none since; spot last seen there at 07:30: ...`.
     The reason cites what was observed, never more (one interruption is not "no spot capacity")."""
+    waited = format_duration(round((clock.now - status.state_since).total_seconds() if status.state_since else 0.0))
     if status.state == "interrupted":
-        seen = f"spot interrupted in {where}"
+        seen = f"spot interrupted in {where} {waited} ago, none since"
     else:
-        waited = (clock.now - status.state_since).total_seconds() if status.state_since else 0.0
-        seen = f"no spot capacity in {where} for {format_duration(round(waited))}"
+        seen = f"waited {waited} without spot in {where}"
+    if record is not None and record.last_spot_at is not None:
+        seen += f"; spot last seen there at {record.last_spot_at:%H:%M}"
     note = next((e.note for e in estimates if e.region == where), None)
     return f"{seen}: {note}" if note else seen
 
@@ -349,7 +408,15 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
     )
     needs: set[Need] = set()
     moved = look_elsewhere(
-        spec, observation, status, clock, step, capacity=capacity, instance_type=instance_type, restart_seconds=overhead
+        spec,
+        observation,
+        status,
+        clock,
+        step,
+        capacity=capacity,
+        instance_type=instance_type,
+        restart_seconds=overhead,
+        history=history,
     )
     if moved.needs_fleet:
         needs.add("fleet")

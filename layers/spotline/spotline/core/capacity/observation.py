@@ -36,6 +36,8 @@ class Attempt:
     """An ended attempt's training seconds (its finalStatus.trainingSeconds)."""
     plan_usable_until: datetime | None = None
     """A training-plan attempt: when its plan begins terminating its instances."""
+    region: str | None = None
+    """Where it ran (None: the home region)."""
 
 
 @dataclass(frozen=True, slots=True)

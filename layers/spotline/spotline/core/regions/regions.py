@@ -12,14 +12,22 @@ pools), so none is used.
 lost before the job is done there, beyond the work itself:
 
 - the restart (its measured overhead), plus the copy of the latest checkpoint when it is
-  elsewhere (`copy_estimate`), plus `UNSIGHTED_PENALTY_SECONDS` when no fresh sighting says spot
-  is there; a region whose latest fresh sighting saw none is not a candidate;
+  elsewhere (`copy_estimate`), plus `UNSIGHTED_PENALTY_SECONDS` when nothing was seen there lately;
+  a region whose latest fresh sighting saw none is not a candidate, and one whose last sightings of
+  the day saw none pays the rest of that outage (a "no" is not forgotten after 30 minutes);
 - plus the interruptions the rest of the work is likely to meet there: remaining hours x the
   region's interruptions per hour of spot (`RegionRecord`, from the fleet's sightings of the
   last day) x (a restart + half a checkpoint interval of lost work);
 - for the stuck attempt's own region, the rest of its outage instead of the restart's wait:
   the region's mean outage from the same record, or as long as it has lasted so far if that is
   longer (an outage that has lasted an hour is likely to last about as long again).
+
+**Hysteresis.** A region the run left for lack of spot is blocked (`blocked_regions`) until the
+fleet sees spot there again or `max(1 h, the wait seen there)` passes, doubled at each return. A
+stuck attempt moves only when the move saves at least a restart plus the checkpoint copy. One
+interruption is no reason to move (only to a region where spot is seen now), and the run's moves are bounded
+(`spotline.core.capacity.assess.look_elsewhere`). The interruption rate is shrunk toward the prior
+(`PRIOR_SPOT_HOURS`), and a prior is always said as one, never as something seen.
 
 The region with the least time wins; among equal times the cheaper copy, then the current
 region, then the order of `capacity.regions` (the home region first). A running attempt is
@@ -33,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from spotline.core.common.durations import format_duration
@@ -56,6 +64,12 @@ UNKNOWN_RECORD_SHARE = 0.5
 UNKNOWN_RECORD_RATE = 0.25
 """Interruptions per hour of spot assumed for a region without a record (about the 2023 traces'
 us-east-1, the worst of the three regions)."""
+PRIOR_SPOT_HOURS = 4.0
+"""The prior's weight in a record's rate, in spot hours: one interruption in an hour of spot
+makes 0.4/h, not 1/h (`region_records`)."""
+BLOCK_MIN_SECONDS = 3600.0
+"""A region left for lack of spot is blocked for at least this long (doubling at each return):
+in the 2023 traces an outage that has lasted 30 min lasts about another 1-3 h."""
 GIB = 1024**3
 
 Situation = Literal["placing", "stuck"]
@@ -88,15 +102,24 @@ class RegionRecord:
     """How many sightings the record counts (0: a record given by its rates alone)."""
     spot_sightings: int = 0
     interruptions: int = 0
+    last_spot_at: datetime | None = None
+    """The newest sighting with spot (None: none in the day)."""
+    dry_seconds: float = 0.0
+    """How long the region has been without spot when its newest sighting saw none: from the first
+    sighting without spot after the last with spot (0: the newest saw spot, or no sighting)."""
 
     def observed(self) -> str:
-        """What the record rests on, as seen: `1 interruption in 1h14m, 5 of 6 checks with spot`."""
+        """What the record rests on, as seen: `1 interruption in 1h14m, 5 of 6 checks with spot`.
+        A rate with no spot hour behind it is the prior, and says so."""
         rate = f"{self.interruptions_per_hour:.2f} interruptions per spot hour"
         if not self.sightings:
             return f"{rate} in the last day"
         count = f"{self.interruptions} interruption{'s' * (self.interruptions != 1)}"
         span = format_duration(round(self.observed_seconds))
-        return f"seen: {count} in {span}, {self.spot_sightings} of {self.sightings} checks with spot, so {rate}"
+        seen = f"seen: {count} in {span}, {self.spot_sightings} of {self.sightings} checks with spot"
+        if not self.spot_sightings:
+            return f"{seen}; {rate} assumed (prior)"
+        return f"{seen}, so {rate} (with a {PRIOR_SPOT_HOURS:.0f} h prior)"
 
     @property
     def mean_outage_seconds(self) -> float:
@@ -142,6 +165,10 @@ class RegionChoice:
     """The chosen region differs from the current one."""
     estimates: tuple[RegionEstimate, ...]
     reason: str
+    moves_made: int = 0
+    """The run's moves between regions before this choice."""
+    moves_allowed: int | None = None
+    """How many a run may make (None: no bound applies, as for a first placement)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +176,8 @@ class RegionChoice:
             "moves": self.moves,
             "reason": self.reason,
             "considered": [e.to_dict() for e in self.estimates],
+            "regionMoves": self.moves_made,
+            "regionMovesAllowed": self.moves_allowed,
         }
 
 
@@ -201,11 +230,58 @@ def region_records(sightings: Iterable[Sighting], now: datetime) -> dict[str, Re
         interruptions = sum(s.interruption for s in items)
         observed = (now - min(s.at for s in items)).total_seconds()
         spot_hours = share * observed / 3600
-        rate = interruptions / spot_hours if spot_hours else UNKNOWN_RECORD_RATE
+        # One interruption in a short record is not a rate: shrunk toward the prior.
+        rate = (interruptions + UNKNOWN_RECORD_RATE * PRIOR_SPOT_HOURS) / (spot_hours + PRIOR_SPOT_HOURS)
+        last_spot = max((s.at for s in items if s.spot), default=None)
+        dry = [s.at for s in items if not s.spot and (last_spot is None or s.at > last_spot)]
         records[region] = RegionRecord(
-            share, rate, observed, len(items), sum(s.spot for s in items), sum(s.interruption for s in items)
+            share,
+            rate,
+            observed,
+            len(items),
+            sum(s.spot for s in items),
+            interruptions,
+            last_spot,
+            (now - min(dry)).total_seconds() if dry else 0.0,
         )
     return records
+
+
+@dataclass(frozen=True, slots=True)
+class Departure:
+    """The run left `region` at `at` for lack of spot, after `waited_seconds` there without it."""
+
+    region: str
+    at: datetime
+    waited_seconds: float
+
+
+def blocked_regions(
+    departures: Sequence[Departure],
+    sightings: Mapping[str, Sighting],
+    records: Mapping[str, RegionRecord],
+    now: datetime,
+) -> dict[str, str]:
+    """The regions the run may not go back to yet, each with why. A region left for lack of spot
+    stays blocked until spot is seen there again after the run left (a fresh sighting by the fleet)
+    or `max(BLOCK_MIN_SECONDS, the wait seen there) x 2^(k-1)` passes, k its k-th departure."""
+    blocked: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for left in sorted(departures, key=lambda d: d.at):
+        count[left.region] = k = count.get(left.region, 0) + 1
+        seen, record = sightings.get(left.region), records.get(left.region)
+        spot_since = (seen is not None and seen.spot and seen.at > left.at) or (
+            record is not None and record.last_spot_at is not None and record.last_spot_at > left.at
+        )
+        until = left.at + timedelta(seconds=max(BLOCK_MIN_SECONDS, left.waited_seconds) * 2 ** (k - 1))
+        if spot_since or now >= until:
+            blocked.pop(left.region, None)
+            continue
+        blocked[left.region] = (
+            f"left at {left.at:%H:%M} after {format_duration(round(left.waited_seconds))} without spot; "
+            f"blocked until spot is seen there or {until:%H:%M}"
+        )
+    return blocked
 
 
 def choose_region(
@@ -222,12 +298,14 @@ def choose_region(
     records: Mapping[str, RegionRecord] | None = None,
     stuck_since: datetime | None = None,
     stuck_seconds: float = 0.0,
+    blocked: Mapping[str, str] | None = None,
 ) -> RegionChoice:
     """Where the next spot attempt should run (`placing`: the first, or after on-demand; `stuck`:
     the current attempt waits for capacity or was interrupted in `current` since `stuck_since`).
     `sightings` are the latest fresh ones per region (`latest_sightings`); a sighting of spot in
-    `current` after `stuck_since` means capacity came back there."""
-    records = records or {}
+    `current` after `stuck_since` means capacity came back there. `blocked` regions (`blocked_regions`)
+    are no candidates; a stuck attempt moves only when it saves a restart plus the copy."""
+    records, blocked = records or {}, blocked or {}
     interruption_cost = restart_seconds + checkpoint_interval_seconds / 2
     estimates: list[RegionEstimate] = []
     for region in allowed:
@@ -240,8 +318,17 @@ def choose_region(
             outage = max(record.mean_outage_seconds, stuck_seconds)
             seconds += outage
             note = f"waits here for spot capacity (about {round(outage / 60)} min more)"
+        elif region in blocked:
+            seconds, note = math.inf, blocked[region]
         elif spot is False:
             seconds, note = math.inf, "no spot capacity when last seen"
+        elif spot is None and record.dry_seconds > 0:  # a "no" not forgotten: the outage goes on
+            outage = max(record.mean_outage_seconds, record.dry_seconds)
+            seconds += outage
+            note = (
+                f"no spot at its last checks, {format_duration(round(record.dry_seconds))} without spot so far: "
+                f"about {round(outage / 60)} min more assumed"
+            )
         elif spot is None:  # nothing seen: a prior, said as one
             seconds += UNSIGHTED_PENALTY_SECONDS
             wait = f"a {round(UNSIGHTED_PENALTY_SECONDS / 60)} min wait assumed"
@@ -268,6 +355,15 @@ def choose_region(
         f"{best.region}: about {round(best.seconds / 60)} min lost to restarts and waits "
         f"({best.note}{f', ${best.copy_usd:.2f}' if best.copy_usd >= 0.005 else ''})"
     )
+    here = next((e for e in estimates if e.region == current), None)
+    if situation == "stuck" and here is not None and best.region != current:
+        saved, margin = here.seconds - best.seconds, restart_seconds + best.copy_seconds
+        if saved < margin:  # a move is a restart and a copy at risk: it must win at least that
+            reason = (
+                f"{current}: a move to {best.region} would save about {round(saved / 60)} min, "
+                f"less than a restart plus the copy ({round(margin / 60)} min)"
+            )
+            return RegionChoice(current, False, tuple(estimates), reason)
     return RegionChoice(best.region, best.region != current, tuple(estimates), reason)
 
 

@@ -132,6 +132,16 @@ class RegionChoice(StateRecord):
     considered: tuple[RegionConsidered, ...] = key(
         "considered", "every region considered", record=RegionConsidered, many=True
     )
+    region_moves: int | None = key(
+        "regionMoves",
+        "the run's moves between regions before this choice",
+        optional="a choice made before moves were counted",
+    )
+    region_moves_allowed: int | None = key(
+        "regionMovesAllowed",
+        "at most 2 x (regions - 1) per run (null: a first placement)",
+        optional="a choice made before moves were counted",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
