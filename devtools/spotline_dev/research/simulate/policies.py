@@ -241,7 +241,7 @@ class SpotlinePolicy:
             status,
             region=self.regions[view.region],
             progress=progress,
-            copy_seconds=self.copy_seconds(),
+            copy_seconds=self.copy_seconds() if self.checkpoint_size(view) else 0.0,  # nothing saved: nothing to copy
             checkpoint_bytes=self.checkpoint_size(view),
             checkpoint_region=None if view.checkpoint_region == view.region else self.regions[view.checkpoint_region],
             regions=self.regions,

@@ -222,3 +222,17 @@ def test_spotline_moves_between_two_regions_at_most_twice_when_their_spot_altern
     outcome = simulate(job, np.stack([home, ~home]), policy)
     assert outcome.met and outcome.on_demand_steps == 0
     assert outcome.moves == 2 and outcome.regions == (0, 1, 0)  # the bound: 2 x (2 regions - 1)
+
+
+def test_spotline_counts_no_copy_in_its_restart_before_anything_is_saved() -> None:
+    """As CheckTrainingStatus: the copy a move would add is the checkpoint prefix's (none before the
+    first save: `copy_estimate` of 0 bytes is 0 s), so a first attempt keeps the slack a run in one
+    region has."""
+    job = _job()
+    policy = SpotlineAcrossRegions(job, START, ("us-east-1", "us-west-2"), 10 * GIB)
+    outcome = simulate(job, np.ones((2, job.deadline), bool), policy)
+    assert outcome.met
+    restarts = [(clock.progress > 0, clock.restart_overhead_seconds) for clock in policy.clocks]
+    assert (False, 20 * 60.0) in restarts
+    assert (True, (20 + 3) * 60.0) in restarts
+    assert all(seconds == (23 if saved else 20) * 60.0 for saved, seconds in restarts)
