@@ -107,9 +107,13 @@ def test_spotline_simulate_json_prints_one_document_and_nothing_else(
     assert document["policies"]["on-demand"]["meanOverOnDemand"] == 1.0
     safe = document["safeOptimum"]
     assert 1.0 <= safe["meanOverOptimum"] <= safe["worstOverOptimum"]
-    for name in ("on-demand", "spotline"):  # never risking a deadline costs at least the safe optimum
+    # On-demand never risks a deadline: it costs at least the safe optimum. Spotline is not held to
+    # it here: with jobs 10 % longer than declared it plans with a work that is not the true one
+    # (test_safe_optimum checks the bound for it at exact work).
+    on_demand = document["policies"]["on-demand"]
+    assert on_demand["meanOverSafeOptimum"] >= 1.0 - 1e-4
+    for name in ("on-demand", "spotline"):
         numbers = document["policies"][name]
-        assert numbers["meanOverSafeOptimum"] >= 1.0 - 1e-4, name
         assert numbers["meanOverSafeOptimum"] <= numbers["meanOverOptimum"], name
     assert "aws-fixture.log (aws): 2 traces" in printed.err
     assert "grid: 5 traces" in printed.err
