@@ -214,7 +214,7 @@ def look_elsewhere(
     capacity: str,
     instance_type: str,
     restart_seconds: float,
-    history: History | None = None,
+    history: History,
 ) -> Moved:
     """A spot attempt stuck where it runs moves to another of the run's regions when the fleet's
     record says it would finish sooner there (`spotline.core.regions.regions.choose_region`). An
@@ -236,7 +236,7 @@ def look_elsewhere(
     stuck_seconds = (clock.now - status.state_since).total_seconds() if status.state_since else 0.0
     patience = clock.restart_overhead_seconds  # the restart, with the copy a move adds
     just_interrupted = status.state == "interrupted" and stuck_seconds < patience
-    moves = region_moves(history, allowed[0]) if history is not None else []
+    moves = region_moves(history, allowed[0])
     bound = MOVES_PER_OTHER_REGION * (len(allowed) - 1)
     if len(moves) >= bound:
         why = f"region moves: {len(moves)} of {bound} made, the spot attempt stays in {where}"
@@ -292,7 +292,7 @@ def _seen_here(
     clock: JobClock,
     estimates: Iterable[RegionEstimate],
     where: str,
-    record: RegionRecord | None = None,
+    record: RegionRecord | None,
 ) -> str:
     """What this check and the fleet's record saw where the attempt is stuck, and the estimate made
     from it: `spot interrupted in us-east-1 25m ago, none since; spot last seen there at 07:30: ...`.
