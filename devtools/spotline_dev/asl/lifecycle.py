@@ -280,6 +280,7 @@ def training_lifecycle() -> Workflow:
                     when("$.status.action", StringEquals="resubmit-on-spot", next="BackOffBeforeResubmitting"),
                     when("$.status.action", StringEquals="resubmit-on-demand", next="BackOffBeforeResubmitting"),
                     when("$.status.action", StringEquals="switch-to-on-demand", next="StopSpotJob"),
+                    when("$.status.action", StringEquals="return-to-spot", next="StopSpotJob"),
                     when("$.status.action", StringEquals="switch-to-training-plan", next="StopSpotJob"),
                     when("$.status.action", StringEquals="move-to-another-type", next="StopSpotJob"),
                     when("$.status.action", StringEquals="move-to-another-region", next="StopSpotJob"),
@@ -341,10 +342,11 @@ def training_lifecycle() -> Workflow:
                 comment=(
                     "The deadline is at risk or spot attempts are exhausted (a training plan with free reserved "
                     "capacity next, else on-demand), or spot capacity of the job's instance type is gone (spot on the "
-                    "next of its alternatives next): terminates the spot job (its training saves a last checkpoint on "
-                    "SIGTERM) before the next attempt resumes from it. Its alert is best effort: a failed publish never"
-                    " skips the next attempt. If the terminate itself keeps failing, StopTrainingJobAfterError stops "
-                    "every job of the run before it fails."
+                    "next of its alternatives next), or an on-demand job's slack pays for a return to the spot "
+                    "capacity the fleet sees again: terminates the current job (its training saves a last checkpoint "
+                    "on SIGTERM) before the next attempt resumes from it. Its alert is best effort: a failed publish "
+                    "never skips the next attempt. If the terminate itself keeps failing, StopTrainingJobAfterError "
+                    "stops every job of the run before it fails."
                 ),
                 function="StopTrainingJob",
                 keeps=FALLBACK_KEYS,

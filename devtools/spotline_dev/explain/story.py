@@ -31,7 +31,13 @@ from spotline_dev.explain.scoring import ScoringNight, scoring_headline, scoring
 from spotline_dev.explain.timeline import offset, status_line, timeline_entries
 
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
-MOVE_ACTIONS = ("move-to-another-type", "move-to-another-region", "switch-to-training-plan", "switch-to-on-demand")
+MOVE_ACTIONS = (
+    "move-to-another-type",
+    "move-to-another-region",
+    "switch-to-training-plan",
+    "switch-to-on-demand",
+    "return-to-spot",
+)
 """The checks' actions that move a job (StopSpotJob stops its attempt, the next one runs elsewhere)."""
 NEXT_STEPS = {
     "ManifestInvalid": "Fix every error listed (each names its manifest field; `spotline validate` checks locally) "
@@ -171,7 +177,7 @@ def _move(record: AttemptRecord) -> CapacityMove | None:
         kind = kind if kind in WHAT else "on-demand"
         where, _, reason_text = stated.partition(": ")
         reason = reason_text or None
-    to = where if kind in ("training-plan", "on-demand") else f"{WHAT[kind]} ({where})"
+    to = where if kind in ("training-plan", "on-demand", "back-to-spot") else f"{WHAT[kind]} ({where})"
     return CapacityMove(
         after=int(record.training.attempt or 0),
         kind=kind,

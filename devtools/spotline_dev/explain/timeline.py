@@ -303,7 +303,9 @@ def timeline_entries(history: Iterable[HistoryEvent]) -> list[TimelineEntry]:
                 continue
             stop = read_section(Fallback, state) if name == "StopSpotJob" else None
             if stop is not None:
-                text = f"stopped the spot job: {stop.reason.removeprefix('Spotline: ')}"
+                stopped = read_section(Training, state)  # the attempt it stopped: spot, or on-demand back to spot
+                tier = stopped.capacity if stopped is not None else "spot"
+                text = f"stopped the {tier} job: {stop.reason.removeprefix('Spotline: ')}"
                 entries.append(TimelineEntry(datetime.fromisoformat(stop.at), name, text))
                 continue
             scoring = read_section(Scoring, state) if name in READ_AS_RECORDS else None

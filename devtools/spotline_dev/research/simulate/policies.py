@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -45,9 +45,21 @@ from spotline.core.capacity.policy import JobClock
 from spotline.core.regions.regions import Sighting
 from spotline.core.spec.model import JobSpec
 from spotline.core.training.status import State, TrainingStatus
-from spotline_dev.research.simulate.model import NEVER, Capacity, Command, Job, Outcome, Phase, Policy, View, simulate
+from spotline_dev.research.simulate.model import (
+    NEVER,
+    SIGHTING_SECONDS,
+    Capacity,
+    Command,
+    Job,
+    Outcome,
+    Phase,
+    Policy,
+    View,
+    simulate,
+)
 from spotline_dev.research.simulate.ross import ross, ross_hedged
 
+Tier = Literal["spot", "on-demand"]
 FIRST_POLL_SECONDS = 60
 """SubmitTrainingJob's firstPollSeconds (functions/submit_training_job/app.py)."""
 HOME = "us-east-1"
@@ -246,7 +258,7 @@ class SpotlinePolicy:
             checkpoint_region=None if view.checkpoint_region == view.region else self.regions[view.checkpoint_region],
             regions=self.regions,
         )
-        current = Attempt("spot", submitted_at=self._at(view.attempt_submitted))
+        current = Attempt(self._tier(view), submitted_at=self._at(view.attempt_submitted))
         history = History(current, tuple(self.previous), checks=self.checks, seed=self.seed)
         return observation, history
 
@@ -254,9 +266,17 @@ class SpotlinePolicy:
         """The checkpoint's bytes (none to copy in one region)."""
         return 0
 
+    @staticmethod
+    def _tier(view: View) -> Tier:
+        """The current attempt's capacity as the execution state records it."""
+        return "on-demand" if view.capacity == "on-demand" else "spot"
+
     def fleet(self, view: View) -> FleetRecord:
-        """The fleet's record of spot capacity: what this job's checks saw."""
-        return FleetRecord.of(self.own, self._at(view.t))
+        """The fleet's record of spot capacity: its latest sightings (`View.sighted`, `SIGHTING_SECONDS`
+        old at most) and this job's own."""
+        seen = self._at(view.t - view.t % max(1, SIGHTING_SECONDS // self.job.step_seconds))
+        fleet = [Sighting(region, seen, up) for region, up in zip(self.regions, view.sighted, strict=True)]
+        return FleetRecord.of([*fleet, *self.own], self._at(view.t))
 
     def assess(self, view: View) -> Assessment:
         """`assess` as the Lambda calls it: again with the fleet's record when it asks for it."""
@@ -278,15 +298,19 @@ class SpotlinePolicy:
     def decide(self, view: View) -> Command:
         if view.capacity == "none":  # SubmitTrainingJob (spot-first), then WaitForJobToStart
             return Command("spot", view.t + self._steps(FIRST_POLL_SECONDS))
-        if view.capacity == "on-demand":  # decide() answers "continue" on on-demand: nothing left to ask
-            return Command("on-demand")
+        tier = self._tier(view)
         if view.t < self._wake and view.preemptions_in_attempt == self._preemptions:
-            return Command("spot", self._wake)  # a change no Batch or SageMaker event announces
+            return Command(tier, self._wake)  # a change no Batch or SageMaker event announces
         self._preemptions = view.preemptions_in_attempt
         assessed = self.assess(view)
-        if assessed.step.action == "switch-to-on-demand":
+        if assessed.step.action in ("switch-to-on-demand", "return-to-spot"):  # StopSpotJob, SubmitTrainingJob
             self.reason = assessed.decision.reason
-            return Command("on-demand")
+            self.previous.append(Attempt(tier, submitted_at=self._at(view.attempt_submitted)))
+            self._wake, self._preemptions = view.t + self._steps(FIRST_POLL_SECONDS), 0
+            return Command("spot" if assessed.step.next_capacity == "spot" else "on-demand", self._wake)
+        if tier == "on-demand":
+            self._wake = view.t + self._steps(assessed.upcoming.seconds)
+            return Command("on-demand", self._wake)
         if assessed.next_region is not None:  # SubmitTrainingJob there, from a copy of the checkpoint
             self.previous.append(Attempt("spot", submitted_at=self._at(view.attempt_submitted)))
             self._wake = view.t + self._steps(FIRST_POLL_SECONDS)

@@ -155,6 +155,43 @@ def test_the_declared_baseline_plans_with_the_declared_work_throughout() -> None
     assert not any(c.work_measured for c in policy.clocks)
 
 
+def test_spotline_returns_to_spot_once_a_measured_pace_frees_the_slack() -> None:
+    # 8 h declared, 6 h really, due in 9 h, no spot for the first 40 minutes: the declared work
+    # leaves 16 minutes of slack, so the job moves to on-demand; its first checkpoint there measures
+    # 6 h, the slack grows back to about 2 h, and the fleet sees spot again: back to spot.
+    j = Job.from_seconds(work=8 * HOUR, deadline=9 * HOUR, work_error=-0.25)
+    avail = flags("0" * 40 + "1" * (j.deadline - 40))
+    policy = SpotlinePolicy(j, START)
+    outcome = simulate(j, avail, policy)
+    actions = [a.step.action for a in policy.assessments]
+    assert actions.count("switch-to-on-demand") == 1 and actions.count("return-to-spot") == 1
+    assert actions.index("switch-to-on-demand") < actions.index("return-to-spot")
+    back = next(a for a in policy.assessments if a.step.action == "return-to-spot")
+    assert back.clock.capacity == "on-demand" and back.clock.spot_seen and back.clock.work_measured
+    assert back.step.explanation.startswith("spot capacity is back (the fleet just saw it)")
+    assert outcome.met and outcome.spot_steps > 5 * 60 and outcome.on_demand_steps < HOUR // 60
+    one_way = simulate(j, avail, POLICIES["greedy"](j, START))  # on-demand for good after the gap
+    assert outcome.cost < 0.5 * one_way.cost
+
+
+def test_a_return_to_spot_spends_the_slack_so_spot_that_keeps_going_brings_no_second_one() -> None:
+    # Spot seen for 10 minutes out of every 40, never long enough for a start-up: the return waits
+    # for spot until the last safe moment, and then on-demand has no slack left for another return
+    # (`lifecycle.MAX_RETURNS_TO_SPOT` bounds what a pace freeing slack again could add).
+    j = Job.from_seconds(work=8 * HOUR, deadline=12 * HOUR, work_error=-0.25)
+    avail = flags(("0" * 30 + "1" * 10) * (j.deadline // 40 + 1))[: j.deadline]
+    policy = SpotlinePolicy(j, START)
+    outcome = simulate(j, avail, policy)
+    actions = [a.step.action for a in policy.assessments]
+    assert outcome.met
+    assert actions.count("return-to-spot") == 1 and actions.count("switch-to-on-demand") == 2
+    assert [c.capacity for c in policy.previous] == ["spot", "on-demand", "spot"]
+    last = policy.assessments[-1]
+    assert last.clock.capacity == "on-demand" and last.decision.reason == (
+        "on on-demand capacity; too little slack or work left for a return to spot"
+    )
+
+
 # --- the production policy on fixture logs (regression) ------------------------------------------
 
 

@@ -95,7 +95,7 @@ def test_a_stuck_spot_attempt_asks_for_the_fleets_record_then_moves_where_spot_w
     assert moved.sighting == first.sighting
 
 
-def test_a_run_in_one_region_never_asks_for_the_fleets_record() -> None:
+def test_a_stuck_spot_attempt_in_one_region_never_asks_for_the_fleets_record() -> None:
     spec, observation, history = _stuck()
     excluded = (ExcludedRegion(region=PEER, field="spec.image", reason="no replica"),)
     alone = assess(spec, replace(observation, regions=("us-east-1",), excluded=excluded), history, QueueLimits(), NOW)
@@ -146,3 +146,42 @@ def test_deadline_at_risk_is_due_once_per_run() -> None:
     assert due.record(notified=True)["workLeftSeconds"] == round(due.work_left_seconds)
     sent = replace(history, at_risk=due.record(notified=True))
     assert assess(spec, observation, sent, QueueLimits(), NOW).at_risk is None
+
+
+def _on_demand(*capacities: str, strategy: str = "spot-first") -> tuple[JobSpec, Observation, History]:
+    """An on-demand attempt training for an hour, 8 h of declared work due in 12 h (3h16m of slack),
+    after earlier attempts of `capacities` (the run's first, 3 h ago)."""
+    spec = _spec(deadline=(NOW + timedelta(hours=12)).isoformat(), strategy=strategy)
+    status = _status("training", started_at=NOW - timedelta(minutes=50), state_since=NOW - timedelta(minutes=50))
+    previous = tuple(Attempt(c, submitted_at=NOW - timedelta(hours=3)) for c in capacities)  # type: ignore[arg-type]
+    history = _history(NOW - timedelta(hours=1), "on-demand", previous=previous)
+    return spec, Observation(status, region="us-east-1", regions=("us-east-1",)), history
+
+
+def test_an_on_demand_job_with_slack_asks_for_the_fleets_record_then_returns_to_spot_it_sees() -> None:
+    spec, observation, history = _on_demand("spot")
+    first = assess(spec, observation, history, QueueLimits(), NOW)
+    assert first.needs == {"fleet"} and first.step.action == "keep-waiting"
+    seen = FleetRecord.of([Sighting("us-east-1", NOW - timedelta(minutes=5), True, "ml.g5.2xlarge")], NOW)
+    back = assess(spec, replace(observation, fleet=seen), history, QueueLimits(), NOW)
+    assert (back.step.action, back.step.next_capacity) == ("return-to-spot", "spot")
+    assert back.step.explanation.endswith("(return 1 of 2; spot attempt 2 of 3)")
+    missing = FleetRecord.of([Sighting("us-east-1", NOW - timedelta(minutes=5), False, "ml.g5.2xlarge")], NOW)
+    stays = assess(spec, replace(observation, fleet=missing), history, QueueLimits(), NOW)
+    assert stays.step.action == "keep-waiting"
+    assert stays.step.explanation == "on on-demand capacity; no spot capacity seen here just now"
+
+
+def test_no_return_to_spot_is_asked_about_once_the_run_may_not_make_one() -> None:
+    cases = [
+        _on_demand("spot", strategy="on-demand"),  # the strategy says on-demand
+        _on_demand("spot", "on-demand", "spot", "on-demand", "spot"),  # two returns made already
+        _on_demand("spot", "spot"),  # two spot attempts so far: a third is still allowed
+        _on_demand("spot", "spot", "spot"),  # the manifest's 3 spot attempts used up
+    ]
+    for spec, observation, history in cases[:2] + cases[3:]:
+        assessed = assess(spec, observation, history, QueueLimits(), NOW)
+        assert not assessed.needs and assessed.step.action == "keep-waiting"
+        assert assessed.decision.reason == "on on-demand capacity"
+    spec, observation, history = cases[2]
+    assert assess(spec, observation, history, QueueLimits(), NOW).needs == {"fleet"}

@@ -1,6 +1,7 @@
 """What the workflow does after a status check: keep waiting, resubmit on spot, switch to
 on-demand, or finish; and the rules that must never bend (training errors are never retried,
-spot-only never touches on-demand, on-demand never goes back to spot)."""
+spot-only never touches on-demand, on-demand goes back to spot only when the policy says it pays,
+at most MAX_RETURNS_TO_SPOT times)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from hypothesis import strategies as st
 from builders import example_spec
 from spotline.core.capacity.lifecycle import (
     CHECKS_PER_EXECUTION,
+    MAX_RETURNS_TO_SPOT,
     SPOT_ENDINGS,
     Action,
+    CapacityWait,
     NextStep,
     next_step,
+    returns_to_spot,
     within_history_budget,
 )
 from spotline.core.capacity.policy import Capacity, Decision, JobClock, backoff_seconds, decide
@@ -43,7 +47,12 @@ SWITCH = Decision(
     "deadline at risk: 2h30m left, on-demand needs 2h44m (2h of work + 20m restart + 24m margin)",
     -840.0,
 )
-DECISIONS = (CONTINUE, SWITCH)
+RETURN = Decision(
+    "return-to-spot",
+    "spot capacity is back (the fleet just saw it) and 1h of slack covers a 20m spot start-up with 40m to spare",
+    3600.0,
+)
+DECISIONS = (CONTINUE, SWITCH, RETURN)
 
 STATES: tuple[State, ...] = get_args(State)
 RUNNING_STATES: tuple[State, ...] = ("queued", "starting", "training", "interrupted")
@@ -108,6 +117,9 @@ def _assert_well_formed(step: NextStep, status: TrainingStatus) -> None:
     elif step.action == "resubmit-on-demand":  # Batch ended an on-demand wait for capacity (issue 29)
         assert status.state == "failed" and status.reason_class == "capacity"
         assert step.next_capacity == "on-demand" and step.backoff_seconds >= 1 and step.finish_reason is None
+    elif step.action == "return-to-spot":
+        assert not status.finished
+        assert step.next_capacity == "spot" and step.backoff_seconds == 0 and step.finish_reason is None
     elif step.action == "give-up":
         assert step.finish_reason == "capacity-unavailable" and step.next_capacity is None
     else:
@@ -348,14 +360,57 @@ def test_spot_only_never_uses_on_demand(
     st.integers(min_value=0, max_value=20),
     st.sampled_from(DECISIONS),
 )
-def test_on_demand_capacity_never_switches_and_resubmits_only_on_demand(
+def test_on_demand_capacity_resubmits_only_on_demand_and_returns_to_spot_only_when_the_policy_says_so(
     strategy: Strategy, state: State, reason_class: ReasonClass | None, attempts: int, decision: Decision
 ) -> None:
     status = _status(state, reason_class)
     step = _step(SPECS[strategy], status, capacity="on-demand", spot_attempts=attempts, decision=decision)
-    assert step.action in ("keep-waiting", "finish", "resubmit-on-demand")
-    assert step.next_capacity in (None, "on-demand")
+    assert step.action in ("keep-waiting", "finish", "resubmit-on-demand", "return-to-spot")
+    returns = (
+        strategy == "spot-first"
+        and decision.verdict == "return-to-spot"
+        and attempts < SPOT_FIRST.retry_max_attempts
+        and not status.finished
+        and status.state != "failed"
+    )
+    assert (step.action == "return-to-spot") == returns
+    assert step.next_capacity in (None, "on-demand", "spot")
+    assert (step.next_capacity == "spot") == returns
     assert (step.backoff_seconds > 0) == (step.action == "resubmit-on-demand")
+
+
+@pytest.mark.parametrize("returns", range(MAX_RETURNS_TO_SPOT + 2))
+def test_a_run_returns_to_spot_at_most_max_returns_times(returns: int) -> None:
+    step = next_step(
+        SPOT_FIRST,
+        _status("training"),
+        capacity="on-demand",
+        spot_attempts=1,
+        decision=RETURN,
+        seed=SEED,
+        wait=CapacityWait(returns_to_spot=returns),
+    )
+    if returns < MAX_RETURNS_TO_SPOT:
+        assert step.action == "return-to-spot" and step.next_capacity == "spot"
+        assert f"return {returns + 1} of {MAX_RETURNS_TO_SPOT}" in step.explanation
+    else:
+        assert step.action == "keep-waiting" and step.next_capacity is None
+
+
+@pytest.mark.parametrize(
+    ("capacities", "returns"),
+    [
+        ([], 0),
+        (["spot"], 0),
+        (["spot", "on-demand"], 0),
+        (["spot", "on-demand", "spot"], 1),
+        (["spot", "spot", "on-demand", "spot", "spot", "on-demand", "spot"], 2),
+        (["on-demand", "on-demand"], 0),
+        (["spot", "training-plan", "on-demand"], 0),
+    ],
+)
+def test_returns_to_spot_counts_each_move_from_on_demand_back_to_spot(capacities: list[str], returns: int) -> None:
+    assert returns_to_spot(capacities) == returns
 
 
 @given(

@@ -1,8 +1,9 @@
 """The deadline policy: spot prices, on-demand deadlines.
 
 `decide` keeps a job on spot while on-demand could still finish it in time and moves it to
-on-demand at the last safe moment, whether spot capacity is there or not (a move is for good, so
-moving earlier never makes the rest cheaper). `uniform_progress_line` is the even schedule, for
+on-demand at the last safe moment, whether spot capacity is there or not (moving earlier never
+makes the rest cheaper); an on-demand job goes back to spot only when the fleet sees spot capacity
+and its slack covers a spot start-up. `uniform_progress_line` is the even schedule, for
 reports. `backoff_seconds` spreads spot resubmissions with full jitter.
 """
 
@@ -25,8 +26,10 @@ from spotline.core.capacity.policy import (
     MIN_FIRST_CHECKPOINT_SECONDS,
     MIN_MEASURED_MARGIN_FRACTION,
     MIN_MEASURED_MARGIN_SECONDS,
+    MIN_RETURN_WORK_SECONDS,
     MIN_SAFETY_MARGIN_SECONDS,
     SAFETY_MARGIN_FRACTION,
+    SPOT_START_SECONDS,
     START_UP_ALLOWANCE_SECONDS,
     Decision,
     JobClock,
@@ -42,6 +45,7 @@ from spotline.core.capacity.policy import (
     on_demand_needs,
     out_of_reach,
     remaining_work,
+    return_slack,
     safety_margin,
     uniform_progress_line,
 )
@@ -153,12 +157,49 @@ def test_on_demand_needs_remaining_work_plus_overhead_plus_margin() -> None:
 # --- on-demand and no deadline ---------------------------------------------------------------
 
 
-@given(spot_jobs())
-def test_on_demand_always_continues(job: JobClock) -> None:
-    decision = decide(replace(job, capacity="on-demand"))
+@given(spot_jobs(), st.booleans())
+def test_on_demand_continues_unless_asked_whether_spot_is_back(job: JobClock, training: bool) -> None:
+    decision = decide(replace(job, capacity="on-demand", on_demand_training=training))
     assert decision.verdict == "continue"
-    assert "never goes back to spot" in decision.reason
+    assert decision.reason == "on on-demand capacity"
     assert decision.slack_seconds == pytest.approx(_time_left(job) - on_demand_needs(job))
+
+
+@given(spot_jobs(), st.booleans(), st.booleans())
+def test_on_demand_returns_to_spot_only_when_seen_training_and_the_slack_covers_a_spot_start(
+    job: JobClock, seen: bool, training: bool
+) -> None:
+    job = replace(job, capacity="on-demand", spot_seen=seen, on_demand_training=training)
+    decision = decide(job)
+    room = return_slack(job)
+    assert room is not None
+    returns = seen and training and room >= 0 and remaining_work(job) >= MIN_RETURN_WORK_SECONDS
+    assert (decision.verdict == "return-to-spot") == returns
+    assert decision.verdict != "switch-to-on-demand"
+    if returns:  # the return leaves the last safe moment ahead: a spot start-up fits in the slack
+        assert _time_left(job) >= on_demand_needs(job) + SPOT_START_SECONDS
+        assert "spot capacity is back" in decision.reason
+
+
+def test_a_return_to_spot_says_what_it_saw_and_what_slack_pays_for_it() -> None:
+    job = replace(
+        _clock(capacity="on-demand", work=8 * HOUR, progress=0.5),
+        deadline=START + timedelta(hours=6),
+        spot_seen=True,
+        on_demand_training=True,
+    )  # 6h left, on-demand needs 4h + 20m restart + 24m margin: 1h16m of slack
+    decision = decide(job)
+    assert decision.verdict == "return-to-spot"
+    assert decision.reason == (
+        "spot capacity is back (the fleet just saw it) and 1h16m of slack covers a 20m spot start-up with 56m to "
+        "spare: back to spot from the last checkpoint, on-demand again at the last safe moment"
+    )
+    # The same job a few minutes of slack short, with spot unseen, or with little work left, stays.
+    tight = replace(job, deadline=START + timedelta(hours=4, minutes=44 + 19))
+    assert decide(tight).verdict == "continue"
+    assert decide(tight).reason == "on on-demand capacity; too little slack or work left for a return to spot"
+    assert decide(replace(job, spot_seen=False)).reason == "on on-demand capacity; no spot capacity seen here just now"
+    assert decide(replace(job, progress=0.96)).verdict == "continue"  # 19m12s of work left
 
 
 @given(spot_jobs(), st.sampled_from(["spot", "on-demand"]))

@@ -13,7 +13,14 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any, Literal
 
-from spotline.core.capacity.lifecycle import CapacityWait, NextStep, next_step, within_history_budget
+from spotline.core.capacity.lifecycle import (
+    CapacityWait,
+    NextStep,
+    may_return,
+    next_step,
+    returns_to_spot,
+    within_history_budget,
+)
 from spotline.core.capacity.observation import Attempt, History, Observation, QueueLimits, progress_figures
 from spotline.core.capacity.policy import (
     DEFAULT_RESTART_OVERHEAD_SECONDS,
@@ -22,6 +29,7 @@ from spotline.core.capacity.policy import (
     decide,
     describe_work_left,
     estimate_spread,
+    may_return_to_spot,
     no_option_left,
     on_demand_needs,
     out_of_reach,
@@ -374,6 +382,15 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
     overhead = max(restart_overhead(previous, queue_wait, capacity), wait_now + STARTUP_AFTER_ACQUIRE_SECONDS)
     progress = progress_figures(spec, status, observation.progress, previous, now)
     clock = job_clock(spec, observation, history, progress, now, overhead=overhead)
+    attempts = [*previous, current]
+    spot_attempts = sum(1 for a in attempts if a.capacity == "spot")
+    returns = returns_to_spot([a.capacity for a in attempts])
+    open_to_return = may_return(spec, capacity, spot_attempts=spot_attempts, returns=returns)
+    returning = open_to_return and may_return_to_spot(clock)  # then: has the fleet seen spot here just now?
+    if open_to_return and (observation.fleet is not None or not returning):
+        seen = observation.fleet.latest.get(observation.region) if observation.fleet else None
+        training = status.state == "training"
+        clock = replace(clock, spot_seen=seen is not None and seen.spot, on_demand_training=training)
     decision = decide(clock)
     raised = None
     if decision.verdict == "continue" and limits.max_priority is not None:
@@ -384,7 +401,6 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
             slack_seconds=decision.slack_seconds,
             waited_seconds=max(0.0, (now - submitted).total_seconds()),
         )
-    attempts = [*previous, current]
     instance_type = status.instance_type or current.instance_type or spec.instance_type
     wait = CapacityWait(
         instance_type=instance_type,
@@ -392,6 +408,7 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
         deadline_passed=spec.deadline_at is not None and now >= spec.deadline_at,
         plan_ended=current.plan_usable_until is not None and now >= current.plan_usable_until,
         on_demand_attempts=sum(1 for a in attempts if a.capacity == "on-demand"),
+        returns_to_spot=returns,
     )
     checks = history.checks + 1
     step = within_history_budget(
@@ -399,7 +416,7 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
             spec,
             status,
             capacity=capacity,
-            spot_attempts=sum(1 for a in attempts if a.capacity == "spot"),
+            spot_attempts=spot_attempts,
             decision=decision,
             seed=history.seed,
             wait=wait,
@@ -418,7 +435,7 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
         restart_seconds=overhead,
         history=history,
     )
-    if moved.needs_fleet:
+    if moved.needs_fleet or (returning and observation.fleet is None):
         needs.add("fleet")
     plan = None
     if moved.step.next_capacity == "on-demand" and capacity == "spot" and spec.training_plan:

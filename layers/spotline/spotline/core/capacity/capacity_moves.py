@@ -38,6 +38,13 @@ MOVES = {
         "already); when the plan ends it moves on to on-demand.",
         "TrainingPlanFallbacks",
     ),
+    "back-to-spot": Move(
+        "spot again",
+        "MovedBackToSpot",
+        "Nothing is needed now: the job resumes on spot from its last checkpoint, with the slack its on-demand "
+        "run kept (it moves to on-demand again at the last safe moment if spot goes).",
+        "SpotReturns",
+    ),
     "on-demand": Move(
         "on-demand",
         "MovedToOnDemand",
@@ -51,6 +58,7 @@ WHAT = {
     "spot": "another instance type",
     "region": "another region",
     "training-plan": "a training plan",
+    "back-to-spot": "spot again",
     "on-demand": "on-demand",
 }
 """Each move's kind in words, for the story and the picture."""
@@ -61,7 +69,8 @@ def move_of(status: RunStatus) -> tuple[str, Move, str]:
     `next_capacity`, `next_instance_type`, `next_region`, `next_training_plan`): what StopSpotJob
     tells on-call and the story tells later."""
     tier = status.next_capacity or "on-demand"
-    kind = "region" if status.action == "move-to-another-region" else (tier if tier in MOVES else "on-demand")
+    kinds = {"move-to-another-region": "region", "return-to-spot": "back-to-spot"}
+    kind = kinds.get(status.action) or (tier if tier in MOVES else "on-demand")
     move = MOVES[kind]
     plan = status.next_training_plan.name if status.next_training_plan else None
     where = move.where.format(type=status.next_instance_type, plan=plan, region=status.next_region)

@@ -1,11 +1,13 @@
 """What the workflow does after each status check (pure): keep waiting, resubmit on spot
-after a back-off, move to on-demand, finish, or hand the watch over to a fresh execution.
+after a back-off, move to on-demand (and back to spot when it pays), finish, or hand the watch
+over to a fresh execution.
 CheckTrainingStatus returns it as `action` and the state machine's `WhatShouldHappenNext?`
 routes on it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from spotline.core.capacity.policy import Decision, backoff_seconds
@@ -21,6 +23,7 @@ Action = Literal[
     "move-to-another-type",
     "move-to-another-region",
     "switch-to-on-demand",
+    "return-to-spot",
     "switch-to-training-plan",
     "give-up",
     "finish",
@@ -36,6 +39,9 @@ MIN_MOVE_AFTER_WAIT_SECONDS), before any on-demand is spent."""
 MIN_MOVE_AFTER_WAIT_SECONDS = 900.0
 MOVE_AFTER_INTERRUPTIONS = 3
 """...or has been interrupted this many times and is waiting to restart."""
+MAX_RETURNS_TO_SPOT = 2
+"""Returns from on-demand to spot one run makes at most (`policy.decide`): each spends a spot
+start-up of slack, and a job must not flap between the tiers."""
 CHECKS_PER_EXECUTION = 600
 """Status checks one execution makes before a fresh one takes over the watch. A check costs
 about 13 history events and a submission about 12 (at most 21 per run: 10 spot attempts, moves
@@ -84,6 +90,24 @@ class CapacityWait:
     """A training-plan attempt's plan has begun terminating its instances (30 minutes before its end)."""
     on_demand_attempts: int = 0
     """On-demand submissions so far, this one included."""
+    returns_to_spot: int = 0
+    """Returns from on-demand to spot so far (`returns_to_spot`)."""
+
+
+def returns_to_spot(capacities: list[str]) -> int:
+    """How often a run's attempts (their capacities, in order) went from on-demand back to spot."""
+    return sum(1 for pair in pairwise(capacities) if pair == ("on-demand", "spot"))
+
+
+def may_return(spec: JobSpec, capacity: Capacity, *, spot_attempts: int, returns: int) -> bool:
+    """A return to spot is open to this run: a spot-first job on on-demand with spot attempts and
+    returns left (whether it is safe and worth it is the policy's: `policy.may_return_to_spot`)."""
+    return (
+        capacity == "on-demand"
+        and spec.strategy == "spot-first"
+        and spot_attempts < spec.retry_max_attempts
+        and returns < MAX_RETURNS_TO_SPOT
+    )
 
 
 def next_step(
@@ -147,6 +171,15 @@ def next_step(
         return NextStep("finish", f"training failed ({status.reason_class}): never retried", finish_reason="failed")
     if may_switch and decision.verdict == "switch-to-on-demand":
         return NextStep("switch-to-on-demand", decision.reason, next_capacity="on-demand")
+    if decision.verdict == "return-to-spot" and may_return(
+        spec, capacity, spot_attempts=spot_attempts, returns=wait.returns_to_spot
+    ):
+        return NextStep(
+            "return-to-spot",
+            f"{decision.reason} (return {wait.returns_to_spot + 1} of {MAX_RETURNS_TO_SPOT}; spot attempt "
+            f"{spot_attempts + 1} of {spec.retry_max_attempts})",
+            next_capacity="spot",
+        )
     if capacity == "on-demand" and wait.waited_seconds > 0 and wait.deadline_passed:
         return NextStep(
             "give-up",

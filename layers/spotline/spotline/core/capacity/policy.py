@@ -20,8 +20,16 @@ declared work; where the slack is so small that this margin would switch before 
 first checkpoint, a spot attempt saves first sooner (`first_checkpoint_seconds`, rendered as
 SPOTLINE_FIRST_CHECKPOINT_MINUTES), so the job is measured, and keeps the smaller margin, in time.
 
-Once on on-demand a job stays there, so moving earlier never makes the rest cheaper (the work
-left is the same or less later); it only gives up spot capacity that may come back. A former
+**Back to spot when it pays.** On on-demand the slack stays what it was at the switch. When the
+fleet has just seen spot capacity of the job's type in its region (another job started or ran on
+it, `spot_seen`), and the slack still covers a spot start-up on top of what the fallback needs
+(`return_slack`: the margin shrinks once the first checkpoint measures the work), with at least
+MIN_RETURN_WORK_SECONDS of work left, the job goes back to spot (`return-to-spot`); the last safe
+moment then guards it as before. Each return spends a start-up of slack, and a run makes at most
+`lifecycle.MAX_RETURNS_TO_SPOT`, so a job cannot flap.
+
+Moving to on-demand earlier never makes the rest cheaper (the work left is the same or less
+later); it only gives up spot capacity that may come back. A former
 second rule did just that: while spot capacity was missing, it switched as soon as progress fell
 behind the uniform-progress line (after Wu et al., "Can't Be Late", NSDI 2024, whose policy uses
 on-demand to catch up and then goes back to spot, which a switch for good cannot). On real spot
@@ -52,7 +60,7 @@ from spotline.core.common.durations import format_duration
 from spotline.core.spec.model import JobSpec
 
 Capacity = Literal["spot", "on-demand"]
-Verdict = Literal["continue", "switch-to-on-demand"]
+Verdict = Literal["continue", "switch-to-on-demand", "return-to-spot"]
 
 DEFAULT_RESTART_OVERHEAD_SECONDS = 1200.0
 """Resubmission to training again (queue, instance, image download) before anything was measured."""
@@ -69,6 +77,11 @@ training; it shrinks with the square root of the training measured (`measured_ma
 MARGIN_REFERENCE_SECONDS = 900.0
 MIN_MEASURED_MARGIN_FRACTION = 0.005
 MAX_BACKOFF_SECONDS = 3600.0
+SPOT_START_SECONDS = DEFAULT_RESTART_OVERHEAD_SECONDS
+"""What a return to spot spends of the slack: a spot start-up with capacity at hand (the fleet just saw it)."""
+MIN_RETURN_WORK_SECONDS = 2 * DEFAULT_RESTART_OVERHEAD_SECONDS
+"""No return to spot for less work than this: the spot start-up and, if spot goes again, the
+on-demand restart would cost about what the spot price saves."""
 ESTIMATE_SPREAD_AT_ONE_INTERVAL = 0.10
 """How far off a work-left estimate may be, as a share of the work left, when its pace rests on
 one checkpoint interval of training; it shrinks with the square root of the intervals measured,
@@ -122,6 +135,12 @@ class JobClock:
     """The training seconds the pace is measured over (progress.json's trainingSeconds at the last
     checkpoint); 0 when the work is the declared expectedDuration."""
     checkpoint_interval_seconds: float = DEFAULT_CHECKPOINT_INTERVAL_SECONDS
+    on_demand_training: bool = False
+    """The on-demand attempt trains (its start-up, paid already, is behind it)."""
+    spot_seen: bool | None = None
+    """On on-demand: whether the fleet saw spot capacity of the job's type in its region just now (a
+    fresh sighting: another job started or ran on it). None: not asked (a return to spot is not
+    open to the job: its strategy, its returns used up, or not on on-demand)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,9 +285,40 @@ def uniform_progress_line(job: JobClock) -> float:
     return min(1.0, max(0.0, elapsed / window))
 
 
+def return_slack(job: JobClock) -> float | None:
+    """The slack a return to spot would leave after its start-up: what a later on-demand fallback
+    still has spare (None without a deadline)."""
+    slack = _slack(job)
+    return None if slack is None else slack - SPOT_START_SECONDS
+
+
+def may_return_to_spot(job: JobClock) -> bool:
+    """A return to spot would be safe and worth it, if the fleet sees spot capacity (`spot_seen`)."""
+    room = return_slack(job)
+    return room is not None and room >= 0 and remaining_work(job) >= MIN_RETURN_WORK_SECONDS
+
+
 def decide(job: JobClock) -> Decision:
     if job.capacity == "on-demand":
-        return Decision("continue", "on on-demand capacity; a job never goes back to spot", _slack(job))
+        slack = _slack(job)
+        if job.spot_seen and job.on_demand_training and may_return_to_spot(job):
+            assert slack is not None
+            return Decision(
+                "return-to-spot",
+                f"spot capacity is back (the fleet just saw it) and {format_duration(slack)} of slack covers a "
+                f"{format_duration(SPOT_START_SECONDS)} spot start-up with "
+                f"{format_duration(slack - SPOT_START_SECONDS)} to spare: back to spot from the last checkpoint, "
+                "on-demand again at the last safe moment",
+                slack,
+            )
+        if job.spot_seen is None:
+            return Decision("continue", "on on-demand capacity", slack)
+        why = (
+            "no spot capacity seen here just now"
+            if may_return_to_spot(job)
+            else "too little slack or work left for a return to spot"
+        )
+        return Decision("continue", f"on on-demand capacity; {why}", slack)
     if job.deadline is None:
         return Decision("continue", "no deadline: spot for as long as it takes", None)
     slack = _slack(job)
