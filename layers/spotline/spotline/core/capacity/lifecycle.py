@@ -44,9 +44,10 @@ MAX_RETURNS_TO_SPOT = 2
 start-up of slack, and a job must not flap between the tiers."""
 CHECKS_PER_EXECUTION = 600
 """Status checks one execution makes before a fresh one takes over the watch. A check costs
-about 13 history events and a submission about 12 (at most 21 per run: 10 spot attempts, moves
-between types included, a training plan's, and 10 on-demand ones after the queue's time limit),
-so an execution stays under 8,100 of Step Functions' 25,000 events whatever happens; the design
+about 13 history events and a submission about 12 (at most 23 per run: 10 spot attempts, moves
+between types and returns to spot included, a training plan's, and 12 on-demand ones: 10 after the
+queue's time limit, and a switch after each of the 2 returns), so an execution stays under 8,100
+of Step Functions' 25,000 events whatever happens; the design
 bound is 10,000 (`benchmarks/history_worst_case.py`)."""
 
 
