@@ -28,9 +28,8 @@ the margin shrinks once the work is measured), with at least MIN_RETURN_WORK_SEC
 and the on-demand attempt training (its start-up paid), the job goes back to spot
 (`return-to-spot`); the last safe moment then guards it as before. Each return spends a start-up
 of slack, and a run makes at most `lifecycle.MAX_RETURNS_TO_SPOT`, so a job cannot flap. Moving
-to on-demand early while spot is missing, to keep slack for a return, was measured and left out:
-with a reserve of 1, 2 or 3 hours of slack it cost more on the 2020 logs, and on the 2023 traces
-only the 2-hour reserve cost less (still more than greedy).
+to on-demand early while spot is missing, to keep slack for a return, was tried and left out
+(docs/simulation.md, "Back to spot").
 
 Moving to on-demand earlier never makes the rest cheaper (the work left is the same or less
 later); it only gives up spot capacity that may come back. A former
