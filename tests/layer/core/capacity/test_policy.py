@@ -199,6 +199,9 @@ def test_a_return_to_spot_says_what_it_saw_and_what_slack_pays_for_it() -> None:
     assert decide(tight).verdict == "continue"
     assert decide(tight).reason == "on on-demand capacity; too little slack or work left for a return to spot"
     assert decide(replace(job, spot_seen=False)).reason == "on on-demand capacity; no spot capacity seen here just now"
+    assert decide(replace(job, on_demand_training=False)).reason == (
+        "on on-demand capacity; a return to spot waits until the on-demand attempt trains (its start-up is paid)"
+    )
     assert decide(replace(job, progress=0.96)).verdict == "continue"  # 19m12s of work left
 
 

@@ -386,10 +386,10 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
     spot_attempts = sum(1 for a in attempts if a.capacity == "spot")
     returns = returns_to_spot([a.capacity for a in attempts])
     open_to_return = may_return(spec, capacity, spot_attempts=spot_attempts, returns=returns)
-    returning = open_to_return and may_return_to_spot(clock)  # then: has the fleet seen spot here just now?
+    training = status.state == "training"
+    returning = open_to_return and training and may_return_to_spot(clock)  # has the fleet seen spot here?
     if open_to_return and (observation.fleet is not None or not returning):
         seen = observation.fleet.latest.get(observation.region) if observation.fleet else None
-        training = status.state == "training"
         clock = replace(clock, spot_seen=seen is not None and seen.spot, on_demand_training=training)
     decision = decide(clock)
     raised = None

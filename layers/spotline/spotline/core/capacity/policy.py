@@ -303,25 +303,7 @@ def may_return_to_spot(job: JobClock) -> bool:
 
 def decide(job: JobClock) -> Decision:
     if job.capacity == "on-demand":
-        slack = _slack(job)
-        if job.spot_seen and job.on_demand_training and may_return_to_spot(job):
-            assert slack is not None
-            return Decision(
-                "return-to-spot",
-                f"spot capacity is back (the fleet just saw it) and {format_duration(slack)} of slack covers a "
-                f"{format_duration(SPOT_START_SECONDS)} spot start-up with "
-                f"{format_duration(slack - SPOT_START_SECONDS)} to spare: back to spot from the last checkpoint, "
-                "on-demand again at the last safe moment",
-                slack,
-            )
-        if job.spot_seen is None:
-            return Decision("continue", "on on-demand capacity", slack)
-        why = (
-            "no spot capacity seen here just now"
-            if may_return_to_spot(job)
-            else "too little slack or work left for a return to spot"
-        )
-        return Decision("continue", f"on on-demand capacity; {why}", slack)
+        return _on_demand(job)
     if job.deadline is None:
         return Decision("continue", "no deadline: spot for as long as it takes", None)
     slack = _slack(job)
@@ -345,6 +327,29 @@ def decide(job: JobClock) -> Decision:
             slack,
         )
     return Decision("continue", f"on track: {format_duration(slack)} of slack on-demand would not need", slack)
+
+
+def _on_demand(job: JobClock) -> Decision:
+    """Stay on on-demand, or go back to spot (`may_return_to_spot`, `spot_seen`), saying which
+    condition holds the job where it is."""
+    slack = _slack(job)
+    if job.spot_seen is None:
+        return Decision("continue", "on on-demand capacity", slack)
+    if not may_return_to_spot(job):
+        return Decision("continue", "on on-demand capacity; too little slack or work left for a return to spot", slack)
+    if not job.on_demand_training:
+        why = "a return to spot waits until the on-demand attempt trains (its start-up is paid)"
+        return Decision("continue", f"on on-demand capacity; {why}", slack)
+    if not job.spot_seen:
+        return Decision("continue", "on on-demand capacity; no spot capacity seen here just now", slack)
+    assert slack is not None
+    return Decision(
+        "return-to-spot",
+        f"spot capacity is back (the fleet just saw it) and {format_duration(slack)} of slack covers a "
+        f"{format_duration(SPOT_START_SECONDS)} spot start-up with {format_duration(slack - SPOT_START_SECONDS)} "
+        "to spare: back to spot from the last checkpoint, on-demand again at the last safe moment",
+        slack,
+    )
 
 
 def out_of_reach(job: JobClock) -> bool:
