@@ -175,6 +175,8 @@ def _move(record: AttemptRecord) -> CapacityMove | None:
     else:  # a history without the check: the stop's own words (cut at 256 characters)
         kind = str(stop.capacity or "on-demand")
         kind = kind if kind in WHAT else "on-demand"
+        if kind == "spot" and record.training.capacity == "on-demand":
+            kind = "back-to-spot"
         where, _, reason_text = stated.partition(": ")
         reason = reason_text or None
     to = where if kind in ("training-plan", "on-demand", "back-to-spot") else f"{WHAT[kind]} ({where})"

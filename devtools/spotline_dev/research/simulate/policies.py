@@ -266,6 +266,13 @@ class SpotlinePolicy:
         """The checkpoint's bytes (none to copy in one region)."""
         return 0
 
+    def _attempt(self, view: View, tier: Tier) -> Attempt:
+        """The attempt ending now as the execution state keeps it: its tier, its submission and its
+        wait for instances (what `restart_overhead` measures an on-demand restart from)."""
+        started = view.attempt_started
+        wait = None if started is None else (started - view.attempt_submitted) * self.job.step_seconds
+        return Attempt(tier, submitted_at=self._at(view.attempt_submitted), queue_wait_seconds=wait)
+
     @staticmethod
     def _tier(view: View) -> Tier:
         """The current attempt's capacity as the execution state records it."""
@@ -305,7 +312,7 @@ class SpotlinePolicy:
         assessed = self.assess(view)
         if assessed.step.action in ("switch-to-on-demand", "return-to-spot"):  # StopSpotJob, SubmitTrainingJob
             self.reason = assessed.decision.reason
-            self.previous.append(Attempt(tier, submitted_at=self._at(view.attempt_submitted)))
+            self.previous.append(self._attempt(view, tier))
             self._wake, self._preemptions = view.t + self._steps(FIRST_POLL_SECONDS), 0
             return Command("spot" if assessed.step.next_capacity == "spot" else "on-demand", self._wake)
         if tier == "on-demand":

@@ -175,7 +175,7 @@ def test_an_on_demand_job_with_slack_asks_for_the_fleets_record_then_returns_to_
 def test_no_return_to_spot_is_asked_about_once_the_run_may_not_make_one() -> None:
     cases = [
         _on_demand("spot", strategy="on-demand"),  # the strategy says on-demand
-        _on_demand("spot", "on-demand", "spot", "on-demand", "spot"),  # two returns made already
+        _on_demand("on-demand", "spot", "on-demand", "spot"),  # two returns made already (2 of 3 spot attempts)
         _on_demand("spot", "spot"),  # two spot attempts so far: a third is still allowed
         _on_demand("spot", "spot", "spot"),  # the manifest's 3 spot attempts used up
     ]
@@ -185,3 +185,19 @@ def test_no_return_to_spot_is_asked_about_once_the_run_may_not_make_one() -> Non
         assert assessed.decision.reason == "on on-demand capacity"
     spec, observation, history = cases[2]
     assert assess(spec, observation, history, QueueLimits(), NOW).needs == {"fleet"}
+
+
+def test_a_return_to_spot_goes_to_the_type_seen_at_the_manifests_priority_and_leaves_room_for_a_copy() -> None:
+    spec, observation, history = _on_demand("spot")
+    seen = FleetRecord.of([Sighting("us-east-1", NOW - timedelta(minutes=5), True, "ml.g5.4xlarge")], NOW)
+    # The on-demand fallback got an alternative type and the team's top priority.
+    on_alternative = replace(observation, status=replace(observation.status, instance_type="ml.g5.4xlarge"))
+    back = assess(spec, replace(on_alternative, fleet=seen, priority=900), history, QueueLimits(max_priority=900), NOW)
+    assert (back.step.action, back.step.next_instance_type) == ("return-to-spot", "ml.g5.4xlarge")
+    assert back.priority == spec.priority
+    # Across regions a spot attempt's restart counts the checkpoint copy: 3h of copy leaves no room.
+    far = replace(on_alternative, fleet=seen, copy_seconds=3 * 3600.0, regions=("us-east-1", PEER))
+    stays = assess(spec, far, history, QueueLimits(), NOW)
+    assert stays.step.action == "keep-waiting"
+    assert stays.decision.reason == "on on-demand capacity; too little slack or work left for a return to spot"
+    assert not assess(spec, replace(far, fleet=None), history, QueueLimits(), NOW).needs

@@ -363,10 +363,13 @@ def _priority(
     spec: JobSpec, observation: Observation, decision: Decision, raised: Escalation | None, limits: QueueLimits
 ) -> int:
     """The job's priority from now on: as raised; the team's maximum for an on-demand fallback
-    forced by the deadline (it must not wait behind lower-priority work); else as it is."""
+    forced by the deadline (it must not wait behind lower-priority work); the manifest's again for a
+    return to spot (raised later if its slack runs short in the queue); else as it is."""
     current = int(observation.priority or spec.priority)
     if raised:
         return raised.raised
+    if decision.verdict == "return-to-spot":
+        return int(spec.priority)
     if decision.verdict == "switch-to-on-demand":
         return max(current, limits.max_priority or current)
     return current
@@ -387,10 +390,13 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
     returns = returns_to_spot([a.capacity for a in attempts])
     open_to_return = may_return(spec, capacity, spot_attempts=spot_attempts, returns=returns)
     training = status.state == "training"
+    if open_to_return:  # what a spot attempt's restart would count here (its copy in a run across regions)
+        clock = replace(clock, spot_copy_seconds=observation.copy_seconds)
     returning = open_to_return and training and may_return_to_spot(clock)  # has the fleet seen spot here?
     if open_to_return and (observation.fleet is not None or not returning):
         seen = observation.fleet.latest.get(observation.region) if observation.fleet else None
-        clock = replace(clock, spot_seen=seen is not None and seen.spot, on_demand_training=training)
+        seen_spot = seen is not None and seen.spot
+        clock = replace(clock, spot_seen=seen_spot, on_demand_training=training)
     decision = decide(clock)
     raised = None
     if decision.verdict == "continue" and limits.max_priority is not None:

@@ -44,10 +44,10 @@ MAX_RETURNS_TO_SPOT = 2
 start-up of slack, and a job must not flap between the tiers."""
 CHECKS_PER_EXECUTION = 600
 """Status checks one execution makes before a fresh one takes over the watch. A check costs
-about 13 history events and a submission about 12 (at most 23 per run: 10 spot attempts, moves
-between types and returns to spot included, a training plan's, and 12 on-demand ones: 10 after the
-queue's time limit, and a switch after each of the 2 returns), so an execution stays under 8,100
-of Step Functions' 25,000 events whatever happens; the design
+about 13 history events and a submission about 12 (at most 25 per run: 10 spot attempts, moves
+between types and returns to spot included, 3 training-plan attempts (one at each of the 3
+switches a run with 2 returns makes), and 12 on-demand ones: 10 after the queue's time limit, and a switch after each
+return), so an execution stays within 8,100 of Step Functions' 25,000 events whatever happens; the design
 bound is 10,000 (`benchmarks/history_worst_case.py`)."""
 
 
@@ -180,6 +180,7 @@ def next_step(
             f"{decision.reason} (return {wait.returns_to_spot + 1} of {MAX_RETURNS_TO_SPOT}; spot attempt "
             f"{spot_attempts + 1} of {spec.retry_max_attempts})",
             next_capacity="spot",
+            next_instance_type=wait.instance_type,  # the type the fleet was seen on spot with
         )
     if capacity == "on-demand" and wait.waited_seconds > 0 and wait.deadline_passed:
         return NextStep(

@@ -85,7 +85,8 @@ class Observation:
     progress: Mapping[str, Any] | None = None
     """progress.json's content (`spotline.aws.state.progress.read_progress`); None: none yet."""
     copy_seconds: float = 0.0
-    """The longest checkpoint copy to another of the run's regions (a spot attempt's)."""
+    """The longest checkpoint copy to another of the run's regions: what a spot attempt's restart
+    counts, and a return to spot from on-demand leaves room for."""
     checkpoint_bytes: int = 0
     checkpoint_region: str | None = None
     """Where the latest checkpoint is (None: `region`)."""

@@ -140,6 +140,9 @@ class JobClock:
     checkpoint_interval_seconds: float = DEFAULT_CHECKPOINT_INTERVAL_SECONDS
     on_demand_training: bool = False
     """The on-demand attempt trains (its start-up, paid already, is behind it)."""
+    spot_copy_seconds: float = 0.0
+    """On on-demand in a run across regions: the checkpoint copy a spot attempt's restart estimate
+    counts (`Observation.copy_seconds`), which a return to spot must leave room for."""
     spot_seen: bool | None = None
     """On on-demand: whether the fleet saw spot capacity of the job's type in its region just now (a
     fresh sighting: another job started or ran on it). None: not asked (a return to spot is not
@@ -289,10 +292,17 @@ def uniform_progress_line(job: JobClock) -> float:
 
 
 def return_slack(job: JobClock) -> float | None:
-    """The slack a return to spot would leave after its start-up: what a later on-demand fallback
-    still has spare (None without a deadline)."""
+    """The slack a return to spot would leave after its start-up (with the queue's wait, and the
+    checkpoint copy a spot attempt's restart counts in a run across regions): what a later
+    on-demand fallback still has spare (None without a deadline)."""
     slack = _slack(job)
-    return None if slack is None else slack - SPOT_START_SECONDS
+    return None if slack is None else slack - spot_start_seconds(job)
+
+
+def spot_start_seconds(job: JobClock) -> float:
+    """What a return to spot spends of the slack: a spot start-up with capacity at hand, the wait
+    in the queue now, and the copy a spot attempt counts in its restart (`spot_copy_seconds`)."""
+    return SPOT_START_SECONDS + job.queue_wait_seconds + job.spot_copy_seconds
 
 
 def may_return_to_spot(job: JobClock) -> bool:
@@ -346,8 +356,9 @@ def _on_demand(job: JobClock) -> Decision:
     return Decision(
         "return-to-spot",
         f"spot capacity is back (the fleet just saw it) and {format_duration(slack)} of slack covers a "
-        f"{format_duration(SPOT_START_SECONDS)} spot start-up with {format_duration(slack - SPOT_START_SECONDS)} "
-        "to spare: back to spot from the last checkpoint, on-demand again at the last safe moment",
+        f"{format_duration(spot_start_seconds(job))} spot start-up with "
+        f"{format_duration(slack - spot_start_seconds(job))} to spare: back to spot from the last checkpoint, "
+        "on-demand again at the last safe moment",
         slack,
     )
 
