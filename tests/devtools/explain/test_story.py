@@ -13,7 +13,10 @@ from state_samples import manifest_state, outcome_state
 
 from conftest import EXAMPLE_KEY, EXAMPLE_MANIFEST, ROOT, entered_states, run_upload, upload
 from spotline.core.common import links as console_links
+from spotline.core.state import Fallback, Training
 from spotline_dev.explain import Story, explain, render_text, timeline
+from spotline_dev.explain import story as story_module
+from spotline_dev.explain.history import AttemptRecord
 from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.sandbox.replay import Scenario, load_scenario, run_scenario
 
@@ -302,3 +305,33 @@ def test_a_dependency_timeout_from_the_state_machine_is_told_with_its_new_states
     assert "  State      DependencyTimeout" in text
     assert "Step       WaitForDatasets failed with States.Timeout" in text
     assert "WaitForDatasets      failed with States.Timeout (kept in $.dependencyTimeout)" in text
+
+
+def test_a_return_to_spot_told_from_its_stop_alone_is_a_return_not_a_move_between_types() -> None:
+    """A history without the check that asked for the move (cut, or from an older execution): the
+    stop's own words, and the tier of the job it stopped, tell what the move was."""
+    training = Training(
+        attempt=2,
+        capacity="on-demand",
+        instance_type="ml.g5.2xlarge",
+        job_id="job-2",
+        job_arn=None,
+        job_name="ranker-a2",
+        submitted_at="2026-12-01T06:46:00Z",
+        first_poll_seconds=60,
+        links={},
+        previous_attempts=[],
+    )
+    reason = "Spotline: moving to spot again: spot capacity is back (the fleet just saw it)"
+    stop = Fallback(
+        job_id="job-2", capacity="spot", terminated=True, reason=reason, at="2026-12-01T07:17:00Z", notified=True
+    )
+    move = story_module._move(AttemptRecord(training=training, stop=stop))
+    assert move is not None
+    assert (move.kind, move.to, move.reason) == (
+        "back-to-spot",
+        "spot again",
+        "spot capacity is back (the fleet just saw it)",
+    )
+    stopped_spot = story_module._move(AttemptRecord(training=replace(training, capacity="spot"), stop=stop))
+    assert stopped_spot is not None and stopped_spot.kind == "spot"  # spot to spot: another type
