@@ -319,7 +319,7 @@ class SpotlinePolicy:
             self._wake = view.t + self._steps(assessed.upcoming.seconds)
             return Command("on-demand", self._wake)
         if assessed.next_region is not None:  # SubmitTrainingJob there, from a copy of the checkpoint
-            self.previous.append(Attempt("spot", submitted_at=self._at(view.attempt_submitted)))
+            self.previous.append(self._attempt(view, "spot"))
             self._wake = view.t + self._steps(FIRST_POLL_SECONDS)
             self._preemptions = 0
             return Command("spot", self._wake, region=self.regions.index(assessed.next_region))

@@ -183,8 +183,11 @@ def _gather(
     queue = arn_in_region(settings.job_queue, where) if settings.job_queue else None
     wait_now = queue_wait_now(waiting_jobs(queue, batch_job.get("quotaShareName")), now)
     saved = read_progress(here.checkpoint_s3_uri, where)
-    # A spot attempt's restart counts the copy a move would make; an on-demand one's, for a return to spot.
-    copy, size = copy_seconds(run.regions, here, where) if run.history.current.capacity != "training-plan" else (0.0, 0)
+    # A spot attempt's restart counts the copy a move would make; a spot-first job's on-demand one,
+    # for a return to spot (no other attempt needs it: no S3 listing at their checks).
+    capacity = run.history.current.capacity
+    wants_copy = capacity == "spot" or (capacity == "on-demand" and run.spec.strategy == "spot-first")
+    copy, size = copy_seconds(run.regions, here, where) if wants_copy else (0.0, 0)
     observation = Observation(
         status=status,
         region=where,
