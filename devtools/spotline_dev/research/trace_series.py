@@ -21,7 +21,8 @@ are one JSON file per zone and instance shape:
   last tick.
 - The start is 00:00 UTC of the date in the nearest enclosing folder named like the paper's
   (`aws-02-15-2023`: MM-DD-YYYY, 2023-02-15); without such a folder 1970-01-01 (the summary
-  says so). The zone and GPU type come from the file name (`us-east-2a_v100_1.json`).
+  says so). The zone and GPU type come from the file name (`us-east-2a_v100_1.json`), the
+  provider from that folder's prefix (`gcp-04-30-2023`: gcp; AWS otherwise).
 - The trace is named by its path relative to the folder read (`SeriesTrace.label`), so the
   traces of different sets and zones never share a name in the simulator's rows.
 """
@@ -41,6 +42,8 @@ from spotline_dev.research.traces import Config, ParseResult, SpotState, Trace, 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The start of a series whose folders carry no date."""
+_PROVIDERS = ("aws", "gcp", "azure")
+"""The providers a dated folder's prefix may name (the paper's sets: `aws-...`, `gcp-...`)."""
 _FOLDER_DATE = re.compile(r"(?<!\d)(?P<month>\d{2})-(?P<day>\d{2})-(?P<year>\d{4})(?!\d)")
 
 
@@ -155,11 +158,22 @@ def series_trace(
     return SeriesTrace(config, source, changes, start + len(counts) * gap)
 
 
+def provider_of(path: Path) -> str:
+    """The provider a dated folder's name begins with (`gcp-04-30-2023`: gcp), nearest first; aws
+    without one (the 2022-2023 sets are mostly AWS)."""
+    for folder in path.parents:
+        prefix = folder.name.partition("-")[0].lower()
+        if prefix in _PROVIDERS and _FOLDER_DATE.search(folder.name):
+            return prefix
+    return "aws"
+
+
 def config_of(path: Path, nodes: int) -> Config:
-    """AWS, the zone and GPU type from the file name (`us-east-2a_v100_1.json`), `nodes` GPUs' worth."""
+    """The provider (`provider_of`), the zone and GPU type from the file name
+    (`us-east-2a_v100_1.json`), `nodes` GPUs' worth."""
     zone, _, rest = path.stem.partition("_")
     gpu = rest.partition("_")[0]
-    return Config("aws", zone, normalize_gpu_type(gpu) if gpu else "unknown", nodes)
+    return Config(provider_of(path), zone, normalize_gpu_type(gpu) if gpu else "unknown", nodes)
 
 
 def read_series(path: Path, root: Path | None = None, nodes: int | None = None) -> SeriesResult:
@@ -171,7 +185,7 @@ def read_series(path: Path, root: Path | None = None, nodes: int | None = None) 
     if needed < 1:
         raise ValueError(f"{source}: nodes must be at least 1")
     start = start_date(path.resolve())
-    trace = series_trace(counts, gap, start or EPOCH, config_of(path, needed), source)
+    trace = series_trace(counts, gap, start or EPOCH, config_of(path.resolve(), needed), source)
     return SeriesResult(source, gap, len(counts), needed, highest, start is not None, trace)
 
 

@@ -13,6 +13,7 @@ from devtools.research.simulate.fixture_traces import write_log
 from spotline_dev.research.trace_series import (
     EPOCH,
     TraceFormatError,
+    provider_of,
     read_series,
     read_trace_folder,
     series_changes,
@@ -96,6 +97,7 @@ def test_the_start_comes_from_the_nearest_dated_folder_else_1970(tmp_path: Path)
     assert start_date(tmp_path / "aws-01-02-2020" / "aws-03-04-2021" / "x.json") == datetime(2021, 3, 4, tzinfo=UTC)
     assert start_date(tmp_path / "aws-13-40-2023" / "x.json") is None  # no such date
     undated = read_series(write_series(tmp_path / "plain" / "us-east-1a_v100_1.json", [1, 0]), tmp_path)
+    assert undated.trace.config.provider == "aws"
     assert undated.trace.start == EPOCH
     assert "no MM-DD-YYYY folder name, starts 1970-01-01" in undated.summary()
 
@@ -199,3 +201,11 @@ def test_the_real_1_node_set_is_nine_zones_of_about_45_days() -> None:
         assert 44 <= trace.duration_seconds / 86400 <= 46
         assert trace.start == DAY
         assert trace.config.gpu_count == 1
+
+
+def test_the_provider_comes_from_the_dated_folder_else_aws(tmp_path: Path) -> None:
+    gcp = read_series(write_series(tmp_path / "gcp-04-30-2023" / "us-central1-a_c3-88.json", [1, 0]), tmp_path)
+    assert (gcp.trace.config.provider, gcp.trace.config.zone) == ("gcp", "us-central1-a")
+    aws = read_series(write_series(tmp_path / "aws-04-22-2023" / "us-east-1c_v100_1.json", [1, 0]), tmp_path)
+    assert aws.trace.config.provider == "aws"
+    assert provider_of(tmp_path / "gcp-notes" / "x.json") == "aws"  # a prefix without a date names no set
