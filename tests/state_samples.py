@@ -114,7 +114,7 @@ _STATUS = {
             }
         ],
         "regionMoves": 0,
-        "regionMovesAllowed": 2,
+        "regionMovesAllowed": 4,
     },
     "nextTrainingPlan": None,
     "maxPendingSeconds": None,

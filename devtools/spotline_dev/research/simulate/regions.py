@@ -25,7 +25,7 @@ transfer price in the job's cost).
   attempt by the fleet's sightings (`spotline.core.regions.regions.choose_region`, as SubmitTrainingJob
   does), and `spotline.core.capacity.assess.assess` moves a stuck one; the copy's time counts in its
   restart estimate, and its region moves follow the same hysteresis (blocked regions, a move
-  only when it saves a restart plus the copy, a bounded count: `Outcome.moves`). It never sees capacity
+  only when it saves more than the copy, a bounded count: `Outcome.moves`). It never sees capacity
   directly, only the fleet's record (`View.sighted`, at most `SIGHTING_SECONDS` old) and its own
   waits and interruptions.
 

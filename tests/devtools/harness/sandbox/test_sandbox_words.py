@@ -172,11 +172,12 @@ def test_a_region_move_waits_out_one_interruption_cites_what_it_saw_and_calls_th
     # (1 + 1) / (1.06 + 4) = 0.40 interruptions per spot hour (shrunk toward the 0.25/h prior
     # weighted as 4 spot hours); the mean outage is 3600 s x (2/7) / (0.40 x 5/7) = 61 min.
     # us-west-2 was never observed: its wait (20 min) and rate (0.25 per spot hour) are the
-    # defaults, said to be priors.
+    # defaults, said to be priors. Its estimate: a 20 min restart + the 20 min wait + the next hour
+    # of work x 0.25 x (20 + 7.5) min = 47 min, with the copy of a checkpoint of a few bytes.
     assert move.reason.startswith(
         "waited 13m45s without spot in us-east-1; spot last seen there at 07:16: waits here for spot capacity "
         "(about 61 min more), seen: 1 interruption in 1h29m, 5 of 7 checks with spot, so 0.40 interruptions per "
-        "spot hour (with a 4 h prior); the spot attempt moves to us-west-2: about 87 min lost to restarts and "
+        "spot hour (with a 4 h prior); the spot attempt moves to us-west-2: about 47 min lost to restarts and "
         "waits (not yet observed: a 20 min wait assumed (prior), no record: 0.25 interruptions per spot hour "
         "assumed (prior); checkpoint copy from us-east-1)"
     )

@@ -93,13 +93,13 @@ def test_a_region_the_run_left_is_no_candidate_until_spot_is_seen_there() -> Non
     seen = FleetRecord.of([*fleet.latest.values(), Sighting(HOME, NOW - timedelta(minutes=5), True, TYPE)], NOW)
     back = assess(_spec(), replace(observation, fleet=seen), history, QueueLimits(), NOW)
     assert back.next_region == HOME and back.region_choice is not None
-    assert back.region_choice.to_dict()["regionMoves"] == 1 and back.region_choice.to_dict()["regionMovesAllowed"] == 2
+    assert back.region_choice.to_dict()["regionMoves"] == 1 and back.region_choice.to_dict()["regionMovesAllowed"] == 4
     assert back.step.explanation.startswith(f"waited 40m without spot in {PEER}: ")
-    assert back.step.explanation.endswith("before any on-demand is spent (region move 2 of 2)")
+    assert back.step.explanation.endswith("before any on-demand is spent (region move 2 of 4)")
 
 
 def test_the_moves_of_a_run_are_bounded_and_said() -> None:
-    observation, history = _run((HOME, 5), (PEER, 4), (HOME, 3))
+    observation, history = _run((HOME, 9), (PEER, 8), (HOME, 7), (PEER, 6), (HOME, 5))
     assessed = assess(_spec(), observation, history, QueueLimits(), NOW)
     assert not assessed.needs and assessed.next_region is None
-    assert assessed.step.explanation.endswith(f"region moves: 2 of 2 made, the spot attempt stays in {HOME}")
+    assert assessed.step.explanation.endswith(f"region moves: 4 of 4 made, the spot attempt stays in {HOME}")

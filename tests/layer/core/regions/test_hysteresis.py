@@ -1,5 +1,5 @@
 """Region moves that learn (issue 48): a "no" is not forgotten, a region the run left is blocked
-until spot is seen there or its time passes, a move must save a restart plus the copy, and a prior
+until spot is seen there or its time passes, a move must save more than the copy, and a prior
 is said as one (spotline.core.regions.regions)."""
 
 from __future__ import annotations
@@ -86,26 +86,26 @@ def test_a_blocked_region_is_no_candidate_and_says_why() -> None:
     assert math.isinf(choice.estimates[0].seconds) and choice.estimates[0].note.startswith("left at 11:00")
 
 
-def test_a_move_must_save_a_restart_plus_the_copy() -> None:
+def test_a_move_must_save_more_than_the_checkpoint_copy() -> None:
     args = {
         "situation": "stuck",
         "current": "us-east-1",
         "allowed": REGIONS,
         "sightings": {},
-        "checkpoint_bytes": 10 * GIB,
+        "checkpoint_bytes": 60 * GIB,
         "checkpoint_region": "us-east-1",
         "records": {r: RegionRecord(0.9, 0.0) for r in REGIONS},
-        "stuck_since": _at(30),
+        "stuck_since": _at(35),
         **COMMON,
     }
-    # here: restart + 30 min waited; there: restart + copy (130 s) + 20 min assumed: saves 8 min
-    near = choose_region(stuck_seconds=30 * 60, **args)  # type: ignore[arg-type]
+    # here: restart + 35 min waited; there: restart + copy (30 s + 600 s) + 20 min assumed: saves 4.5 min
+    near = choose_region(stuck_seconds=35 * 60, **args)  # type: ignore[arg-type]
     assert not near.moves and near.region == "us-east-1"
-    assert (
-        near.reason
-        == "us-east-1: a move to us-west-2 would save about 8 min, less than a restart plus the copy (22 min)"
+    assert near.reason == (
+        "us-east-1: a move to us-west-2 would save about 4 min, less than the checkpoint copy (10 min)"
     )
-    far = choose_region(stuck_seconds=60 * 60, **args)  # type: ignore[arg-type]
+    # 42 min waited: saves 11.5 min, more than the copy's 10.5
+    far = choose_region(stuck_seconds=42 * 60, **args)  # type: ignore[arg-type]
     assert far.moves and far.region == "us-west-2"
 
 

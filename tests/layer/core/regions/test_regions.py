@@ -79,8 +79,30 @@ def test_placing_goes_where_spot_was_seen_and_the_record_is_best() -> None:
     )
     assert choice.region == "us-west-2" and choice.moves
     assert [e.region for e in choice.estimates] == list(REGIONS)
-    # 20 min restart + 4 h x 0.05 interruptions an hour x (20 + 7.5) min
-    assert choice.reason.startswith("us-west-2: about 26 min lost to restarts and waits (spot capacity seen, 0.05")
+    # 20 min restart + the next hour (of 4 h left) x 0.05 interruptions an hour x (20 + 7.5) min
+    assert choice.reason.startswith("us-west-2: about 21 min lost to restarts and waits (spot capacity seen, 0.05")
+
+
+def test_a_record_is_charged_for_the_next_hour_of_work_or_what_is_left_not_for_all_of_it() -> None:
+    """A day's rate says little about the hours after the next (capacity comes in bursts): a region
+    with 2.5 interruptions per spot hour is charged 1 h x 2.5 x 27.5 min, not 4 h worth."""
+    sightings = latest_sightings([_seen(r, True) for r in REGIONS], NOW)
+    records = {r: RegionRecord(0.9, rate) for r, rate in zip(REGIONS, (2.5, 0.5, 0.5), strict=True)}
+    args = {
+        "situation": "placing",
+        "current": "us-east-1",
+        "allowed": REGIONS,
+        "sightings": sightings,
+        "checkpoint_bytes": 0,
+        "checkpoint_region": "us-east-1",
+        "records": records,
+        "restart_seconds": 1200,
+        "checkpoint_interval_seconds": 900,
+    }
+    four_hours = choose_region(remaining_seconds=4 * 3600, **args)  # type: ignore[arg-type]
+    assert [e.seconds for e in four_hours.estimates] == pytest.approx([1200 + 2.5 * 1650, *[1200 + 0.5 * 1650] * 2])
+    half_hour = choose_region(remaining_seconds=1800, **args)  # type: ignore[arg-type]
+    assert [e.seconds for e in half_hour.estimates] == pytest.approx([1200 + 1.25 * 1650, *[1200 + 0.25 * 1650] * 2])
 
 
 def test_a_stuck_attempt_moves_to_a_region_where_spot_was_seen_and_pays_the_copy() -> None:

@@ -194,8 +194,9 @@ class Moved:
     needs_fleet: bool = False
 
 
-MOVES_PER_OTHER_REGION = 2
-"""A run moves between regions at most this many times per region beyond the first."""
+MOVES_PER_OTHER_REGION = 4
+"""A run moves between regions at most this many times per region beyond the first. Every move is a
+spot attempt, so `retry.maxAttempts` bounds them too (`lifecycle.CHECKS_PER_EXECUTION`)."""
 
 
 def region_moves(history: History, home: str) -> list[Departure]:

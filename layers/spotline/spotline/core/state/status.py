@@ -139,7 +139,7 @@ class RegionChoice(StateRecord):
     )
     region_moves_allowed: int | None = key(
         "regionMovesAllowed",
-        "at most 2 x (regions - 1) per run (null: a first placement)",
+        "at most 4 x (regions - 1) per run (null: a first placement)",
         optional="a choice made before moves were counted",
     )
 
