@@ -19,7 +19,12 @@ import pytest
 
 from spotline.core.common.errors import DOCUMENT
 from spotline.core.manifest.manifest import MAX_ERRORS, ValidationResult, schema, validate_bytes
-from spotline.core.training.training_request import CHECKPOINT_INTERVAL_ENV, Attempt, create_training_job_request
+from spotline.core.training.training_request import (
+    CHECKPOINT_INTERVAL_ENV,
+    SPOTLINE_ENVIRONMENT,
+    Attempt,
+    create_training_job_request,
+)
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 EXECUTION = "arn:aws:states:us-east-1:123456789012:execution:TrainingLifecycle:search-ranking-ranker-v2-1a2b3c4d"
@@ -92,7 +97,7 @@ AT_THE_LIMITS: dict[str, dict[str, Any]] = {
     },
     "environment": {
         "environment": {
-            **{f"VAR_{i}": i for i in range(96)},
+            **{f"VAR_{i}": i for i in range(93)},
             "N" * 512: "name at the limit",
             "TEXT": "x" * 512,
             "NUMBER": int("7" * 512),
@@ -149,15 +154,20 @@ def test_100_hyperparameters_at_their_limits_are_taken_as_strings() -> None:
     assert result.spec.hyperparameters["number"] == "9" * 2500
 
 
-def test_the_99_environment_variables_allowed_fill_sagemakers_100_with_spotlines_own() -> None:
-    result = _check(_at_the_limits("environment"))
+def test_the_96_environment_variables_allowed_fill_sagemakers_100_with_every_one_spotline_adds() -> None:
+    """The worst case: a spot attempt asked for an early first checkpoint, of a custom image whose
+    entrypoint reads the launcher and its processes per host from the environment."""
+    document = _at_the_limits("environment")
+    document["spec"]["resources"]["instanceCount"] = 2
+    document["spec"]["distribution"] = {"launcher": "mpi", "processesPerHost": 8}
+    result = _check(document)
     assert result.spec is not None and result.spec.checkpoint_s3_uri is not None
-    assert len(result.spec.environment) == 99
+    assert len(result.spec.environment) == 96
     assert result.spec.environment["NUMBER"] == "7" * 512
 
-    request = create_training_job_request(result.spec, Attempt(EXECUTION, 1, "spot"))
+    request = create_training_job_request(result.spec, Attempt(EXECUTION, 1, "spot", first_checkpoint_minutes=5))
 
-    assert CHECKPOINT_INTERVAL_ENV in request["Environment"]
+    assert set(SPOTLINE_ENVIRONMENT) <= set(request["Environment"])
     assert len(request["Environment"]) == _sagemaker_limits()["Environment"][0] == 100
     assert all(type(value) is str for value in request["Environment"].values())
 
@@ -213,9 +223,9 @@ def test_the_schemas_limits_are_sagemakers() -> None:
         hyperparameters["propertyNames"]["maxLength"],
         hyperparameters["additionalProperties"]["maxLength"],
     )
-    # Spotline adds CHECKPOINT_INTERVAL_ENV itself: one fewer for the manifest.
+    # Spotline may add SPOTLINE_ENVIRONMENT itself: that many fewer for the manifest.
     assert limits["Environment"] == (
-        environment["maxProperties"] + 1,
+        environment["maxProperties"] + len(SPOTLINE_ENVIRONMENT),
         _pattern_width(environment["propertyNames"]["pattern"]),
         environment["additionalProperties"]["maxLength"],
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DOCUMENT = "(manifest)"
+STACK_PATH = "(stack)"  # a problem of the stack's settings, not of a manifest field
 """Path used for problems with the document as a whole (size, encoding, syntax)."""
 
 

@@ -206,3 +206,13 @@ def show(value: Any, limit: int = 60) -> str:
     """A short rendering of a value for a message: never the whole of a large one."""
     text = repr(value[: limit + 1]) if isinstance(value, str) else json.dumps(value, default=str)
     return clip(text, limit)
+
+
+def dig(document: Any, *keys: str) -> Any:
+    """document[k1][k2]... or None where a level is missing or not an object (a document that
+    failed its schema is still checked field by field)."""
+    for key in keys:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document

@@ -22,6 +22,8 @@ from spotline.core.common import json_schemas
 from spotline.core.common.durations import MAX_SECONDS, format_duration, parse_duration
 from spotline.core.common.errors import DOCUMENT, ManifestError
 from spotline.core.common.json_schemas import clip, format_path, show
+from spotline.core.common.json_schemas import dig as _get
+from spotline.core.manifest.distribution_checks import build_distribution, distribution_errors
 from spotline.core.manifest.loader import ManifestLoadError, parse_manifest
 from spotline.core.scoring.scoring import ScoringSpec, build_scoring_spec, scoring_errors
 from spotline.core.spec import catalog
@@ -43,6 +45,7 @@ from spotline.core.spec.model import (
     scalar_to_string,
     to_rfc3339,
 )
+from spotline.core.training.launchers import MAX_LAUNCHER_HYPERPARAMETERS
 from spotline.core.training.request_size import manifest_size_errors
 
 SCHEMA_FILE = "manifest-v1.schema.json"
@@ -122,14 +125,6 @@ def _spec_field(*keys: str) -> dict[str, Any]:
 
 
 # --- rules the schema cannot express -------------------------------------------------------
-
-
-def _get(document: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(document, dict):
-            return None
-        document = document.get(key)
-    return document
 
 
 def _within_limit(text: Any, field: dict[str, Any]) -> bool:
@@ -264,6 +259,7 @@ def _semantic_errors(document: dict[str, Any], *, now: datetime, expected_team: 
         yield ManifestError("spec.dependencyTimeout", "applies only with dependsOn; remove it or list the datasets")
 
     yield from _keep_alive_errors(_get(spec, "resources"), strategy)
+    yield from distribution_errors(spec)
     yield from _code_errors(spec)
     yield from _metric_errors(_get(spec, "metrics"))
 
@@ -293,13 +289,16 @@ CODE_HYPERPARAMETERS = 2
 
 
 def _code_errors(spec: Any) -> Iterator[ManifestError]:
+    """SageMaker takes 100 hyperparameters: spec.code and spec.distribution add theirs to the manifest's."""
     hyperparameters = _get(spec, "hyperparameters")
-    limit = _spec_field("hyperparameters")["maxProperties"] - CODE_HYPERPARAMETERS
-    if _get(spec, "code") is not None and isinstance(hyperparameters, dict) and len(hyperparameters) > limit:
+    takers = {"spec.code": CODE_HYPERPARAMETERS, "spec.distribution": MAX_LAUNCHER_HYPERPARAMETERS}
+    taken = {name: count for name, count in takers.items() if _get(spec, name.removeprefix("spec.")) is not None}
+    limit = _spec_field("hyperparameters")["maxProperties"] - sum(taken.values())
+    if taken and isinstance(hyperparameters, dict) and len(hyperparameters) > limit:
         yield ManifestError(
             "spec.hyperparameters",
-            f"must have at most {limit} entries with spec.code, got {len(hyperparameters)}: SageMaker takes 100 "
-            "and the code takes two (sagemaker_program, sagemaker_submit_directory)",
+            f"must have at most {limit} entries with {' and '.join(taken)}, got {len(hyperparameters)}: SageMaker "
+            f"takes 100 and {', '.join(f'{name} takes {count}' for name, count in taken.items())}",
         )
 
 
@@ -435,6 +434,8 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         keep_alive_seconds=parse_duration(resources_["keepAlive"]) if "keepAlive" in resources_ else 0,
         training_plan=capacity.get("trainingPlan"),
         regions=tuple(capacity.get("regions", ())),
+        distribution=build_distribution(spec.get("distribution")),
+        checkpoint_format=(checkpoint or {}).get("format", "per-rank"),
         alternatives=tuple(
             InstanceOption(
                 a["instanceType"],

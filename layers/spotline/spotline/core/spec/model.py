@@ -67,6 +67,17 @@ class InstanceOption:
 
 
 @dataclass(frozen=True, slots=True)
+class Distribution:
+    """`spec.distribution`: how the job starts its ranks, and what its instances need between them."""
+
+    launcher: str  # torchrun | mpi | smddp
+    processes_per_host: int | None = None
+    efa: bool = False
+    infra_check: bool | None = None
+    """None: SageMaker's infrastructure check runs on attempts of more than one instance."""
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     team: str
     name: str
@@ -103,6 +114,9 @@ class JobSpec:
     """`capacity.trainingPlan`: a training plan ARN, `auto`, or None (no reserved capacity)."""
     regions: tuple[str, ...] = ()
     """`capacity.regions`: where spot attempts may run (empty: the home region only)."""
+    distribution: Distribution | None = None
+    checkpoint_format: str = "per-rank"
+    """`checkpoint.format`: per-rank (loads into as many ranks only) or dcp (reshardable)."""
 
     @property
     def instance_options(self) -> tuple[InstanceOption, ...]:
@@ -112,6 +126,16 @@ class JobSpec:
     def option(self, instance_type: str | None) -> InstanceOption:
         """The option of `instance_type` (the primary for None or a type not listed)."""
         return next((o for o in self.instance_options if o.instance_type == instance_type), self.instance_options[0])
+
+    @property
+    def multi_node(self) -> bool:
+        """Some type it may run on takes more than one instance: its instances talk to each other."""
+        return any(o.instance_count > 1 for o in self.instance_options)
+
+    def infra_check(self, instance_count: int) -> bool:
+        """Whether an attempt on `instance_count` instances asks for SageMaker's health check."""
+        chosen = self.distribution.infra_check if self.distribution else None
+        return instance_count > 1 if chosen is None else chosen
 
     @property
     def uses_spot(self) -> bool:
@@ -138,6 +162,8 @@ class JobSpec:
         values["metrics"] = tuple(MetricDefinition(**metric) for metric in values.get("metrics", ()))
         values["alternatives"] = tuple(InstanceOption(**option) for option in values.get("alternatives", ()))
         values["regions"] = tuple(values.get("regions", ()))
+        if values.get("distribution") is not None:
+            values["distribution"] = Distribution(**values["distribution"])
         return cls(**values)
 
 

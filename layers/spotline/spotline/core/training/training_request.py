@@ -15,8 +15,14 @@ from typing import Any, Literal
 
 from spotline.core.common.naming import short_hash, slug
 from spotline.core.regions.regions import region_of_arn
-from spotline.core.spec.model import CHECKPOINT_LOCAL_PATH, InputChannel, JobSpec
+from spotline.core.spec.model import CHECKPOINT_LOCAL_PATH, InputChannel, InstanceOption, JobSpec
 from spotline.core.teams.quota_shares import quota_share_name
+from spotline.core.training.launchers import (
+    LAUNCHER_ENV,
+    PROCESSES_PER_HOST_ENV,
+    launcher_environment,
+    launcher_hyperparameters,
+)
 
 Capacity = Literal["spot", "on-demand", "training-plan"]
 SUFFIXES: dict[str, str] = {"spot": "spot", "on-demand": "od", "training-plan": "tp"}
@@ -25,6 +31,8 @@ TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 BATCH_JOB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
 FIRST_CHECKPOINT_ENV = "SPOTLINE_FIRST_CHECKPOINT_MINUTES"
+SPOTLINE_ENVIRONMENT = (CHECKPOINT_INTERVAL_ENV, FIRST_CHECKPOINT_ENV, LAUNCHER_ENV, PROCESSES_PER_HOST_ENV)
+"""Every variable Spotline may add to a job's Environment (the manifest's budget is 100 less these)."""
 """A spot attempt's first save, when it must come before the interval (`Attempt.first_checkpoint_minutes`)."""
 TAG_PREFIX = "spotline:"
 # How SageMaker's framework containers (the sagemaker-training-toolkit in every PyTorch,
@@ -195,6 +203,8 @@ def create_training_job_request(
         environment[CHECKPOINT_INTERVAL_ENV] = str(spec.checkpoint_interval_minutes)
         if spot and attempt.first_checkpoint_minutes is not None:
             environment[FIRST_CHECKPOINT_ENV] = str(attempt.first_checkpoint_minutes)
+    hyperparameters.update(launcher_hyperparameters(spec, resources.get("InstanceType")))
+    environment.update(launcher_environment(spec))
     request: dict[str, Any] = {
         "TrainingJobName": training_job_name(spec, attempt),
         "AlgorithmSpecification": algorithm,
@@ -215,6 +225,10 @@ def create_training_job_request(
         del request["EnableManagedSpotTraining"]
     if spec.checkpoint_s3_uri:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoint_s3_uri, "LocalPath": CHECKPOINT_LOCAL_PATH}
+    if spec.infra_check(max(o.instance_count for o in _options(spec, attempt))):
+        # "A SageMaker-provided health check tests the health of instance hardware and cluster
+        # network connectivity" (InfraCheckConfig): on by default where there is a cluster.
+        request["InfraCheckConfig"] = {"EnableInfraCheck": True}
     _apply_settings(request, spec, settings)
     return request
 
@@ -225,17 +239,22 @@ def instance_resources(spec: JobSpec, attempt: Attempt) -> dict[str, Any]:
     attempt of a job with alternatives lists every type, the primary first, each with its count
     (counts "per preference": set on every entry and not in ResourceConfig), and SageMaker "launches
     the training job on the first instance type in the list that has available capacity"."""
-    if attempt.capacity == "on-demand" and spec.alternatives:
-        return {
-            "InstancePreferences": [
-                {"InstanceType": o.instance_type, "InstanceCount": o.instance_count} for o in spec.instance_options
-            ]
-        }
-    option = spec.option(attempt.instance_type)
+    options = _options(spec, attempt)
+    if len(options) > 1:
+        preferences = [{"InstanceType": o.instance_type, "InstanceCount": o.instance_count} for o in options]
+        return {"InstancePreferences": preferences}
+    (option,) = options
     resources = {"InstanceType": option.instance_type, "InstanceCount": option.instance_count}
     if attempt.capacity == "training-plan" and attempt.training_plan_arn:
         resources["TrainingPlanArn"] = attempt.training_plan_arn  # "The plan's instance type must match"
     return resources
+
+
+def _options(spec: JobSpec, attempt: Attempt) -> tuple[InstanceOption, ...]:
+    """The options an attempt's request lists (every one for an on-demand attempt with alternatives)."""
+    if attempt.capacity == "on-demand" and spec.alternatives:
+        return spec.instance_options
+    return (spec.option(attempt.instance_type),)
 
 
 def requested_types(request: dict[str, Any]) -> list[str]:
