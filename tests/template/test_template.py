@@ -53,6 +53,7 @@ RESOURCE_WILDCARD_ONLY = {
     "ec2:DescribeSubnets",
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeSecurityGroups",
+    "ec2:DescribeInstanceTypes",  # whether a type a job asks EFA of has it (ValidateResources)
     "sagemaker:ListTransformJobs",
     "states:SendTaskSuccess",  # a task token names no resource: a state machine ARN never matches
     "ec2:DescribeNetworkInterfaceAttribute",  # EFS DescribeMountTargetSecurityGroups' dependent action

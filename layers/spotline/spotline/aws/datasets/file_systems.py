@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spotline.aws.common.clients import client, error_code
+from spotline.aws.common.vpc import security_group_rules, subnets_of
 from spotline.core.common.errors import ManifestError
 from spotline.core.datasets.network_reach import FILE_SYSTEM_PORTS, PORT_NAMES, Peer, ranges, unreached_ports
 from spotline.core.spec.model import InputChannel, JobSpec
@@ -103,7 +104,7 @@ def _fsx(file_system_id: str, region: str | None) -> FileSystemView:
     )
     endpoints = {
         info["AvailabilityZone"]: Endpoint(subnet, info["CidrBlock"], groups)
-        for subnet, info in _subnets(list(found.get("SubnetIds") or []), region).items()
+        for subnet, info in subnets_of(list(found.get("SubnetIds") or []), region).items()
     }
     state = str(found.get("Lifecycle") or "unknown")
     kind = str(found.get("FileSystemType") or "")
@@ -127,7 +128,7 @@ def _efs(file_system_id: str, region: str | None) -> FileSystemView:
         unavailable: str | None = f"its state is {state}, not available"
     else:
         unavailable = None if usable else "it has no available mount target"
-    subnets = _subnets([str(t["SubnetId"]) for t in usable], region)
+    subnets = subnets_of([str(t["SubnetId"]) for t in usable], region)
     endpoints = {
         subnets[str(t["SubnetId"])]["AvailabilityZone"]: Endpoint(
             str(t["SubnetId"]),
@@ -144,25 +145,6 @@ def _efs(file_system_id: str, region: str | None) -> FileSystemView:
     )
 
 
-def _subnets(subnet_ids: list[str], region: str | None) -> dict[str, dict[str, str]]:
-    """Each subnet's VPC, Availability Zone and IPv4 range (EC2 DescribeSubnets)."""
-    if not subnet_ids:
-        return {}
-    found = client("ec2", region).describe_subnets(SubnetIds=sorted(set(subnet_ids)))["Subnets"]
-    return {str(s["SubnetId"]): {key: str(s[key]) for key in ("VpcId", "AvailabilityZone", "CidrBlock")} for s in found}
-
-
-def _rules(group_ids: set[str], region: str | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Each security group's inbound and outbound rules (EC2 DescribeSecurityGroups)."""
-    if not group_ids:
-        return {}
-    found = client("ec2", region).describe_security_groups(GroupIds=sorted(group_ids))["SecurityGroups"]
-    return {
-        str(g["GroupId"]): {"in": list(g.get("IpPermissions") or []), "out": list(g.get("IpPermissionsEgress") or [])}
-        for g in found
-    }
-
-
 def mount_plan(
     spec: JobSpec, stack_subnets: tuple[str, ...], stack_groups: tuple[str, ...] = (), region: str | None = None
 ) -> MountPlan:
@@ -172,7 +154,7 @@ def mount_plan(
     mounted = [(index, channel) for index, channel in enumerate(spec.inputs) if channel.on_file_system]
     if not mounted or not stack_subnets:
         return MountPlan([], None)
-    subnets = _subnets(list(stack_subnets), region)
+    subnets = subnets_of(list(stack_subnets), region)
     usable = set(subnets)
     problems: list[ManifestError] = []
     for index, channel in mounted:
@@ -195,7 +177,7 @@ def mount_plan(
                 )
             )
             continue
-        rules = _rules(set(stack_groups).union(*(e.groups for e in view.endpoints.values())), region)
+        rules = security_group_rules(set(stack_groups).union(*(e.groups for e in view.endpoints.values())), region)
         closed = {s: why for s in sorted(reach) if (why := _closed(channel, view, subnets[s], stack_groups, rules))}
         if len(closed) == len(reach):
             problems.append(ManifestError(f"{where}.id", next(iter(closed.values()))))

@@ -17,15 +17,15 @@ from spotline.aws.common.clients import client, error_code, split_s3_uri
 from spotline.aws.regions.regions import home_region
 from spotline.aws.teams.quota_share_reads import existing_shares
 from spotline.aws.training import training_settings
+from spotline.aws.training.cluster_checks import efa_problems, security_group_problems
 from spotline.core.capacity.training_plans import PLAN_PATH
-from spotline.core.common.errors import ManifestError
+from spotline.core.common.errors import STACK_PATH, ManifestError
 from spotline.core.spec.images import parse_image
 from spotline.core.spec.model import JobSpec
 from spotline.core.teams.quota_shares import quota_share_name, share_problems
 from spotline.core.teams.team_policy import TeamPolicy, TeamPolicyInvalid, option_paths
 from spotline.core.training.service_jobs import LIVE_STATUSES
 
-STACK_PATH = "(stack)"
 TEAM_TAG = "spotline:team"  # on roles: the team a SageMaker execution role belongs to
 NOT_FOUND = {"NoSuchBucket", "NoSuchEntity", "404", "NotFound", "RepositoryNotFoundException", "ImageNotFoundException"}
 DENIED = {"AccessDenied", "AccessDeniedException", "403", "Forbidden"}
@@ -71,6 +71,8 @@ def check_resources(
     problems += _check_bucket("spec.output.s3Uri", spec.output_s3_uri)
     if spec.checkpoint_s3_uri:
         problems += _check_bucket("spec.checkpoint.s3Uri", spec.checkpoint_s3_uri)
+    problems += efa_problems(spec)
+    problems += security_group_problems(spec, settings.training_security_group_ids)
     problems += _check_queue(settings.job_queue)
     if not problems:
         problems += _check_quota_share(spec, settings.job_queue, share=policy.share_of(spec.team))

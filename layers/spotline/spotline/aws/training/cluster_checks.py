@@ -1,0 +1,74 @@
+"""ValidateResources for a job of many instances: the types it asks EFA of have it, and the stack's
+security groups let its instances talk to each other (`spotline.core.training.cluster_network`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spotline.aws.common.clients import client, error_code
+from spotline.aws.common.vpc import security_group_rules
+from spotline.core.common.errors import STACK_PATH, ManifestError
+from spotline.core.spec.model import JobSpec
+from spotline.core.training.cluster_network import closed_directions
+
+
+def _type_paths(spec: JobSpec) -> list[tuple[str, str]]:
+    others = [(f"spec.resources.alternatives[{i}].instanceType", o) for i, o in enumerate(spec.alternatives)]
+    return [("spec.resources.instanceType", spec.instance_type), *((path, o.instance_type) for path, o in others)]
+
+
+def efa_problems(spec: JobSpec, region: str | None = None) -> list[ManifestError]:
+    """Every type the job may run on supports EFA, when it asks for EFA. SageMaker training instance
+    types are EC2's with an `ml.` prefix; whether one supports EFA is EC2's NetworkInfo.EfaSupported
+    (DescribeInstanceTypes: "Indicates whether Elastic Fabric Adapter (EFA) is supported")."""
+    if spec.distribution is None or not spec.distribution.efa:
+        return []
+    problems = []
+    for path, instance_type in _type_paths(spec):
+        supported = _efa_supported(instance_type.removeprefix("ml."), region)
+        if supported is None:
+            problems.append(ManifestError(path, f"{instance_type}: EC2 knows no such instance type, so no EFA"))
+        elif not supported:
+            problems.append(
+                ManifestError(
+                    path,
+                    f"{instance_type} has no Elastic Fabric Adapter (spec.distribution.efa is true): choose a "
+                    "type with EFA such as ml.p4d.24xlarge or ml.p5.48xlarge, or set efa to false",
+                )
+            )
+    return problems
+
+
+def _efa_supported(ec2_type: str, region: str | None) -> bool | None:
+    try:
+        found = client("ec2", region).describe_instance_types(InstanceTypes=[ec2_type])["InstanceTypes"]
+    except Exception as exc:
+        if error_code(exc) == "InvalidInstanceType":
+            return None
+        raise
+    network: dict[str, Any] = found[0].get("NetworkInfo", {}) if found else {}
+    return bool(network.get("EfaSupported"))
+
+
+def security_group_problems(
+    spec: JobSpec, group_ids: tuple[str, ...], region: str | None = None
+) -> list[ManifestError]:
+    """The stack's security groups allow all traffic among the job's instances (and, with EFA, out
+    to themselves too), for a job that may run on more than one instance in the stack's VPC."""
+    if not spec.multi_node or not group_ids:
+        return []
+    efa = spec.distribution is not None and spec.distribution.efa
+    rules = security_group_rules(set(group_ids), region)
+    closed = closed_directions(rules, group_ids, efa)
+    if not closed:
+        return []
+    groups, most = ", ".join(group_ids), max(o.instance_count for o in spec.instance_options)
+    need = "all traffic to and from themselves (EFA)" if efa else "all traffic from themselves"
+    return [
+        ManifestError(
+            STACK_PATH,
+            f"the stack's TrainingSecurityGroupIds ({groups}) do not admit themselves "
+            f"({' and '.join(closed)} closed): a job on {most} instances needs {need}; "
+            "ask the platform team to add the rule",
+        )
+    ]
