@@ -72,7 +72,8 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
     `clock`: seconds, monotonic; injectable so tests need no sleeping.
     `handle_sigterm`: install a SIGTERM handler (main thread only) that requests a stop; `close()`
     (or leaving a `with` block) puts the previous handler back.
-    One process writes a directory: in distributed training, only rank 0 should save.
+    One process writes a directory: in distributed training, only rank 0 should save (or every rank
+    its shard through spotline.training.sharded_checkpoint.ShardedCheckpointer).
     """
 
     def __init__(
