@@ -72,7 +72,8 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
     `clock`: seconds, monotonic; injectable so tests need no sleeping.
     `handle_sigterm`: install a SIGTERM handler (main thread only) that requests a stop; `close()`
     (or leaving a `with` block) puts the previous handler back.
-    One process writes a directory: in distributed training, only rank 0 should save.
+    One process writes a directory: in distributed training, only rank 0 should save (or every rank
+    its shard through spotline.training.sharded_checkpoint.ShardedCheckpointer).
     """
 
     def __init__(
@@ -137,18 +138,12 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
                 first_error = first_error or exc
                 continue
             log.info("restored step %d of %d from %s", step, self.total_steps, path)
-            self._trained_before = self._training_seconds_at(step)
-            self._by_type_before, self._restored_step = self._by_type_at(step), step
-            self._last_save_at = self._resumed_at = self._clock()
-            self._saved_since_resume = False
+            self._start_at(step)
             return state, step
         if first_error is not None:
             raise first_error
         log.info("no checkpoint in %s: starting at step 0", self.directory)
-        self._trained_before = 0.0
-        self._by_type_before, self._restored_step = {}, 0
-        self._last_save_at = self._resumed_at = self._clock()
-        self._saved_since_resume = False
+        self._start_at(None)
         return None, 0
 
     def step_done(self, step: int) -> bool:
@@ -223,6 +218,15 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
         # the loop reaches step_done() within one step.
         self._stop_requested = True
 
+    def _start_at(self, step: int | None) -> None:
+        """This process trains from the restored `step` (None: nothing restored, from step 0): the time
+        and per-type figures behind it come from progress.json, and the intervals count from now."""
+        self._trained_before = 0.0 if step is None else self._training_seconds_at(step)
+        self._by_type_before = {} if step is None else self._by_type_at(step)
+        self._restored_step = step or 0
+        self._last_save_at = self._resumed_at = self._clock()
+        self._saved_since_resume = False
+
     def _checkpoints(self) -> list[tuple[int, Path]]:
         """Complete checkpoints, oldest first (only renamed-into-place names match)."""
         if not self.directory.is_dir():
@@ -261,7 +265,7 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
                 continue
         return kept
 
-    def _write_progress(self, step: int) -> None:
+    def _write_progress(self, step: int, extra: dict[str, object] | None = None) -> None:
         updated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         here = max(0.0, self._clock() - self._resumed_at)
         trained = round(self._trained_before + here, 1)
@@ -280,6 +284,7 @@ class Checkpointer(Generic[T]):  # noqa: UP046 (Generic rather than PEP 695 synt
             progress["byInstanceType"] = {
                 name: {"steps": int(entry["steps"]), "seconds": entry["seconds"]} for name, entry in by_type.items()
             }
+        progress.update(extra or {})
         body = json.dumps(progress)
         temporary = self.directory / f".{PROGRESS_FILE}{_TEMP_MARK}{os.getpid()}"
         try:
