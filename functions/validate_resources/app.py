@@ -12,6 +12,7 @@ from spotline.aws.common.observability import bind_execution, logger
 from spotline.aws.datasets.file_systems import MountPlan, mount_plan
 from spotline.aws.manifest.spec_store import spec_of
 from spotline.aws.teams.team_registry import admission_policy
+from spotline.aws.training.cluster_checks import cluster_zones
 from spotline.aws.training.region_checks import home_only, plan_regions
 from spotline.aws.training.resources import ResourceSettings, check_resources
 from spotline.core.common.errors import summarize
@@ -51,16 +52,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         problems += refused
         for left_out in plan.excluded:
             logger.info("Region left out", extra=left_out.to_state())
+    zones = None if problems else cluster_zones(spec, mounts.subnets or settings.training_subnet_ids)
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
     return ResourceCheck(
         valid=not problems,
         problems=tuple(Problem.of(p) for p in problems),
-        summary=summarize(problems) if problems else _available(plan) + _pinned(mounts, plan),
+        summary=summarize(problems) if problems else _available(plan) + _pinned(mounts, plan) + _zoned(zones),
         regions=plan,
         # The stack's subnets that reach every file system the job mounts (SubmitTrainingJob's
         # VpcConfig); null when it mounts none.
         subnets=list(mounts.subnets) if mounts.subnets is not None else None,
+        # A job of many instances: its subnets by zone, one zone per attempt (SubmitTrainingJob).
+        zones=zones,
     ).to_state()
 
 
@@ -69,3 +73,7 @@ def _pinned(mounts: MountPlan, plan: RegionPlanState) -> str:
         return ""
     elsewhere = "".join(f"; in {region} to {', '.join(ids)}" for region, ids in (plan.subnets or {}).items())
     return f"; its file systems pin it to {', '.join(mounts.zones)} ({', '.join(mounts.subnets)}){elsewhere}"
+
+
+def _zoned(zones: dict[str, list[str]] | None) -> str:
+    return f"; one zone per attempt, of {', '.join(zones)}" if zones else ""

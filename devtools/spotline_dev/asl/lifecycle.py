@@ -283,6 +283,7 @@ def training_lifecycle() -> Workflow:
                     when("$.status.action", StringEquals="return-to-spot", next="StopSpotJob"),
                     when("$.status.action", StringEquals="switch-to-training-plan", next="StopSpotJob"),
                     when("$.status.action", StringEquals="move-to-another-type", next="StopSpotJob"),
+                    when("$.status.action", StringEquals="move-to-another-zone", next="StopSpotJob"),
                     when("$.status.action", StringEquals="move-to-another-region", next="StopSpotJob"),
                     when("$.status.action", StringEquals="give-up", next="StopJobWithoutCapacity"),
                     when("$.status.action", StringEquals="continue-in-new-execution", next="ContinueInNewExecution"),

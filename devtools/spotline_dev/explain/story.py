@@ -33,6 +33,7 @@ from spotline_dev.explain.timeline import offset, status_line, timeline_entries
 ENDED = ("FAILED", "TIMED_OUT", "ABORTED")
 MOVE_ACTIONS = (
     "move-to-another-type",
+    "move-to-another-zone",
     "move-to-another-region",
     "switch-to-training-plan",
     "switch-to-on-demand",

@@ -115,6 +115,13 @@ class S3CheckpointStore:
         bucket, key = self._location(s3_uri)
         self._backend(bucket).put_object(bucket, key, json.dumps(progress).encode())
 
+    def put(self, s3_uri: str, name: str, body: bytes, at: datetime) -> None:
+        """Another object under the checkpoint prefix (a shard's marker), uploaded at `at`: its
+        LastModified is the sandbox's time, not the machine's."""
+        bucket, _, prefix = s3_uri.removeprefix("s3://").partition("/")
+        stored = self._backend(bucket).put_object(bucket, f"{prefix.rstrip('/')}/{name}".lstrip("/"), body)
+        stored.last_modified = at.replace(tzinfo=None)
+
 
 def _attribute(stack: LocalStack, logical: str, attribute: str | None) -> str:
     """A resource's Ref (attribute None) or attribute as the local stack created it (KeyError if not)."""

@@ -21,9 +21,14 @@ if TYPE_CHECKING:
     from spotline_dev.harness.local.handles import LocalStack
 
 
-def mounts_file_systems(specs: Collection[JobSpec | None]) -> bool:
-    """Whether any of the jobs mounts a file system (then the stack needs a VPC)."""
-    return any(channel.on_file_system for spec in specs if spec for channel in spec.inputs)
+def needs_vpc(specs: Collection[JobSpec | None]) -> bool:
+    """Whether any of the jobs mounts a file system or is a distributed job of many instances (then
+    the stack needs a VPC: the file system's subnets, or one zone's subnets per attempt)."""
+    return any(
+        any(channel.on_file_system for channel in spec.inputs) or (spec.distribution is not None and spec.multi_node)
+        for spec in specs
+        if spec
+    )
 
 
 def check_zones(zones: Collection[str], region: str, in_vpc: bool) -> None:
@@ -31,7 +36,7 @@ def check_zones(zones: Collection[str], region: str, in_vpc: bool) -> None:
     if zones and not in_vpc:
         raise ScenarioError(
             "zones: a zone's capacity reaches only the jobs in the stack's VPC, those that mount a file "
-            "system; no manifest of this scenario does"
+            "system or run distributed on many instances; no manifest of this scenario does"
         )
     there = (f"{region}a", f"{region}b")
     if unknown := sorted(set(zones) - set(there)):

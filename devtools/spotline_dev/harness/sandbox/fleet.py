@@ -31,7 +31,7 @@ from spotline_dev.harness.local.handles import LocalStack
 from spotline_dev.harness.local.peers import every_job, every_ledger
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
-from spotline_dev.harness.sandbox.file_systems import check_zones, mounts_file_systems, play_file_systems
+from spotline_dev.harness.sandbox.file_systems import check_zones, needs_vpc, play_file_systems
 from spotline_dev.harness.sandbox.replicas import list_replica_file_systems, play_replicas, played_replicas
 from spotline_dev.harness.sandbox.runs import (
     ENDED,
@@ -161,7 +161,7 @@ def fleet_stack(scenario: Scenario, uploads: list[Upload], *, verbose: bool = Fa
     policy = team_policy_for(scenario, uploads)
     environment = {} if verbose else dict(QUIET)
     played = played_account([u.spec for u in uploads], scenario.account)
-    in_vpc = mounts_file_systems([u.spec for u in uploads])
+    in_vpc = needs_vpc([u.spec for u in uploads])
     check_zones(scenario.zones, played.region, in_vpc)
     with ExitStack() as scope:
         stack = scope.enter_context(

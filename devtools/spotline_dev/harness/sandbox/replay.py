@@ -32,7 +32,7 @@ from spotline_dev.explain.words import BILLED_LEGEND, billed_words, saving_words
 from spotline_dev.harness.local.peers import every_job, every_ledger
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import played_account, played_capacity, prepare_account, team_allowance
-from spotline_dev.harness.sandbox.file_systems import check_zones, mounts_file_systems, play_file_systems
+from spotline_dev.harness.sandbox.file_systems import check_zones, needs_vpc, play_file_systems
 from spotline_dev.harness.sandbox.fleet import run_fleet
 from spotline_dev.harness.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
 from spotline_dev.harness.sandbox.replicas import list_replica_file_systems, play_replicas, played_replicas
@@ -117,7 +117,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             replicas = entry.setdefault("replicas", played_replicas(spec, played.region, scenario.regions))
             list_replica_file_systems(entry)
     environment = {} if verbose else dict(QUIET)
-    in_vpc = mounts_file_systems([spec])
+    in_vpc = needs_vpc([spec])
     check_zones(scenario.zones, played.region, in_vpc)
     with ExitStack() as scope:
         stack = scope.enter_context(

@@ -417,6 +417,10 @@ class BatchSageMakerStandIn:
                     t = job.plan.checkpoints[job.written][0]
                     if t <= now + EPS and (best is None or (t, 0, order) < best):
                         best, action = (t, 0, order), self._bind(self._trainings.write_checkpoint, job)
+                if job.world is not None and job.torn < len(job.plan.interruptions):
+                    t = job.plan.interruptions[job.torn][0]
+                    if t <= now + EPS and (best is None or (t, 0, order) < best):
+                        best, action = (t, 0, order), self._bind(self._trainings.write_torn_step, job)
                 if not job.handled and job.plan.end <= now + EPS and (best is None or (job.plan.end, 1, order) < best):
                     best, action = (job.plan.end, 1, order), self._bind(self._service_jobs.training_ended, job)
             for order, sjob in enumerate(service_jobs):
@@ -438,7 +442,9 @@ class BatchSageMakerStandIn:
             self._live_service_jobs += list(service_jobs.values())[self._seen[1] :]
             self._seen = (len(trainings), len(service_jobs))
         self._live_trainings = [
-            j for j in self._live_trainings if not (j.handled and j.written >= len(j.plan.checkpoints))
+            j
+            for j in self._live_trainings
+            if not (j.handled and j.written >= len(j.plan.checkpoints) and j.torn >= _torn_steps(j))
         ]
         self._live_service_jobs = [j for j in self._live_service_jobs if j.final_status is None]
         return self._live_trainings, self._live_service_jobs
@@ -465,3 +471,8 @@ def _service_of(operation: str) -> str:
 def _target(request: AWSPreparedRequest) -> str:
     """The operation a JSON-protocol request names in X-Amz-Target (`Prefix.Operation`)."""
     return target_of(request).rpartition(".")[2]
+
+
+def _torn_steps(job: TrainingJob) -> int:
+    """The torn steps a job's interruptions leave (a distributed job's only)."""
+    return len(job.plan.interruptions) if job.world is not None else 0

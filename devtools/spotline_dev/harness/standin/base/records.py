@@ -109,6 +109,8 @@ class TrainingJob:
     zone: str = ""  # the Availability Zone it runs in, when the scenario's weather differs by zone
     by_type_before: dict[str, dict[str, Any]] = field(default_factory=dict)  # progress.json's, at its start
     handled: bool = False  # its end has been reported to the Batch job
+    world: int | None = None  # a distributed job of many instances: its ranks, each saving a shard
+    torn: int = 0  # interruptions of the plan whose torn step is written (sharded jobs)
 
     @property
     def batch_arn(self) -> str:

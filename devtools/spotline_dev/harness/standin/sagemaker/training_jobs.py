@@ -4,8 +4,9 @@ training code writes, and the views the stand-in reports."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from spotline_dev.harness.standin.base.spot_weather import SpotWeather, Training
 from spotline_dev.harness.standin.base.timeline import BILLED, Plan, cut, plan_training
 from spotline_dev.harness.standin.base.training_plans import TrainingPlans
 from spotline_dev.harness.standin.sagemaker.ledger import EXECUTION_TAG, LedgerEntry, billed_seconds, lost_work
+from spotline_dev.harness.standin.sagemaker.sharded import marker_body, marker_name, world_size
 from spotline_dev.harness.standin.sagemaker.training_requests import DEFAULT_MAX_RUNTIME_S, validated_payload
 
 CHECKPOINT_INTERVAL_ENV = "SPOTLINE_CHECKPOINT_INTERVAL_MINUTES"
@@ -31,6 +33,8 @@ class CheckpointStore(Protocol):
 
     def write(self, s3_uri: str, progress: dict[str, Any]) -> None: ...
 
+    def put(self, s3_uri: str, name: str, body: bytes, at: datetime) -> None: ...
+
 
 class InMemoryCheckpointStore:
     """Dict-backed CheckpointStore that also keeps every write, for assertions."""
@@ -38,6 +42,7 @@ class InMemoryCheckpointStore:
     def __init__(self) -> None:
         self.files: dict[str, dict[str, Any]] = {}
         self.writes: list[tuple[str, dict[str, Any]]] = []
+        self.objects: dict[str, bytes] = {}
 
     def read(self, s3_uri: str) -> dict[str, Any] | None:
         return self.files.get(s3_uri)
@@ -45,6 +50,9 @@ class InMemoryCheckpointStore:
     def write(self, s3_uri: str, progress: dict[str, Any]) -> None:
         self.files[s3_uri] = dict(progress)
         self.writes.append((s3_uri, dict(progress)))
+
+    def put(self, s3_uri: str, name: str, body: bytes, at: datetime) -> None:
+        self.objects[f"{s3_uri.rstrip('/')}/{name}"] = body
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ class SageMakerTrainingJobs:
         self.account, self.region = account, region
         self._advance = advance  # replays every event (of both services) up to clock()
         self.jobs: dict[str, TrainingJob] = {}
+        self.complete: dict[str, dict[str, Any]] = {}  # per checkpoint prefix: progress of its newest complete step
         self._failures: deque[str] = deque()
         self.plans = TrainingPlans(
             weather.training_plans, account=account, region=region, now=lambda: clock.now, in_use=self._in_use_on
@@ -117,7 +126,43 @@ class SageMakerTrainingJobs:
                 "trainingSeconds": round(step / total * job.behaviour.duration, 1),
                 "byInstanceType": by_type,
             }
+            if job.world is not None:
+                self._put_markers(job, step, range(job.world), t)
+                progress["shards"], progress["reshardable"] = job.world, False
+                self.complete[job.key] = progress
             self.store.write(job.key, progress)
+
+    def write_torn_step(self, job: TrainingJob) -> None:
+        """A spot interruption of a distributed job (`sharded`): every rank saved the step it had
+        reached and rank 0 wrote progress.json, but the reclaimed (last) instance's shards never
+        reached S3. The training code's next restore takes the newest complete step."""
+        t, lost = job.plan.interruptions[job.torn]
+        job.torn += 1
+        if job.key is None or job.world is None:
+            return
+        total = job.behaviour.total_steps
+        saved = max((step for at, step in job.plan.checkpoints if at <= t + EPS), default=job.restored_from_step or 0)
+        step = min(total - 1, saved + max(1, math.floor(lost / job.behaviour.duration * total)))
+        if step <= saved:
+            return
+        per_host = job.world // job.selected[1]
+        self._put_markers(job, step, range(job.world - per_host), t)
+        torn = {
+            **(self.complete.get(job.key) or {}),
+            "step": step,
+            "totalSteps": total,
+            "updatedAt": rfc3339(t),
+            "trainingSeconds": round(step / total * job.behaviour.duration, 1),
+            "shards": job.world,
+            "reshardable": False,
+        }
+        self.store.write(job.key, torn)
+
+    def _put_markers(self, job: TrainingJob, step: int, ranks: Iterable[int], t: float) -> None:
+        assert job.key is not None and job.world is not None
+        for rank in ranks:
+            body = marker_body(step, rank, job.world, job.name)
+            self.store.put(job.key, marker_name(step, rank, job.world), body, dt(t))
 
     def training_arn(self, name: str) -> str:
         return f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}"
@@ -138,6 +183,8 @@ class SageMakerTrainingJobs:
         behaviour = self.behaviour(request).at_speed(weather.speed)
         restored_step, restored = None, 0.0
         progress = self.store.read(key) if key else None
+        if key in self.complete and progress and "shards" in progress:
+            progress = self.complete[key]  # the helper restores the newest step whose shards are all there
         if progress and int(progress.get("totalSteps") or 0) > 0:
             restored_step = int(progress["step"])
             restored = min(behaviour.duration, restored_step / int(progress["totalSteps"]) * behaviour.duration)
@@ -206,6 +253,7 @@ class SageMakerTrainingJobs:
             name, self.training_arn(name), request, key, spot, created, behaviour, plan, restored_step, sjob
         )
         job.selected, job.zone = selected, zone
+        job.world = world_size(request, *selected) if key else None
         if progress and isinstance(progress.get("byInstanceType"), dict):
             job.by_type_before = {k: dict(v) for k, v in progress["byInstanceType"].items()}
         self.jobs[name.lower()] = job

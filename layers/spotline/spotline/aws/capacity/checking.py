@@ -59,6 +59,8 @@ class _Run:
     history: History
     regions: tuple[str, ...]
     excluded: tuple[ExcludedRegion, ...]
+    zone: str | None
+    zones: tuple[str, ...]
 
 
 def _when(value: str | None) -> datetime | None:
@@ -92,13 +94,16 @@ def _history(state: dict[str, Any], execution_arn: str) -> History:
 
 
 def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
-    resources = ResourceCheck.in_state(state)
+    resources, training = ResourceCheck.in_state(state), Training.of_state(state)
     return _Run(
         spec=spec_of(state),
-        job_id=Training.of_state(state).job_id,
+        job_id=training.job_id,
         history=_history(state, execution_arn),
         regions=tuple(allowed_regions(state)),
         excluded=resources.regions.excluded if resources else (),
+        # A job of many instances runs each attempt in one zone (SubmitTrainingJob, at home only).
+        zone=training.zone,
+        zones=tuple(resources.zones or ()) if resources and training.zone else (),
     )
 
 
@@ -145,6 +150,7 @@ def _status_of(
         "explanation": step.explanation,
         "nextCapacity": step.next_capacity,
         "nextInstanceType": step.next_instance_type,
+        "nextZone": step.next_zone,
         "nextRegion": assessed.next_region,
         "regionChoice": assessed.region_choice.to_dict() if assessed.region_choice else None,
         "nextTrainingPlan": plan_record(plan) if plan else None,
@@ -198,6 +204,8 @@ def _gather(
         checkpoint_bytes=size,
         regions=run.regions,
         excluded=run.excluded,
+        zone=run.zone,
+        zones=run.zones,
     )
     return observation, batch_job
 

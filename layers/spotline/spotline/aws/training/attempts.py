@@ -25,6 +25,7 @@ from spotline.aws.training import training_settings
 from spotline.aws.training.request_check import submit_service_job_request
 from spotline.aws.training.submission import submit_once
 from spotline.core.capacity.policy import first_checkpoint_minutes
+from spotline.core.capacity.zones import ZoneChoice, choose_zone
 from spotline.core.common import links
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.spec.model import JobSpec, to_rfc3339
@@ -113,7 +114,11 @@ def submit_next_attempt(
             copied = None  # nothing saved yet: nothing copied
     queue = arn_in_region(os.environ["JOB_QUEUE"], where)
     share = policy_for(spec.team).share_of(spec.team)
-    request = submit_service_job_request(there, attempt, queue, network_settings(state, where), share)
+    settings = network_settings(state, where)
+    zone = _zone(state, where, settings, training, status)
+    if zone is not None:
+        settings = replace(settings, subnet_ids=zone.subnets)
+    request = submit_service_job_request(there, attempt, queue, settings, share)
     with in_region(where):
         submitted = submit_once(request)
     logger.info(
@@ -142,6 +147,8 @@ def submit_next_attempt(
         job_name=submitted.job_name,
         region=where,
         region_choice=placement.choice["reason"] if placement.choice else None,
+        zone=zone.zone if zone else None,
+        zone_choice=zone.reason if zone else None,
         checkpoint_copy=CheckpointCopy.from_state(copied.to_dict()) if copied else None,
         submitted_at=to_rfc3339(now),
         first_poll_seconds=FIRST_POLL_SECONDS,
@@ -161,3 +168,24 @@ def network_settings(state: Mapping[str, Any], region: str) -> TrainingSettings:
     resources = ResourceCheck.in_state(state)
     pinned = resources.pinned_subnets(region, home_region()) if resources else None
     return settings if not pinned else replace(settings, subnet_ids=tuple(str(s) for s in pinned))
+
+
+def _zone(
+    state: Mapping[str, Any],
+    region: str,
+    settings: TrainingSettings,
+    training: Training | None,
+    status: RunStatus | None,
+) -> ZoneChoice | None:
+    """The one zone of an attempt of many instances at home (ValidateResources' `$.resources.zones`,
+    within the subnets the attempt may use); None where the job needs no zone or none is known."""
+    resources = ResourceCheck.in_state(state)
+    if resources is None or not resources.zones or region != home_region():
+        return None
+    usable = set(settings.subnet_ids)
+    zones = {zone: [s for s in subnets if s in usable] for zone, subnets in resources.zones.items()}
+    zones = {zone: subnets for zone, subnets in zones.items() if subnets}
+    if not zones:
+        return None
+    previous = training.zone if training and (training.region or home_region()) == region else None
+    return choose_zone(zones, previous, status)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from spotline.aws.common.clients import client, error_code
-from spotline.aws.common.vpc import security_group_rules
+from spotline.aws.common.vpc import security_group_rules, subnets_of
+from spotline.core.capacity.zones import by_zone
 from spotline.core.common.errors import STACK_PATH, ManifestError
 from spotline.core.spec.model import JobSpec
 from spotline.core.training.cluster_network import closed_directions
@@ -72,3 +73,11 @@ def security_group_problems(
             "ask the platform team to add the rule",
         )
     ]
+
+
+def cluster_zones(spec: JobSpec, subnets: tuple[str, ...], region: str | None = None) -> dict[str, list[str]] | None:
+    """The subnets a job of many instances may use, by zone (EC2 DescribeSubnets), for one zone per
+    attempt (`spotline.core.capacity.zones`); None for a job of one instance or outside a VPC."""
+    if not spec.multi_node or not subnets:
+        return None
+    return by_zone({s: info["AvailabilityZone"] for s, info in subnets_of(list(subnets), region).items()}, subnets)

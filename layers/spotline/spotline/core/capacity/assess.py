@@ -39,6 +39,7 @@ from spotline.core.capacity.policy import (
 from spotline.core.capacity.queue import Escalation, escalation
 from spotline.core.capacity.speeds import fastest_speed, slowest_speed
 from spotline.core.capacity.training_plans import PlanView, fallback_plan, plan_step
+from spotline.core.capacity.zones import next_zone
 from spotline.core.common.durations import format_duration
 from spotline.core.regions.regions import (
     Departure,
@@ -416,6 +417,8 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
         plan_ended=current.plan_usable_until is not None and now >= current.plan_usable_until,
         on_demand_attempts=sum(1 for a in attempts if a.capacity == "on-demand"),
         returns_to_spot=returns,
+        zone=observation.zone,
+        other_zone=next_zone(observation.zones, observation.zone),
     )
     checks = history.checks + 1
     step = within_history_budget(

@@ -24,6 +24,14 @@ MOVES = {
         "with spot capacity first in the manifest.",
         "InstanceTypeMoves",
     ),
+    "zone": Move(
+        "spot in {zone}",
+        "MovedToAnotherZone",
+        "Nothing is needed now: the job of many instances resumes on spot in another Availability Zone of the "
+        "stack's subnets, from its last checkpoint. If this recurs, ask the platform team which zone has capacity "
+        "of the type and list its subnets first in TrainingSubnetIds.",
+        "ZoneMoves",
+    ),
     "region": Move(
         "spot in {region}",
         "MovedToAnotherRegion",
@@ -56,6 +64,7 @@ MOVES = {
 
 WHAT = {
     "spot": "another instance type",
+    "zone": "another zone",
     "region": "another region",
     "training-plan": "a training plan",
     "back-to-spot": "spot again",
@@ -69,9 +78,11 @@ def move_of(status: RunStatus) -> tuple[str, Move, str]:
     `next_capacity`, `next_instance_type`, `next_region`, `next_training_plan`): what StopSpotJob
     tells on-call and the story tells later."""
     tier = status.next_capacity or "on-demand"
-    kinds = {"move-to-another-region": "region", "return-to-spot": "back-to-spot"}
+    kinds = {"move-to-another-region": "region", "move-to-another-zone": "zone", "return-to-spot": "back-to-spot"}
     kind = kinds.get(status.action) or (tier if tier in MOVES else "on-demand")
     move = MOVES[kind]
     plan = status.next_training_plan.name if status.next_training_plan else None
-    where = move.where.format(type=status.next_instance_type, plan=plan, region=status.next_region)
+    where = move.where.format(
+        type=status.next_instance_type, plan=plan, region=status.next_region, zone=status.next_zone
+    )
     return kind, move, where

@@ -21,6 +21,7 @@ Action = Literal[
     "resubmit-on-spot",
     "resubmit-on-demand",
     "move-to-another-type",
+    "move-to-another-zone",
     "move-to-another-region",
     "switch-to-on-demand",
     "return-to-spot",
@@ -60,6 +61,8 @@ class NextStep:
     finish_reason: FinishReason | None = None
     next_instance_type: str | None = None
     """The type of the next spot attempt (None: the one the job runs on, or the primary)."""
+    next_zone: str | None = None
+    """The zone of the next attempt of a job of many instances (None: as SubmitTrainingJob chooses)."""
 
 
 def next_type(spec: JobSpec, current: str | None) -> str | None:
@@ -93,6 +96,10 @@ class CapacityWait:
     """On-demand submissions so far, this one included."""
     returns_to_spot: int = 0
     """Returns from on-demand to spot so far (`returns_to_spot`)."""
+    zone: str | None = None
+    """The one zone a job of many instances runs this attempt in."""
+    other_zone: str | None = None
+    """The zone its next attempt would take (`spotline.core.capacity.zones.next_zone`); None: no other."""
 
 
 def returns_to_spot(capacities: list[str]) -> int:
@@ -189,6 +196,17 @@ def next_step(
             f"{format_duration(wait.waited_seconds)}): the job is stopped rather than left waiting",
             finish_reason="capacity-unavailable",
         )
+    if capacity == "spot" and spot_attempts < spec.retry_max_attempts and wait.other_zone:
+        # Same type, another zone: a spot pool of its own, and no other configuration (type, count).
+        stuck_for = _stuck(status, wait, decision, f"{wait.instance_type or spec.instance_type} in {wait.zone}")
+        if stuck_for:
+            return NextStep(
+                "move-to-another-zone",
+                f"{stuck_for}: spot attempt {spot_attempts + 1} of {spec.retry_max_attempts} moves to "
+                f"{wait.other_zone} from the last checkpoint, before another type or any on-demand",
+                next_capacity="spot",
+                next_zone=wait.other_zone,
+            )
     other = next_type(spec, wait.instance_type)
     if capacity == "spot" and spot_attempts < spec.retry_max_attempts and other:
         limit = move_after_wait_seconds(decision.slack_seconds)
@@ -209,6 +227,20 @@ def next_step(
                 next_instance_type=other,
             )
     return NextStep("keep-waiting", decision.reason)
+
+
+def _stuck(status: TrainingStatus, wait: CapacityWait, decision: Decision, where: str) -> str:
+    """Why a spot attempt leaves `where` (no capacity for long enough, or interrupted often enough),
+    quoting what was seen; empty while it should wait on."""
+    limit = move_after_wait_seconds(decision.slack_seconds)
+    if wait.waited_seconds >= limit:
+        return (
+            f"no spot capacity of {where} for {format_duration(wait.waited_seconds)} "
+            f"(moves after {format_duration(limit)})"
+        )
+    if status.state == "interrupted" and status.interruptions >= MOVE_AFTER_INTERRUPTIONS:
+        return f"{status.interruptions} spot interruptions of {where}"
+    return ""
 
 
 def _on_demand_short(spec: JobSpec, wait: CapacityWait, seed: str) -> NextStep:

@@ -95,6 +95,10 @@ class Observation:
     excluded: tuple[ExcludedRegion, ...] = field(default_factory=tuple)
     """The regions ValidateResources left out (`$.resources.regions.excluded`)."""
     fleet: FleetRecord | None = None
+    zone: str | None = None
+    """The one zone the attempt runs in (a job of many instances at home: `$.training.zone`)."""
+    zones: tuple[str, ...] = ()
+    """The zones its attempts may take, in the stack's order (`$.resources.zones`)."""
     plans: tuple[PlanView, ...] | None = None
     """The team's candidate training plans (`spotline.aws.capacity.training_plans.candidate_plans`)."""
 

@@ -143,6 +143,11 @@ class ResourceCheck(StateRecord):
     subnets: list[str] | None = key(
         "subnets", "the stack's subnets that reach every file system the job mounts (null when it mounts none)"
     )
+    zones: dict[str, list[str]] | None = key(
+        "zones",
+        "a job of many instances in the stack's VPC: its subnets by zone, one zone per attempt (null otherwise)",
+        optional="a run validated before zones has none",
+    )
 
     def pinned_subnets(self, region: str, home: str) -> list[str] | None:
         """The subnets a job that mounts file systems must run in, in `region` (None: any)."""

@@ -25,8 +25,8 @@ class Fallback(StateRecord):
     at: str = key("at", "when (RFC 3339)")
     notified: bool = key(
         "notified",
-        "false: the `MovedToOnDemand`, `MovedToTrainingPlan`, `MovedToAnotherInstanceType`, `MovedToAnotherRegion` "
-        "or `MovedBackToSpot` message could not be sent; the move went on",
+        "false: the `MovedToOnDemand`, `MovedToTrainingPlan`, `MovedToAnotherInstanceType`, `MovedToAnotherZone`, "
+        "`MovedToAnotherRegion` or `MovedBackToSpot` message could not be sent; the move went on",
     )
 
 

@@ -181,6 +181,11 @@ class RunStatus(StateRecord):
     explanation: str = key("explanation", "**why**: read this first")
     next_capacity: str | None = key("nextCapacity", "the next attempt's capacity")
     next_instance_type: str | None = key("nextInstanceType", "the next attempt's type (null: as before)")
+    next_zone: str | None = key(
+        "nextZone",
+        "the zone a job of many instances moves to (null: SubmitTrainingJob's choice)",
+        optional="a check made before zones has none",
+    )
     next_region: str | None = key("nextRegion", "where the attempt moves (null: it stays)")
     region_choice: RegionChoice | None = key(
         "regionChoice", "why there, for a run with several regions", record=RegionChoice

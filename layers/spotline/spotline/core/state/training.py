@@ -71,6 +71,7 @@ class AttemptRecord(StateRecord):
         "finalStatus", "its last status check (null: never checked)", record=FinalStatus
     )
     region: str | None = key("region", "where it ran (at home when absent)", omit_none=True)
+    zone: str | None = key("zone", "the one zone it ran in (absent: any of the stack's subnets)", omit_none=True)
     checkpoint_copy: CheckpointCopy | None = key(
         "checkpointCopy", "the copy before it", record=CheckpointCopy, omit_none=True
     )
@@ -88,6 +89,7 @@ class AttemptRecord(StateRecord):
             submitted_at=training.submitted_at,
             final_status=final,
             region=training.region or None,
+            zone=training.zone,
             checkpoint_copy=training.checkpoint_copy,
         )
 
@@ -118,6 +120,14 @@ class Training(StateRecord):
         "regionChoice",
         "why there, for a first spot attempt placed by the fleet's record",
         optional="an attempt submitted before regions has none",
+    )
+    zone: str | None = key(
+        "zone",
+        "the one zone an attempt of many instances runs in (null: any of the stack's subnets)",
+        optional="an attempt submitted before zones has none",
+    )
+    zone_choice: str | None = key(
+        "zoneChoice", "why that zone, in a sentence", optional="an attempt submitted before zones has none"
     )
     checkpoint_copy: CheckpointCopy | None = key(
         "checkpointCopy",

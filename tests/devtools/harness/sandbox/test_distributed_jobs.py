@@ -1,0 +1,134 @@
+"""Issue 49: many nodes, one deadline. A 4-node FSDP job over EFA runs each attempt in one zone of
+the stack's subnets, is interrupted mid-save (the reclaimed node's shards never reach S3), moves to
+the next zone and resumes from the newest step whose shards are all there, and meets its deadline
+billed for four instances. A job asking EFA of a type without it, or a stack whose security groups
+shut its instances out of each other, is refused naming the field, through a real run (so every
+EC2 call ValidateResources makes is checked against its role)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from builders import spec_of
+from conftest import run_upload
+from spotline.core.spec import catalog
+from spotline.core.spec.model import JobSpec
+from spotline_dev.harness.local.handles import LocalStack
+from spotline_dev.harness.local.peers import every_job, every_ledger
+from spotline_dev.harness.local.stack import start_local_stack
+from spotline_dev.harness.local.template import PROJECT_ROOT
+from spotline_dev.harness.sandbox.account import played_capacity, prepare_account, team_allowance
+from spotline_dev.harness.sandbox.runs import weather_of
+from spotline_dev.harness.sandbox.scenario import load_scenario
+from spotline_dev.harness.standin.base.spot_weather import TrainingBehaviour
+
+SCENARIOS = PROJECT_ROOT / "examples" / "scenarios"
+SCENARIO = load_scenario(SCENARIOS / "distributed-fsdp-efa.yaml")
+MANIFEST = SCENARIOS / "manifests" / "llm-fsdp-4-nodes.yaml"
+KEY = "manifests/nlp/llm-fsdp-4-nodes.yaml"
+RANKS = 4 * 8  # four ml.p4d.24xlarge, eight GPUs each
+
+
+def _spec(body: bytes | None = None) -> JobSpec:
+    return spec_of(body or MANIFEST.read_bytes(), SCENARIO.start)
+
+
+@pytest.fixture
+def cluster() -> Iterator[LocalStack]:
+    spec = _spec()
+    with start_local_stack(
+        SCENARIO.start,
+        team_policy={"teams": {spec.team: team_allowance(spec)}},
+        network=True,
+        weather=weather_of(SCENARIO),
+        behaviour=lambda _request: TrainingBehaviour(duration=float(spec.expected_duration_seconds or 0)),
+        capacity=played_capacity([spec], None),
+    ) as stack:
+        prepare_account(stack.client, spec)
+        yield stack
+
+
+def _payloads(stack: LocalStack) -> list[dict[str, Any]]:
+    batch = stack.client("batch")
+    return [
+        json.loads(batch.describe_service_job(jobId=job.job_id)["serviceRequestPayload"]) for job in every_job(stack)
+    ]
+
+
+def _markers(stack: LocalStack) -> dict[int, int]:
+    """Per checkpoint step in S3, how many ranks' markers are there."""
+    s3 = stack.client("s3")
+    found: dict[int, int] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="nlp-checkpoints", Prefix="llm-fsdp/"):
+        for item in page.get("Contents", []):
+            parts = item["Key"].split("/")
+            if len(parts) == 4 and parts[2] == "done":
+                step = int(parts[1].removeprefix("checkpoint-"))
+                found[step] = found.get(step, 0) + 1
+    return found
+
+
+def test_a_4_node_fsdp_job_runs_an_attempt_per_zone_and_resumes_from_a_complete_step(cluster: LocalStack) -> None:
+    execution, history = run_upload(cluster, MANIFEST.read_bytes(), key=KEY)
+    assert execution["status"] == "SUCCEEDED"
+
+    subnets = cluster.network["subnets"]
+    first, second = _payloads(cluster)
+    assert first["VpcConfig"]["Subnets"] == [subnets["us-east-1a"]]
+    assert second["VpcConfig"]["Subnets"] == [subnets["us-east-1b"]]
+    for payload in (first, second):
+        assert payload["ResourceConfig"]["InstanceCount"] == 4
+        assert payload["InfraCheckConfig"] == {"EnableInfraCheck": True}
+        assert payload["Environment"]["SPOTLINE_LAUNCHER"] == "torchrun"  # a custom image starts its ranks
+
+    output = json.loads(execution["output"])
+    training = output["training"]
+    assert training["zone"] == "us-east-1b"
+    assert "no spot capacity of ml.p4d.24xlarge in us-east-1a" in training["zoneChoice"]
+    assert [a.get("zone") for a in training["previousAttempts"]] == ["us-east-1a"]
+    moves = [e for e in history if "move-to-another-zone" in json.dumps(e, default=str)]
+    assert moves, "the check that moved the job said so"
+
+    # The interruption tore one step: 3 of 4 nodes' shards reached S3. Never resumed.
+    markers = _markers(cluster)
+    torn = [step for step, count in markers.items() if count != RANKS]
+    assert len(torn) == 1 and markers[torn[0]] == RANKS - 8
+    (job,) = every_job(cluster)[1:]
+    resumed = job.attempts[0].restored_from_step
+    assert resumed is not None and resumed < torn[0] and markers[resumed] == RANKS
+
+    # Billed for four instances: the ledger's entries are of 4 and the report counts them.
+    (ledger,) = every_ledger(cluster).values()
+    assert {entry.instance_count for entry in ledger.entries} == {4}
+    figures = output["outcome"]["figures"]
+    assert figures["billable_seconds"] == ledger.billed_seconds  # per instance, as SageMaker reports it
+    price = catalog.known_facts("ml.p4d.24xlarge")
+    assert price is not None and price.usd_per_hour is not None
+    # SageMaker bills BillableTimeInSeconds per instance at the on-demand rate (spot: a shorter time).
+    assert figures["cost_usd"] == pytest.approx(price.usd_per_hour * 4 * ledger.billed_seconds / 3600, abs=0.01)
+
+
+def test_efa_on_a_type_without_it_is_refused_naming_the_field(cluster: LocalStack) -> None:
+    body = MANIFEST.read_bytes().replace(b"instanceType: ml.p4d.24xlarge", b"instanceType: ml.g5.2xlarge")
+    prepare_account(cluster.client, _spec(body))
+    execution, _history = run_upload(cluster, body, key=KEY)
+    assert (execution["status"], execution["error"]) == ("FAILED", "ResourceValidationFailed")
+    assert "spec.resources.instanceType: ml.g5.2xlarge has no Elastic Fabric Adapter" in execution["cause"]
+    assert not cluster.standin.jobs
+
+
+def test_security_groups_that_shut_the_instances_out_of_each_other_are_refused(cluster: LocalStack) -> None:
+    group = cluster.network["group"]
+    itself = [{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group}]}]
+    cluster.client("ec2").revoke_security_group_egress(GroupId=group, IpPermissions=itself)
+    execution, _history = run_upload(cluster, MANIFEST.read_bytes(), key=KEY)
+    assert (execution["status"], execution["error"]) == ("FAILED", "ResourceValidationFailed")
+    assert (
+        f"(stack): the stack's TrainingSecurityGroupIds ({group}) do not admit themselves (outbound closed): "
+        "a job on 4 instances needs all traffic to and from themselves (EFA)" in execution["cause"]
+    )
+    assert not cluster.standin.jobs
