@@ -43,6 +43,8 @@ _TRAINING = {
     "jobName": "ranker-v2-1-a2-spot",
     "region": "us-west-2",
     "regionChoice": None,
+    "zone": None,
+    "zoneChoice": None,
     "checkpointCopy": {
         "from": "s3://ckpt/ranker/",
         "to": "s3://ckpt-us-west-2/ranker/",
@@ -98,6 +100,7 @@ _STATUS = {
     "explanation": "spot interrupted in us-east-1; the spot attempt moves to us-west-2",
     "nextCapacity": "spot",
     "nextInstanceType": None,
+    "nextZone": None,
     "nextRegion": "us-west-2",
     "regionChoice": {
         "region": "us-west-2",
@@ -191,6 +194,7 @@ def resources_state(**changes: Any) -> dict[str, Any]:
         "summary": "all resources available",
         "regions": regions_state(),
         "subnets": None,
+        "zones": None,
     }
     return valid | changes
 

@@ -31,6 +31,8 @@ INTENDED_DIFFERENCES: dict[str, str] = {
     "each channel's effective mode (its own, else the job's) is compared",
     "OutputDataConfig.CompressionType": "the SDK states GZIP, SageMaker's default, which Spotline leaves implied",
     "Environment.SPOTLINE_CHECKPOINT_INTERVAL_MINUTES": "Spotline tells the checkpoint helper its interval",
+    "InfraCheckConfig": "Spotline asks SageMaker's health check for every attempt of more than one instance "
+    "(resources.infraCheck, default on there), where a trainer asks for it only when told to",
     "CheckpointConfig.LocalPath": "always /opt/ml/checkpoints, where Spotline's checkpoint helper looks (a trainer's "
     "/opt/ml/checkpoints/ is the same folder; any other path is refused)",
 }
@@ -87,6 +89,10 @@ def manifest_from_request(request: dict[str, Any], fields: SpotlineFields) -> di
     if environment:
         spec["environment"] = environment
     spec["resources"] = _resources(reader.take("ResourceConfig", {}), reader)
+    infra_check = dict(reader.take("InfraCheckConfig", {}))
+    if "EnableInfraCheck" in infra_check:
+        spec["resources"]["infraCheck"] = bool(infra_check.pop("EnableInfraCheck"))
+    reader.rest("InfraCheckConfig", infra_check)
     spec["inputs"] = [
         _channel(index, channel, job_mode, reader) for index, channel in enumerate(reader.take("InputDataConfig", []))
     ]

@@ -373,6 +373,7 @@ def public_summary(
         "savingsPercent",
         "trainingPlanSeconds",
         "regions",
+        "zones",
         "checkpointCopies",
         "billingSettled",
         "prices",

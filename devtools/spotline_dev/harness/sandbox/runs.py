@@ -238,6 +238,8 @@ def summarize(
         "savingsPercent": figures.get("savings_percent"),
         "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
         "regions": [a.region for a in attempt_records(_latest_state(history))] if history else [],
+        # A job of many instances: the one zone of each attempt (null: any of the stack's subnets).
+        "zones": [a.zone for a in attempt_records(_latest_state(history))] if history else [],
         "checkpointCopies": figures.get("checkpoint_copies")
         or checkpoint_copies(attempt_records(_latest_state(history)))
         or {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},

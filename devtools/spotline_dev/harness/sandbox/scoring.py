@@ -204,6 +204,7 @@ def _summary(
         "savingsPercent": None,
         "trainingPlanSeconds": 0,
         "regions": [],
+        "zones": [],
         "checkpointCopies": {"count": 0, "bytes": 0, "seconds": 0.0, "usd": 0.0},
         "billingSettled": True,
         "prices": [],  # no training price: Batch Transform is not priced

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from spotline_dev.harness.local.peers import every_job, every_ledger
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.local.template import PROJECT_ROOT
 from spotline_dev.harness.sandbox.account import played_capacity, prepare_account, team_allowance
+from spotline_dev.harness.sandbox.replay import run_scenario
 from spotline_dev.harness.sandbox.runs import weather_of
 from spotline_dev.harness.sandbox.scenario import load_scenario
 from spotline_dev.harness.standin.base.spot_weather import TrainingBehaviour
@@ -132,3 +134,28 @@ def test_security_groups_that_shut_the_instances_out_of_each_other_are_refused(c
         "a job on 4 instances needs all traffic to and from themselves (EFA)" in execution["cause"]
     )
     assert not cluster.standin.jobs
+
+
+def test_across_regions_each_attempt_of_many_instances_runs_in_one_zone_of_its_region(tmp_path: Path) -> None:
+    """The stack in the peer region pins its attempts too: ValidateResources read its subnets there."""
+    manifest = tmp_path / "llm-regions.yaml"
+    text = MANIFEST.read_text().replace(
+        "    strategy: spot-first\n", "    strategy: spot-first\n    regions: [us-east-1, us-west-2]\n"
+    )
+    manifest.write_text(text)
+    scenario = tmp_path / "regions.yaml"
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "distributed-across-regions",
+                "start": "2026-12-01T00:00:00Z",
+                "manifests": [str(manifest)],
+                "spot": {"startDelay": "5m", "capacityGaps": [{"from": "1h", "to": "1d"}]},
+                "regions": {"us-west-2": {"spot": {"startDelay": "5m", "capacityGaps": []}}},
+            }
+        )
+    )
+    (run,) = run_scenario(load_scenario(scenario))["executions"]
+    assert (run["status"], run["deadlineMet"]) == ("SUCCEEDED", True)
+    assert run["regions"] == ["us-east-1", "us-west-2"]
+    assert run["zones"] == ["us-east-1a", "us-west-2a"]

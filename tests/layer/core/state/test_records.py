@@ -127,7 +127,7 @@ def test_the_check_s_answer_names_its_job_which_the_state_does_not_keep() -> Non
     status = RunStatus.from_state(answer)
     assert status.job_id == "job-2" and status.to_state() == answer
     assert "jobId" not in RunStatus.from_state(status_state()).to_state()
-    assert "jobId" not in state_keys(RunStatus) and len(state_keys(RunStatus)) == 34  # jobId: the answer only
+    assert "jobId" not in state_keys(RunStatus) and len(state_keys(RunStatus)) == 35  # jobId: the answer only
 
 
 def test_an_attempt_record_is_what_the_outcome_report_lists() -> None:

@@ -85,9 +85,9 @@ def test_the_health_check_is_on_for_clusters_off_for_one_instance_and_as_the_man
     plain = replace(SPEC, distribution=None)
     assert create_training_job_request(plain, SPOT)["InfraCheckConfig"] == {"EnableInfraCheck": True}
     assert "sagemaker_torch_distributed_enabled" not in create_training_job_request(plain, SPOT)["HyperParameters"]
-    declined = replace(SPEC, distribution=Distribution("torchrun", infra_check=False))
+    declined = replace(SPEC, infra_check=False)
     assert "InfraCheckConfig" not in create_training_job_request(declined, SPOT)
-    asked = replace(one, distribution=Distribution("torchrun", infra_check=True))
+    asked = replace(one, infra_check=True)
     assert create_training_job_request(asked, SPOT)["InfraCheckConfig"] == {"EnableInfraCheck": True}
 
 

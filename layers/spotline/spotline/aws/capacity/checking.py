@@ -19,7 +19,7 @@ from spotline.aws.common.clients import client, in_region
 from spotline.aws.common.observability import add_team_dimension, metrics
 from spotline.aws.manifest.spec_store import spec_of
 from spotline.aws.regions.region_moves import copy_seconds, fleet_record, note_sighting
-from spotline.aws.regions.regions import allowed_regions, spec_at
+from spotline.aws.regions.regions import allowed_regions, home_region, spec_at
 from spotline.aws.state.progress import read_progress
 from spotline.core.capacity.assess import Assessment, AtRisk, assess, at_risk_due
 from spotline.core.capacity.observation import Attempt, History, Observation, QueueLimits, progress_figures
@@ -101,9 +101,11 @@ def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
         history=_history(state, execution_arn),
         regions=tuple(allowed_regions(state)),
         excluded=resources.regions.excluded if resources else (),
-        # A job of many instances runs each attempt in one zone (SubmitTrainingJob, at home only).
+        # A job of many instances runs each attempt in one zone (SubmitTrainingJob).
         zone=training.zone,
-        zones=tuple(resources.zones or ()) if resources and training.zone else (),
+        zones=tuple(resources.zones_in(training.region or home_region(), home_region()) or ())
+        if resources and training.zone
+        else (),
     )
 
 

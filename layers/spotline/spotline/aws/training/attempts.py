@@ -177,13 +177,15 @@ def _zone(
     training: Training | None,
     status: RunStatus | None,
 ) -> ZoneChoice | None:
-    """The one zone of an attempt of many instances at home (ValidateResources' `$.resources.zones`,
-    within the subnets the attempt may use); None where the job needs no zone or none is known."""
+    """The one zone of an attempt of many instances (ValidateResources' `$.resources.zones` at home,
+    `$.resources.regions.zones` in a peer region, within the subnets the attempt may use); None where
+    the job needs no zone or none is known."""
     resources = ResourceCheck.in_state(state)
-    if resources is None or not resources.zones or region != home_region():
+    known = resources.zones_in(region, home_region()) if resources else None
+    if not known:
         return None
     usable = set(settings.subnet_ids)
-    zones = {zone: [s for s in subnets if s in usable] for zone, subnets in resources.zones.items()}
+    zones = {zone: [s for s in subnets if s in usable] for zone, subnets in known.items()}
     zones = {zone: subnets for zone, subnets in zones.items() if subnets}
     if not zones:
         return None

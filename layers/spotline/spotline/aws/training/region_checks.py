@@ -18,6 +18,7 @@ from collections.abc import Collection
 from spotline.aws.datasets.file_systems import mount_plan
 from spotline.aws.regions.regions import prefix_contents
 from spotline.aws.training import training_settings
+from spotline.aws.training.cluster_checks import cluster_zones, efa_problems, security_group_problems
 from spotline.aws.training.resources import check_in_region
 from spotline.core.common.errors import ManifestError
 from spotline.core.regions.regions import arn_in_region
@@ -48,6 +49,7 @@ def plan_regions(
         )
         return home_only(home), [problem]
     allowed, excluded, subnets = [], [], dict[str, list[str]]()
+    zones: dict[str, dict[str, list[str]]] = {}
     for region in spec.regions:
         if region == home:
             allowed.append(region)
@@ -59,12 +61,33 @@ def plan_regions(
             if not problems and any(channel.on_file_system for channel in there.inputs):
                 problems, reaching = _mounts(there, region, file_systems)
                 subnets[region] = list(reaching)
+            if not problems and there.multi_node:
+                problems, by_zone = _cluster(there, region, tuple(subnets.get(region) or ()))
+                if by_zone:
+                    zones[region] = by_zone
         if problems:
             excluded.append(ExcludedRegion(region=region, field=problems[0].path, reason=problems[0].message))
             subnets.pop(region, None)
+            zones.pop(region, None)
         else:
             allowed.append(region)
-    return RegionPlanState(home=home, allowed=allowed, excluded=tuple(excluded), subnets=subnets or None), []
+    plan = RegionPlanState(
+        home=home, allowed=allowed, excluded=tuple(excluded), subnets=subnets or None, zones=zones or None
+    )
+    return plan, []
+
+
+def _cluster(
+    there: JobSpec, region: str, reaching: tuple[str, ...]
+) -> tuple[list[ManifestError], dict[str, list[str]] | None]:
+    """A job of many instances in `region`: the types it asks EFA of have it there, the stack's
+    security groups there admit themselves, and its subnets there by zone (the file systems' when
+    it mounts any)."""
+    settings = training_settings.in_region(region)
+    problems = efa_problems(there, region) + security_group_problems(there, settings.security_group_ids, region)
+    if problems:
+        return problems, None
+    return [], cluster_zones(there, reaching or settings.subnet_ids, region)
 
 
 def _mounts(there: JobSpec, region: str, file_systems: Collection[str]) -> tuple[list[ManifestError], tuple[str, ...]]:

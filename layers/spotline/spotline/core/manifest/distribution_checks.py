@@ -48,5 +48,4 @@ def build_distribution(raw: Any) -> Distribution | None:
         launcher=str(raw["launcher"]),
         processes_per_host=raw.get("processesPerHost"),
         efa=bool(raw.get("efa", False)),
-        infra_check=raw.get("infraCheck"),
     )

@@ -435,6 +435,7 @@ def _build_spec(document: dict[str, Any]) -> JobSpec:
         training_plan=capacity.get("trainingPlan"),
         regions=tuple(capacity.get("regions", ())),
         distribution=build_distribution(spec.get("distribution")),
+        infra_check=resources_.get("infraCheck"),
         checkpoint_format=(checkpoint or {}).get("format", "per-rank"),
         alternatives=tuple(
             InstanceOption(

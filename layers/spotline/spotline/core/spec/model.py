@@ -73,8 +73,6 @@ class Distribution:
     launcher: str  # torchrun | mpi | smddp
     processes_per_host: int | None = None
     efa: bool = False
-    infra_check: bool | None = None
-    """None: SageMaker's infrastructure check runs on attempts of more than one instance."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +115,8 @@ class JobSpec:
     distribution: Distribution | None = None
     checkpoint_format: str = "per-rank"
     """`checkpoint.format`: per-rank (loads into as many ranks only) or dcp (reshardable)."""
+    infra_check: bool | None = None
+    """`resources.infraCheck` (None: SageMaker's health check runs on attempts of more than one instance)."""
 
     @property
     def instance_options(self) -> tuple[InstanceOption, ...]:
@@ -132,10 +132,9 @@ class JobSpec:
         """Some type it may run on takes more than one instance: its instances talk to each other."""
         return any(o.instance_count > 1 for o in self.instance_options)
 
-    def infra_check(self, instance_count: int) -> bool:
+    def checks_infrastructure(self, instance_count: int) -> bool:
         """Whether an attempt on `instance_count` instances asks for SageMaker's health check."""
-        chosen = self.distribution.infra_check if self.distribution else None
-        return instance_count > 1 if chosen is None else chosen
+        return instance_count > 1 if self.infra_check is None else self.infra_check
 
     @property
     def uses_spot(self) -> bool:

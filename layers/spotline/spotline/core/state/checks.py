@@ -129,6 +129,9 @@ class RegionPlanState(StateRecord):
     subnets: dict[str, list[str]] | None = key(
         "subnets", "per peer region, the subnets that reach the job's file systems", omit_none=True
     )
+    zones: dict[str, dict[str, list[str]]] | None = key(
+        "zones", "per peer region, a job of many instances' subnets by zone (one zone per attempt)", omit_none=True
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +151,12 @@ class ResourceCheck(StateRecord):
         "a job of many instances in the stack's VPC: its subnets by zone, one zone per attempt (null otherwise)",
         optional="a run validated before zones has none",
     )
+
+    def zones_in(self, region: str, home: str) -> dict[str, list[str]] | None:
+        """A job of many instances' subnets by zone in `region` (None: no zone to pin)."""
+        if region == home:
+            return self.zones
+        return (self.regions.zones or {}).get(region)
 
     def pinned_subnets(self, region: str, home: str) -> list[str] | None:
         """The subnets a job that mounts file systems must run in, in `region` (None: any)."""

@@ -225,7 +225,7 @@ def create_training_job_request(
         del request["EnableManagedSpotTraining"]
     if spec.checkpoint_s3_uri:
         request["CheckpointConfig"] = {"S3Uri": spec.checkpoint_s3_uri, "LocalPath": CHECKPOINT_LOCAL_PATH}
-    if spec.infra_check(max(o.instance_count for o in _options(spec, attempt))):
+    if spec.checks_infrastructure(max(o.instance_count for o in _options(spec, attempt))):
         # "A SageMaker-provided health check tests the health of instance hardware and cluster
         # network connectivity" (InfraCheckConfig): on by default where there is a cluster.
         request["InfraCheckConfig"] = {"EnableInfraCheck": True}
