@@ -12,7 +12,7 @@ from spotline.aws.common.observability import bind_execution, logger
 from spotline.aws.datasets.file_systems import MountPlan, mount_plan
 from spotline.aws.manifest.spec_store import spec_of
 from spotline.aws.teams.team_registry import admission_policy
-from spotline.aws.training.cluster_checks import cluster_zones
+from spotline.aws.training.cluster_checks import cluster_zones, plan_zone_problems
 from spotline.aws.training.region_checks import home_only, plan_regions
 from spotline.aws.training.resources import ResourceSettings, check_resources
 from spotline.core.common.errors import summarize
@@ -53,6 +53,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         for left_out in plan.excluded:
             logger.info("Region left out", extra=left_out.to_state())
     zones = None if problems else cluster_zones(spec, mounts.subnets or settings.training_subnet_ids)
+    problems += plan_zone_problems(spec, zones)
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
     return ResourceCheck(

@@ -88,6 +88,7 @@ def weather_of(scenario: Scenario) -> SpotWeather:
             scenario.start + timedelta(seconds=plan.start),
             scenario.start + timedelta(seconds=plan.end),
             tags=plan.tags,
+            zone=plan.zone,
         )
         for plan in scenario.training_plans
     ]

@@ -85,6 +85,7 @@ class PlanSpec:
     start: float
     end: float
     tags: dict[str, str] = field(default_factory=dict)  # as given at CreateTrainingPlan: spotline:team=<team>
+    zone: str | None = None  # its reserved capacity's Availability Zone (None: zone a of the region)
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ def _plans(raw: list[dict[str, Any]]) -> list[PlanSpec]:
             )
         tags = {str(key): str(value) for key, value in (entry.get("tags") or {}).items()}
         kind, instances = str(entry["instanceType"]), int(entry["instances"])
-        plans.append(PlanSpec(str(entry["name"]), kind, instances, begin, end, tags))
+        plans.append(PlanSpec(str(entry["name"]), kind, instances, begin, end, tags, entry.get("zone")))
     return plans
 
 

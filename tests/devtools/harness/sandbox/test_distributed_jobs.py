@@ -159,3 +159,48 @@ def test_across_regions_each_attempt_of_many_instances_runs_in_one_zone_of_its_r
     assert (run["status"], run["deadlineMet"]) == ("SUCCEEDED", True)
     assert run["regions"] == ["us-east-1", "us-west-2"]
     assert run["zones"] == ["us-east-1a", "us-west-2a"]
+
+
+PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/nlp-p4d-december"
+
+
+def _on_a_plan(tmp_path: Path, zone: str) -> dict[str, Any]:
+    """The 4-node job naming the team's plan (4 x p4d in `zone`), with no spot all day: it falls
+    back onto the plan at the last safe moment."""
+    manifest = tmp_path / "llm-on-a-plan.yaml"
+    plan = f"    trainingPlan: {PLAN_ARN}\n"
+    manifest.write_text(MANIFEST.read_text().replace("    strategy: spot-first\n", f"    strategy: spot-first\n{plan}"))
+    scenario = tmp_path / "on-a-plan.yaml"
+    tags = {"spotline:team": "nlp"}
+    reserved = {"name": "nlp-p4d-december", "instanceType": "ml.p4d.24xlarge", "instances": 4, "from": 0, "to": "3d"}
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "distributed-on-a-plan",
+                "start": "2026-12-01T00:00:00Z",
+                "manifests": [str(manifest)],
+                "spot": {"startDelay": "5m", "capacityGaps": [{"from": 0, "to": "1d"}]},
+                "trainingPlans": [{**reserved, "tags": tags, "zone": zone}],
+            }
+        )
+    )
+    (run,) = run_scenario(load_scenario(scenario))["executions"]
+    return run  # type: ignore[no-any-return]
+
+
+def test_an_attempt_on_a_training_plan_runs_in_the_plans_zone(tmp_path: Path) -> None:
+    """No spot in either zone: one move to us-east-1b (never back: no flapping), then the plan, whose
+    capacity is in us-east-1a, at the last safe moment."""
+    run = _on_a_plan(tmp_path, "us-east-1a")
+    assert (run["status"], run["deadlineMet"]) == ("SUCCEEDED", True)
+    assert run["capacityTiers"] == ["spot", "spot", "training-plan"]
+    assert run["zones"] == ["us-east-1a", "us-east-1b", "us-east-1a"]
+
+
+def test_a_plan_in_a_zone_the_stack_has_no_subnet_in_is_refused_naming_it(tmp_path: Path) -> None:
+    run = _on_a_plan(tmp_path, "us-east-1c")
+    assert (run["status"], run["error"]) == ("FAILED", "ResourceValidationFailed")
+    assert (
+        "spec.capacity.trainingPlan: nlp-p4d-december's reserved capacity is in us-east-1c, and the stack's subnets "
+        "(TrainingSubnetIds) are in us-east-1a, us-east-1b" in run["cause"]
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 from state_samples import status_state
 
-from spotline.core.capacity.zones import by_zone, choose_zone
+from spotline.core.capacity.zones import by_zone, choose_zone, next_zone
 from spotline.core.state import RunStatus
 
 ZONES = {"us-east-1a": ["subnet-a1", "subnet-a2"], "us-east-1b": ["subnet-b"], "us-east-1c": ["subnet-c"]}
@@ -54,3 +54,13 @@ def test_one_zone_is_kept_and_the_reason_still_quotes_what_was_seen() -> None:
 
 def test_a_zone_no_longer_usable_is_not_chosen_again() -> None:
     assert choose_zone({"us-east-1b": ["subnet-b"]}, "us-east-1a", _status(state="interrupted")).zone == "us-east-1b"
+
+
+def test_a_move_goes_round_the_zones_but_never_back_to_one_the_run_left() -> None:
+    order = list(ZONES)
+    assert next_zone(order, "us-east-1a") == "us-east-1b"
+    assert next_zone(order, "us-east-1c") == "us-east-1a", "round the list"
+    assert next_zone(order, "us-east-1b", left={"us-east-1a"}) == "us-east-1c"
+    assert next_zone(order, "us-east-1c", left={"us-east-1a", "us-east-1b"}) is None, "every zone tried: no flapping"
+    assert next_zone(["us-east-1a"], "us-east-1a") is None
+    assert next_zone(order, None) is None

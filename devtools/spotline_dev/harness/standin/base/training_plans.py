@@ -48,6 +48,9 @@ class ReservedPlan:
     are specific to their target resource" (API reference, TrainingPlanSummary)."""
     tags: dict[str, str] = field(default_factory=dict, hash=False)
     """The Tags given at CreateTrainingPlan (a scenario's `tags:`), e.g. {"spotline:team": "search-ranking"}."""
+    zone: str | None = None
+    """Its reserved capacity's zone: "AvailabilityZone: The availability zone for the reserved
+    capacity" (API reference, ReservedCapacitySummary); None: zone a of the region."""
 
 
 class TrainingPlans:
@@ -171,6 +174,7 @@ class TrainingPlans:
                     "ReservedCapacityArn": self.arn(plan).replace(":training-plan/", ":reserved-capacity/"),
                     "InstanceType": plan.instance_type,
                     "TotalInstanceCount": plan.instances,
+                    "AvailabilityZone": plan.zone or f"{self.region}a",
                     "Status": status,
                     "StartTime": plan.start.timestamp(),
                     "EndTime": plan.end.timestamp(),

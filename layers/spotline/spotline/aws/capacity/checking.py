@@ -79,6 +79,7 @@ def _attempt(attempt: Training | AttemptRecord) -> Attempt:
         training_seconds=int(final.training_seconds or 0) if final else 0,
         plan_usable_until=_when(plan.usable_until) if plan else None,
         region=attempt.region,
+        zone=attempt.zone,
     )
 
 

@@ -115,7 +115,8 @@ def submit_next_attempt(
     queue = arn_in_region(os.environ["JOB_QUEUE"], where)
     share = policy_for(spec.team).share_of(spec.team)
     settings = network_settings(state, where)
-    zone = _zone(state, where, settings, training, status)
+    plan = status.next_training_plan if status and attempt.training_plan_arn else None
+    zone = _zone(state, where, settings, training, status, plan_zone=plan.zone if plan else None)
     if zone is not None:
         settings = replace(settings, subnet_ids=zone.subnets)
     request = submit_service_job_request(there, attempt, queue, settings, share)
@@ -176,6 +177,8 @@ def _zone(
     settings: TrainingSettings,
     training: Training | None,
     status: RunStatus | None,
+    *,
+    plan_zone: str | None,
 ) -> ZoneChoice | None:
     """The one zone of an attempt of many instances (ValidateResources' `$.resources.zones` at home,
     `$.resources.regions.zones` in a peer region, within the subnets the attempt may use); None where
@@ -190,4 +193,4 @@ def _zone(
     if not zones:
         return None
     previous = training.zone if training and (training.region or home_region()) == region else None
-    return choose_zone(zones, previous, status)
+    return choose_zone(zones, previous, status, plan_zone)

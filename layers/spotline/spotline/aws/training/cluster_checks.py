@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from spotline.aws.capacity.training_plans import AUTO, describe_plan
 from spotline.aws.common.clients import client, error_code
 from spotline.aws.common.vpc import security_group_rules, subnets_of
+from spotline.core.capacity.training_plans import PLAN_PATH
 from spotline.core.capacity.zones import by_zone
 from spotline.core.common.errors import STACK_PATH, ManifestError
 from spotline.core.spec.model import JobSpec
@@ -71,6 +73,25 @@ def security_group_problems(
             f"the stack's TrainingSecurityGroupIds ({groups}) do not admit themselves "
             f"({' and '.join(closed)} closed): a job on {most} instances needs {need}; "
             "ask the platform team to add the rule",
+        )
+    ]
+
+
+def plan_zone_problems(spec: JobSpec, zones: dict[str, list[str]] | None) -> list[ManifestError]:
+    """A job of many instances on the plan it names runs in the plan's zone ("AvailabilityZone: The
+    availability zone for the reserved capacity", ReservedCapacitySummary): the stack needs a subnet
+    there, else no attempt on the plan has a choice of zone."""
+    if not zones or spec.training_plan in (None, AUTO):
+        return []
+    plan = describe_plan(str(spec.training_plan))
+    if plan is None or plan.zone is None or plan.zone in zones:
+        return []
+    return [
+        ManifestError(
+            PLAN_PATH,
+            f"{plan.name}'s reserved capacity is in {plan.zone}, and the stack's subnets (TrainingSubnetIds) are in "
+            f"{', '.join(zones)}: an attempt of {max(o.instance_count for o in spec.instance_options)} instances on "
+            f"it could not run in one zone; ask the platform team for a subnet in {plan.zone}, or name another plan",
         )
     ]
 

@@ -418,7 +418,9 @@ def assess(spec: JobSpec, observation: Observation, history: History, limits: Qu
         on_demand_attempts=sum(1 for a in attempts if a.capacity == "on-demand"),
         returns_to_spot=returns,
         zone=observation.zone,
-        other_zone=next_zone(observation.zones, observation.zone),
+        other_zone=next_zone(
+            observation.zones, observation.zone, {a.zone for a in previous if a.zone and a.region == current.region}
+        ),
     )
     checks = history.checks + 1
     step = within_history_budget(

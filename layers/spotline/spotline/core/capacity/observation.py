@@ -38,6 +38,8 @@ class Attempt:
     """A training-plan attempt: when its plan begins terminating its instances."""
     region: str | None = None
     """Where it ran (None: the home region)."""
+    zone: str | None = None
+    """The one zone it ran in (a job of many instances)."""
 
 
 @dataclass(frozen=True, slots=True)

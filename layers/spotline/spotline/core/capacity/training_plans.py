@@ -56,6 +56,8 @@ class PlanView:
     start: datetime | None
     end: datetime | None
     target_resources: tuple[str, ...] = (TRAINING_JOB,)
+    zone: str | None = None
+    """Its reserved capacity's Availability Zone: an attempt of many instances on it runs there."""
 
     @classmethod
     def from_api(cls, plan: dict[str, Any]) -> PlanView:
@@ -70,6 +72,7 @@ class PlanView:
             start=plan.get("StartTime"),
             end=plan.get("EndTime"),
             target_resources=tuple(str(t) for t in plan.get("TargetResources") or ()),
+            zone=str(reserved[0]["AvailabilityZone"]) if reserved and reserved[0].get("AvailabilityZone") else None,
         )
 
     @property
@@ -168,4 +171,5 @@ def plan_record(plan: PlanView) -> dict[str, Any]:
         "region": plan.region,
         "instanceType": plan.instance_type,
         "usableUntil": to_rfc3339(plan.usable_until) if plan.usable_until else None,
+        "zone": plan.zone,
     }

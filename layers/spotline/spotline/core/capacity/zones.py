@@ -5,12 +5,12 @@ Instances of a distributed job talk to each other on every step, EFA works withi
 Elastic Fabric Adapter), and SageMaker exposes no placement group for training jobs, only
 VpcConfig.Subnets: so each attempt is given the subnets of one zone. Which one: where the last
 attempt ran, unless it was interrupted there or found no capacity there; then the next zone, in the
-order of the stack's TrainingSubnetIds.
+order of the stack's TrainingSubnetIds. An attempt on a training plan runs in the plan's zone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from spotline.core.state import RunStatus
@@ -32,10 +32,16 @@ def by_zone(subnet_zones: Mapping[str, str], subnets: Sequence[str]) -> dict[str
     return grouped
 
 
-def choose_zone(zones: Mapping[str, Sequence[str]], previous: str | None, status: RunStatus | None) -> ZoneChoice:
+def choose_zone(
+    zones: Mapping[str, Sequence[str]], previous: str | None, status: RunStatus | None, plan_zone: str | None = None
+) -> ZoneChoice:
     """The zone of the next attempt among `zones` ({zone: its subnets}, at least one), its subnets,
-    and why, in a sentence."""
+    and why, in a sentence. `plan_zone`: the zone of the training plan the attempt runs on."""
     order = list(zones)
+    if plan_zone is not None and plan_zone in zones:
+        return ZoneChoice(
+            plan_zone, f"{plan_zone}: the training plan's reserved capacity is there", tuple(zones[plan_zone])
+        )
     if status is not None and status.next_zone in zones and status.next_zone != previous:
         zone = str(status.next_zone)  # the check that moved the job chose it, and said why
         return ZoneChoice(zone, f"{zone}: {status.explanation}", tuple(zones[zone]))
@@ -51,11 +57,16 @@ def choose_zone(zones: Mapping[str, Sequence[str]], previous: str | None, status
     return ZoneChoice(zone, reason, tuple(zones[zone]))
 
 
-def next_zone(zones: Sequence[str], current: str | None) -> str | None:
-    """The zone after `current` in the stack's order (round the list); None with one zone or none known."""
-    if current is None or current not in zones or len(zones) < 2:
+def next_zone(zones: Sequence[str], current: str | None, left: Collection[str] = ()) -> str | None:
+    """The zone after `current` in the stack's order (round the list), skipping those in `left`
+    (zones the run's earlier attempts ran in: a zone a job moved away from is not taken again, so it
+    never flaps between two zones without spot); None when there is none."""
+    if current is None or current not in zones:
         return None
-    return zones[(list(zones).index(current) + 1) % len(zones)]
+    order = list(zones)
+    start = order.index(current)
+    after = [order[(start + step) % len(order)] for step in range(1, len(order))]
+    return next((zone for zone in after if zone not in left), None)
 
 
 def _left_because(status: RunStatus | None) -> str | None:

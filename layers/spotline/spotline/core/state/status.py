@@ -22,6 +22,9 @@ class PlanRef(StateRecord):
     region: str = key("region", "its region")
     instance_type: str = key("instanceType", "the type it reserves")
     usable_until: str | None = key("usableUntil", "when it starts terminating its instances (RFC 3339)")
+    zone: str | None = key(
+        "zone", "its reserved capacity's Availability Zone", optional="a plan read before zones has none"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
