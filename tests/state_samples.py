@@ -145,6 +145,7 @@ PLAN = {
     "region": "us-east-1",
     "instanceType": "ml.p4d.24xlarge",
     "usableUntil": "2026-12-04T05:30:00Z",
+    "zone": None,
 }
 
 

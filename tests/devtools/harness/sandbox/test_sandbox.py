@@ -144,6 +144,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "savingsPercent",
         "trainingPlanSeconds",
         "regions",
+        "zones",
         "checkpointCopies",
         "billingSettled",
         "prices",
