@@ -204,3 +204,33 @@ def test_a_plan_in_a_zone_the_stack_has_no_subnet_in_is_refused_naming_it(tmp_pa
         "spec.capacity.trainingPlan: nlp-p4d-december's reserved capacity is in us-east-1c, and the stack's subnets "
         "(TrainingSubnetIds) are in us-east-1a, us-east-1b" in run["cause"]
     )
+
+
+def test_jobs_of_one_type_in_one_zone_are_interrupted_together(tmp_path: Path) -> None:
+    """Co-interruptions: spot capacity is the zone's, for every job of the type there (same-type,
+    same-zone interruptions come within minutes of each other, arXiv 2604.16457): two 4-node jobs
+    in us-east-1a lose their instances at the same moment, and both move to us-east-1b."""
+    second = tmp_path / "llm-fsdp-b.yaml"
+    second.write_text(
+        MANIFEST.read_text().replace("name: llm-fsdp\n", "name: llm-fsdp-b\n").replace("llm-fsdp/", "llm-fsdp-b/")
+    )
+    scenario = tmp_path / "together.yaml"
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "interrupted-together",
+                "start": "2026-12-01T00:00:00Z",
+                "submissions": [{"manifest": str(MANIFEST), "at": 0}, {"manifest": str(second), "at": "10m"}],
+                "queue": {"capacity": {"ml.p4d.24xlarge": 8}},  # both jobs run at once
+                "spot": {"startDelay": "5m"},
+                "zones": {"us-east-1a": {"spot": {"startDelay": "5m", "capacityGaps": [{"from": "2h", "to": "1d"}]}}},
+            }
+        )
+    )
+    summary = run_scenario(load_scenario(scenario))
+    runs = summary["executions"]
+    assert [(r["status"], r["deadlineMet"]) for r in runs] == [("SUCCEEDED", True)] * 2
+    assert [r["zones"] for r in runs] == [["us-east-1a", "us-east-1b"]] * 2
+    firsts = [job.attempts[0] for job in summary["jobs"] if job.attempts and job.attempts[0].interrupted_at]
+    assert len(firsts) == 2
+    assert firsts[0].interrupted_at == firsts[1].interrupted_at, "one reclaim, both jobs"
