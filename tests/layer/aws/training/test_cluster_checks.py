@@ -14,21 +14,11 @@ from moto import mock_aws
 from spotline.aws.common import clients
 from spotline.aws.training.cluster_checks import efa_problems, security_group_problems
 from spotline.core.common.errors import STACK_PATH
-from spotline.core.spec.model import Distribution, InputChannel, InstanceOption, JobSpec
+from spotline.core.spec.model import Distribution, InstanceOption
+from tests.layer.core.training.test_launchers import SPEC as DISTRIBUTED
 
 REGION = "us-east-1"
-SPEC = JobSpec(
-    team="nlp",
-    name="llm",
-    image="123456789012.dkr.ecr.us-east-1.amazonaws.com/llm:2026.12.01",
-    role_arn="arn:aws:iam::123456789012:role/spotline/nlp-training",
-    instance_type="ml.p4d.24xlarge",
-    instance_count=4,
-    inputs=(InputChannel("train", "s3://nlp-data/train/"),),
-    output_s3_uri="s3://nlp-models/llm/",
-    checkpoint_s3_uri="s3://nlp-checkpoints/llm/",
-    distribution=Distribution("torchrun", efa=True),
-)
+SPEC = DISTRIBUTED  # 4 x ml.p4d.24xlarge, torchrun over EFA
 
 
 @pytest.fixture
