@@ -142,9 +142,9 @@ class SageMakerTrainingJobs:
             return
         total = job.behaviour.total_steps
         saved = max((step for at, step in job.plan.checkpoints if at <= t + EPS), default=job.restored_from_step or 0)
-        step = min(total - 1, saved + max(1, math.floor(lost / job.behaviour.duration * total)))
+        step = min(total - 1, saved + math.floor(lost / job.behaviour.duration * total))
         if step <= saved:
-            return
+            return  # no whole step since the last save: the SIGTERM save writes nothing new
         per_host = job.world // job.selected[1]
         self._put_markers(job, step, range(job.world - per_host), t)
         torn = {
