@@ -112,6 +112,19 @@ def test_sightings_are_recorded_and_read_back_per_region_and_type_for_a_day(peer
     assert sorted((s.region, s.spot, s.interruption) for s in seen) == [("us-east-1", False, True), (PEER, True, False)]
 
 
+def test_a_job_of_many_instances_reads_only_the_sightings_that_tell_about_as_many(peered: LocalStack) -> None:
+    """Capacity is all or nothing per job: spot for 8 instances was spot for 4, none for 2 was none
+    for 4; spot for one says nothing of 4, and none for 16 says nothing either."""
+    with mock.patch.dict(os.environ, {SIGHTINGS_TABLE: peered.physical["CapacitySightingsTable"]}):
+        for spot, instances in ((True, 1), (True, 8), (False, 2), (False, 16)):
+            at = NOW - timedelta(minutes=instances)
+            record_sighting(Sighting(PEER, at, spot, "ml.p4d.24xlarge", instances=instances), EXECUTION)
+        seen = recent_sightings([PEER], "ml.p4d.24xlarge", NOW + timedelta(minutes=1), instances=4)
+        alone = recent_sightings([PEER], "ml.p4d.24xlarge", NOW + timedelta(minutes=1))
+    assert sorted((s.spot, s.instances) for s in seen) == [(False, 2), (True, 8)]
+    assert sorted((s.spot, s.instances) for s in alone) == [(True, 1), (True, 8)], "a lone node: any spot seen counts"
+
+
 def test_a_peer_regions_reconciler_asks_the_jobs_home_region_about_its_run(
     peered: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -224,7 +224,8 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
         note_sighting(assessed.sighting, execution_arn)
     if assessed.needs:  # the fleet's record or the training plans: read only when the decision needs them
         if "fleet" in assessed.needs:
-            observation = replace(observation, fleet=fleet_record(run.regions, assessed.instance_type, now))
+            instances = here.option(assessed.instance_type).instance_count
+            observation = replace(observation, fleet=fleet_record(run.regions, assessed.instance_type, now, instances))
         if "plans" in assessed.needs:
             plans = candidate_plans(spec, settings.team_policy(spec.team), run.regions)
             observation = replace(observation, plans=tuple(plans))

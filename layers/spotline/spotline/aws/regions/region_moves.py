@@ -32,6 +32,7 @@ def note_sighting(seen: Sighting, execution: str) -> None:
         logger.exception("Capacity sighting not recorded")
 
 
-def fleet_record(regions: Sequence[str], instance_type: str, now: datetime) -> FleetRecord:
-    """The fleet's sightings of `instance_type` in `regions` (the last day's)."""
-    return FleetRecord.of(recent_sightings(regions, instance_type, now), now)
+def fleet_record(regions: Sequence[str], instance_type: str, now: datetime, instances: int = 1) -> FleetRecord:
+    """The fleet's sightings of `instance_type` in `regions` (the last day's) that tell about a job
+    of `instances`."""
+    return FleetRecord.of(recent_sightings(regions, instance_type, now, instances), now)

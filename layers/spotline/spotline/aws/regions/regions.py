@@ -91,13 +91,16 @@ def record_sighting(sighting: Sighting, execution: str) -> None:
             "sk": f"{to_rfc3339(sighting.at)}#{execution.rsplit(':', 1)[-1]}",
             "spot": sighting.spot,
             "interruption": sighting.interruption,
+            "instances": sighting.instances,
             "expiresAt": int((sighting.at + SIGHTING_TTL).timestamp()),
         }
     )
 
 
-def recent_sightings(regions: Sequence[str], instance_type: str, now: datetime) -> list[Sighting]:
-    """The fleet's sightings of the last day in each region for `instance_type`, newest first."""
+def recent_sightings(regions: Sequence[str], instance_type: str, now: datetime, instances: int = 1) -> list[Sighting]:
+    """The fleet's sightings of the last day in each region for `instance_type`, newest first, of
+    those that tell about a job of `instances` (`Sighting.tells_about`; one written before counts
+    were recorded counts as one instance)."""
     table = _table()
     if table is None:
         return []
@@ -111,7 +114,16 @@ def recent_sightings(regions: Sequence[str], instance_type: str, now: datetime) 
         )
         for item in page.get("Items", []):
             at = datetime.fromisoformat(str(item["sk"]).split("#", 1)[0])
-            found.append(Sighting(region, at, bool(item["spot"]), instance_type, bool(item.get("interruption"))))
+            seen = Sighting(
+                region,
+                at,
+                bool(item["spot"]),
+                instance_type,
+                bool(item.get("interruption")),
+                int(item.get("instances", 1)),
+            )
+            if seen.tells_about(instances):
+                found.append(seen)
     return found
 
 

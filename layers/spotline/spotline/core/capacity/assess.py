@@ -175,12 +175,16 @@ def at_risk_due(spec: JobSpec, history: History, clock: JobClock, status: Traini
     return AtRisk(clock.now, cause, work, work * estimate_spread(clock), clock.pace_measured_seconds > 0)
 
 
-def sighting_of(status: TrainingStatus, clock: JobClock, *, where: str, instance_type: str) -> Sighting | None:
-    """What this check saw of spot capacity where the attempt runs (None: nothing either way)."""
+def sighting_of(
+    status: TrainingStatus, clock: JobClock, *, where: str, instance_type: str, instances: int = 1
+) -> Sighting | None:
+    """What this check saw of spot capacity where the attempt runs, for `instances` of the type
+    (None: nothing either way)."""
     if status.state == "training":
-        return Sighting(where, clock.now, True, instance_type)
+        return Sighting(where, clock.now, True, instance_type, instances=instances)
     if clock.spot_missing:
-        return Sighting(where, clock.now, False, instance_type, interruption=status.state == "interrupted")
+        interrupted = status.state == "interrupted"
+        return Sighting(where, clock.now, False, instance_type, interruption=interrupted, instances=instances)
     return None
 
 
@@ -234,7 +238,9 @@ def look_elsewhere(
     where = observation.region
     if capacity != "spot":
         return Moved(step)
-    seen = sighting_of(status, clock, where=where, instance_type=instance_type)
+    seen = sighting_of(
+        status, clock, where=where, instance_type=instance_type, instances=spec.option(instance_type).instance_count
+    )
     if step.action != "keep-waiting" or not clock.spot_missing:
         return Moved(step, seen)
     allowed = observation.regions

@@ -93,6 +93,15 @@ class Sighting:
     instance_type: str = ""
     interruption: bool = False
     """A running spot attempt was interrupted here (then `spot` is False)."""
+    instances: int = 1
+    """How many instances of the type the job seen asked for (all or nothing: one CreateTrainingJob
+    gets them all or none)."""
+
+    def tells_about(self, instances: int) -> bool:
+        """Whether this sighting says something of a job of `instances`: spot for M instances was
+        there for any job of M or fewer; none for M was none for M or more. A sighting of one node
+        on spot says nothing of sixteen (16-node availability comes in much shorter stretches)."""
+        return self.instances >= instances if self.spot else self.instances <= instances
 
 
 @dataclass(frozen=True, slots=True)
