@@ -53,7 +53,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         for left_out in plan.excluded:
             logger.info("Region left out", extra=left_out.to_state())
     zones = None if problems else cluster_zones(spec, mounts.subnets or settings.training_subnet_ids)
-    problems += plan_zone_problems(spec, zones)
+    problems += plan_zone_problems(spec, ({home: zones} if zones else {}) | (plan.zones or {}))
     if problems:
         logger.warning("Resource validation failed", extra={"problems": [str(p) for p in problems]})
     return ResourceCheck(

@@ -11,6 +11,7 @@ from spotline.aws.common.vpc import security_group_rules, subnets_of
 from spotline.core.capacity.training_plans import PLAN_PATH
 from spotline.core.capacity.zones import by_zone
 from spotline.core.common.errors import STACK_PATH, ManifestError
+from spotline.core.regions.regions import region_of_arn
 from spotline.core.spec.model import JobSpec
 from spotline.core.training.cluster_network import closed_directions
 
@@ -77,11 +78,15 @@ def security_group_problems(
     ]
 
 
-def plan_zone_problems(spec: JobSpec, zones: dict[str, list[str]] | None) -> list[ManifestError]:
+def plan_zone_problems(spec: JobSpec, zones_by_region: dict[str, dict[str, list[str]]]) -> list[ManifestError]:
     """A job of many instances on the plan it names runs in the plan's zone ("AvailabilityZone: The
-    availability zone for the reserved capacity", ReservedCapacitySummary): the stack needs a subnet
-    there, else no attempt on the plan has a choice of zone."""
-    if not zones or spec.training_plan in (None, AUTO):
+    availability zone for the reserved capacity", ReservedCapacitySummary): the stack of the plan's
+    region needs a subnet there (`zones_by_region`: each region's subnets by zone), else no attempt
+    on the plan has a choice of zone."""
+    if spec.training_plan in (None, AUTO):
+        return []
+    zones = zones_by_region.get(region_of_arn(str(spec.training_plan)))
+    if not zones:
         return []
     plan = describe_plan(str(spec.training_plan))
     if plan is None or plan.zone is None or plan.zone in zones:
