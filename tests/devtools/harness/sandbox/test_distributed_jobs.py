@@ -164,11 +164,11 @@ def test_across_regions_each_attempt_of_many_instances_runs_in_one_zone_of_its_r
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/nlp-p4d-december"
 
 
-def _on_a_plan(tmp_path: Path, zone: str) -> dict[str, Any]:
+def _on_a_plan(tmp_path: Path, zone: str, named: str = PLAN_ARN) -> dict[str, Any]:
     """The 4-node job naming the team's plan (4 x p4d in `zone`), with no spot all day: it falls
     back onto the plan at the last safe moment."""
     manifest = tmp_path / "llm-on-a-plan.yaml"
-    plan = f"    trainingPlan: {PLAN_ARN}\n"
+    plan = f"    trainingPlan: {named}\n"
     manifest.write_text(MANIFEST.read_text().replace("    strategy: spot-first\n", f"    strategy: spot-first\n{plan}"))
     scenario = tmp_path / "on-a-plan.yaml"
     tags = {"spotline:team": "nlp"}
@@ -234,3 +234,11 @@ def test_jobs_of_one_type_in_one_zone_are_interrupted_together(tmp_path: Path) -
     firsts = [job.attempts[0] for job in summary["jobs"] if job.attempts and job.attempts[0].interrupted_at]
     assert len(firsts) == 2
     assert firsts[0].interrupted_at == firsts[1].interrupted_at, "one reclaim, both jobs"
+
+
+def test_auto_never_falls_back_onto_a_plan_in_a_zone_without_a_stack_subnet(tmp_path: Path) -> None:
+    """`trainingPlan: auto` takes only plans an attempt of many instances can run on in one zone."""
+    run = _on_a_plan(tmp_path, "us-east-1c", named="auto")
+    assert (run["status"], run["deadlineMet"]) == ("SUCCEEDED", True)
+    assert "training-plan" not in run["capacityTiers"]
+    assert run["capacityTiers"][-1] == "on-demand"

@@ -25,7 +25,7 @@ from spotline.core.capacity.assess import Assessment, AtRisk, assess, at_risk_du
 from spotline.core.capacity.observation import Attempt, History, Observation, QueueLimits, progress_figures
 from spotline.core.capacity.policy import JobClock
 from spotline.core.capacity.queue import queue_wait_now
-from spotline.core.capacity.training_plans import plan_record
+from spotline.core.capacity.training_plans import PlanView, plan_record
 from spotline.core.common import links
 from spotline.core.regions.regions import arn_in_region
 from spotline.core.spec.model import JobSpec, to_rfc3339
@@ -61,6 +61,8 @@ class _Run:
     excluded: tuple[ExcludedRegion, ...]
     zone: str | None
     zones: tuple[str, ...]
+    zones_by_region: dict[str, tuple[str, ...]]
+    """A job of many instances: each region's zones with the stack's subnets (a plan elsewhere is no choice)."""
 
 
 def _when(value: str | None) -> datetime | None:
@@ -107,6 +109,7 @@ def _read_state(state: dict[str, Any], execution_arn: str) -> _Run:
         zones=tuple(resources.zones_in(training.region or home_region(), home_region()) or ())
         if resources and training.zone
         else (),
+        zones_by_region=_zones_by_region(state, resources),
     )
 
 
@@ -228,11 +231,25 @@ def _check(state: dict[str, Any], *, execution_arn: str, now: datetime, where: s
             observation = replace(observation, fleet=fleet_record(run.regions, assessed.instance_type, now, instances))
         if "plans" in assessed.needs:
             plans = candidate_plans(spec, settings.team_policy(spec.team), run.regions)
-            observation = replace(observation, plans=tuple(plans))
+            observation = replace(observation, plans=tuple(p for p in plans if _zone_reachable(p, run)))
         assessed = assess(here, observation, run.history, limits, now)
     return _act(
         run, assessed, settings, batch_job_id=batch_job["jobId"], execution_arn=execution_arn, where=where, now=now
     )
+
+
+def _zones_by_region(state: dict[str, Any], resources: ResourceCheck | None) -> dict[str, tuple[str, ...]]:
+    if resources is None:
+        return {}
+    home = home_region()
+    return {region: tuple(found) for region in allowed_regions(state) if (found := resources.zones_in(region, home))}
+
+
+def _zone_reachable(plan: PlanView, run: _Run) -> bool:
+    """A plan a job of many instances can run on: its zone has a subnet of the stack of its region
+    (an attempt on a plan runs in the plan's zone); any plan for a job that runs in no zone."""
+    zones = run.zones_by_region.get(plan.region)
+    return zones is None or plan.zone is None or plan.zone in zones
 
 
 def _act(
