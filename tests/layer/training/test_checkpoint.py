@@ -9,7 +9,7 @@ import json
 import os
 import re
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,16 +54,6 @@ class Store:
         state: dict[str, Any] = json.loads(path.read_text())
         assert state.pop("complete") is True
         return state
-
-
-@pytest.fixture
-def sigterm_guard() -> Iterator[None]:
-    """Whatever a test does, the process's SIGTERM handler is what it was before."""
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def make(

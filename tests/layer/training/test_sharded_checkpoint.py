@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +125,6 @@ def save_all(directory: Path, step: int, world: int = WORLD, **kwargs: Any) -> N
 def progress(directory: Path) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((directory / "progress.json").read_text())
     return loaded
-
-
-@pytest.fixture
-def sigterm_guard() -> Iterator[None]:
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def test_the_module_parses_as_python_3_11() -> None:
