@@ -99,7 +99,7 @@ def test_the_adapter_and_the_simulator_assess_one_observation_alike(monkeypatch:
     monkeypatch.delenv("ALERT_TOPIC_ARN", raising=False)
     noted: list[Sighting] = []
     monkeypatch.setattr(checking, "note_sighting", lambda seen, execution: noted.append(seen))
-    monkeypatch.setattr(checking, "fleet_record", lambda regions, instance_type, now: fleet)
+    monkeypatch.setattr(checking, "fleet_record", lambda regions, instance_type, now, instances: fleet)
     asked: list[tuple[Observation, History, QueueLimits, Assessment]] = []
 
     def recording(spec: Any, seen: Observation, run: History, limits: QueueLimits, now: datetime) -> Assessment:
