@@ -3,12 +3,13 @@ prefix, as Spotline's helper for many ranks writes it (spotline.training.sharded
 each save, every rank's shard and its marker `checkpoint-<step>/done/shard-<r>-of-<w>`, then, from
 rank 0 once every rank has saved, progress.json naming the step and `"shards": w`.
 
-SageMaker copies each instance's checkpoint directory to S3 on its own ("SageMaker AI copies
-checkpoints from the local path to Amazon S3", developer guide, "Checkpoints in Amazon SageMaker
-AI"): when a spot interruption takes an instance, what it saved last may never reach S3. The
-stand-in plays that at each interruption of such a job: every rank saves the step it reached
-(SIGTERM), rank 0 writes progress.json, and the last instance's markers are lost. A resume, in the
-same job or the next, restores the newest step whose shards are all there (the helper's restore).
+SageMaker syncs each instance's checkpoint directory with S3 ("After you enable checkpointing,
+SageMaker AI saves checkpoints to Amazon S3 and syncs your training job with the checkpoint S3
+bucket", developer guide, "Enable checkpointing"). What becomes of a reclaimed instance's files not
+synced yet is not documented; the stand-in takes the side that tests a reader: at each spot
+interruption of such a job every rank saves the step it reached (SIGTERM), rank 0 writes
+progress.json, and the last instance's markers never reach S3. A resume, in the same job or the
+next, restores the newest step whose shards are all there (the helper's restore).
 """
 
 from __future__ import annotations

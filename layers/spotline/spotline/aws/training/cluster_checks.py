@@ -3,8 +3,6 @@ security groups let its instances talk to each other (`spotline.core.training.cl
 
 from __future__ import annotations
 
-from typing import Any
-
 from spotline.aws.capacity.training_plans import AUTO, describe_plan
 from spotline.aws.common.clients import client, error_code
 from spotline.aws.common.vpc import security_group_rules, subnets_of
@@ -13,12 +11,8 @@ from spotline.core.capacity.zones import by_zone
 from spotline.core.common.errors import STACK_PATH, ManifestError
 from spotline.core.regions.regions import region_of_arn
 from spotline.core.spec.model import JobSpec
+from spotline.core.teams.team_policy import option_paths
 from spotline.core.training.cluster_network import closed_directions
-
-
-def _type_paths(spec: JobSpec) -> list[tuple[str, str]]:
-    others = [(f"spec.resources.alternatives[{i}].instanceType", o) for i, o in enumerate(spec.alternatives)]
-    return [("spec.resources.instanceType", spec.instance_type), *((path, o.instance_type) for path, o in others)]
 
 
 def efa_problems(spec: JobSpec, region: str | None = None) -> list[ManifestError]:
@@ -28,8 +22,10 @@ def efa_problems(spec: JobSpec, region: str | None = None) -> list[ManifestError
     if spec.distribution is None or not spec.distribution.efa:
         return []
     problems = []
-    for path, instance_type in _type_paths(spec):
-        supported = _efa_supported(instance_type.removeprefix("ml."), region)
+    known = _efa_support({o.instance_type.removeprefix("ml.") for o in spec.instance_options}, region)
+    for where, option in option_paths(spec):
+        path, instance_type = f"{where}.instanceType", option.instance_type
+        supported = known.get(instance_type.removeprefix("ml."))
         if supported is None:
             problems.append(ManifestError(path, f"{instance_type}: EC2 knows no such instance type, so no EFA"))
         elif not supported:
@@ -43,15 +39,19 @@ def efa_problems(spec: JobSpec, region: str | None = None) -> list[ManifestError
     return problems
 
 
-def _efa_supported(ec2_type: str, region: str | None) -> bool | None:
+def _efa_support(ec2_types: set[str], region: str | None) -> dict[str, bool]:
+    """{type: EfaSupported} in one DescribeInstanceTypes call; a type EC2 does not know is left out
+    (the call refuses the whole list for it: InvalidInstanceType, then each type is asked alone)."""
+    ec2 = client("ec2", region)
     try:
-        found = client("ec2", region).describe_instance_types(InstanceTypes=[ec2_type])["InstanceTypes"]
+        found = ec2.describe_instance_types(InstanceTypes=sorted(ec2_types))["InstanceTypes"]
     except Exception as exc:
-        if error_code(exc) == "InvalidInstanceType":
-            return None
-        raise
-    network: dict[str, Any] = found[0].get("NetworkInfo", {}) if found else {}
-    return bool(network.get("EfaSupported"))
+        if error_code(exc) != "InvalidInstanceType":
+            raise
+        if len(ec2_types) == 1:
+            return {}
+        return {k: v for t in ec2_types for k, v in _efa_support({t}, region).items()}
+    return {str(t["InstanceType"]): bool((t.get("NetworkInfo") or {}).get("EfaSupported")) for t in found}
 
 
 def security_group_problems(
