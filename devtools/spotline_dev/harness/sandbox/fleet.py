@@ -149,7 +149,11 @@ def training_behaviour(scenario: Scenario, uploads: list[Upload]) -> Callable[[d
     def behaviour(request: dict[str, Any]) -> TrainingBehaviour:
         tags = {tag["Key"]: tag["Value"] for tag in request.get("Tags") or []}
         declared = durations.get((tags.get("spotline:team", ""), tags.get("spotline:job", "")))
-        return TrainingBehaviour(duration=scenario.duration or declared or 3600.0, fail_after=scenario.fail_after)
+        return TrainingBehaviour(
+            duration=scenario.duration or declared or 3600.0,
+            fail_after=scenario.fail_after,
+            hardware_faults=tuple(scenario.hardware_faults),
+        )
 
     return behaviour
 

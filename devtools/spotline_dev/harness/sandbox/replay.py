@@ -106,7 +106,9 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
     duration = scenario.duration or (spec.expected_duration_seconds if spec else None) or 3600.0
 
     def behaviour(_request: dict[str, Any]) -> TrainingBehaviour:
-        return TrainingBehaviour(duration=duration, fail_after=scenario.fail_after)
+        return TrainingBehaviour(
+            duration=duration, fail_after=scenario.fail_after, hardware_faults=tuple(scenario.hardware_faults)
+        )
 
     key = f"manifests/{team}/{manifest.name}"
     played = played_account([spec] if spec else [], scenario.account)
@@ -352,6 +354,7 @@ def public_summary(
         "error",
         "attempts",
         "spotInterruptions",
+        "clusterRepairs",
         "onDemandFallback",
         "deadline",
         "finishedAt",

@@ -221,6 +221,7 @@ def summarize(
         "cause": execution.get("cause"),
         "attempts": figures.get("attempts", len(jobs)),
         "spotInterruptions": figures.get("interruptions", 0),
+        "clusterRepairs": sum(len(a.repaired_at) for a in attempts),  # the stand-in's, after GPU failures
         "onDemandFallback": bool(figures.get("on_demand_fallback", False)),
         "deadline": deadline,
         **training_end(jobs, deadline),

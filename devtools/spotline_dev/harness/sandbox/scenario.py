@@ -119,6 +119,7 @@ class Scenario:
     on_demand_start_delay: float = 480.0
     duration: float | None = None  # None: each manifest's expectedDuration
     fail_after: float | None = None
+    hardware_faults: list[float] = field(default_factory=list)  # training times at which a GPU fails
     missing: list[str] = field(default_factory=list)  # manifest fields whose resources the account lacks
     team_policy: dict[str, Any] | None = None  # seeds the team registry; None: each team gets what it names
     team_changes: list[TeamChangeSpec] = field(default_factory=list)  # `teamChanges:`, made during the run
@@ -227,6 +228,7 @@ def load_scenario(path: Path | None) -> Scenario:
         },
         duration=_seconds(training["duration"], "training.duration") if "duration" in training else None,
         fail_after=_seconds(training["failAfter"], "training.failAfter") if "failAfter" in training else None,
+        hardware_faults=sorted(_seconds(v, "training.hardwareFaults") for v in training.get("hardwareFaults") or []),
         missing=[str(m) for m in raw.get("missing") or []],
         team_policy=_team_policy(raw["teamPolicy"], path.parent) if "teamPolicy" in raw else None,
         team_changes=_team_changes(raw.get("teamChanges") or [], path.parent),

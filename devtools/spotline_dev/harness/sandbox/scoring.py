@@ -186,6 +186,7 @@ def _summary(
         # The training runs' keys, with nothing trained: the fleet's figures and the text read them.
         "attempts": 0,
         "spotInterruptions": 0,
+        "clusterRepairs": 0,
         "onDemandFallback": False,
         "deadline": run.due if run else None,
         "deadlineMet": outcome.window_met if outcome else None,

@@ -242,3 +242,35 @@ def test_auto_never_falls_back_onto_a_plan_in_a_zone_without_a_stack_subnet(tmp_
     assert (run["status"], run["deadlineMet"]) == ("SUCCEEDED", True)
     assert "training-plan" not in run["capacityTiers"]
     assert run["capacityTiers"][-1] == "on-demand"
+
+
+def test_a_gpu_failure_is_repaired_in_place_and_never_moves_the_job(tmp_path: Path) -> None:
+    """A GPU of one node fails 70 minutes into training (SageMaker guide, "Cluster repairs for GPU errors"):
+    SageMaker repairs the cluster and restarts from the last checkpoint on the same instances. Spotline
+    reads "Repairing training cluster" as the job still holding its capacity: one attempt, one zone, no
+    move, no on-demand; the repair is not billed, so the cost is four instances' billed time."""
+    scenario = tmp_path / "repaired.yaml"
+    scenario.write_text(
+        json.dumps(
+            {
+                "name": "gpu-failure",
+                "start": "2026-12-01T00:00:00Z",
+                "manifests": [str(MANIFEST)],
+                "spot": {"startDelay": "5m"},
+                "training": {"hardwareFaults": ["1h10m"]},
+            }
+        )
+    )
+    summary = run_scenario(load_scenario(scenario))
+    (run,) = summary["executions"]
+    assert (run["status"], run["deadlineMet"], run["attempts"]) == ("SUCCEEDED", True, 1)
+    assert (run["clusterRepairs"], run["spotInterruptions"], run["onDemandFallback"]) == (1, 0, False)
+    assert len(run["zones"]) == 1
+    (job,) = summary["jobs"]
+    (attempt,) = job.attempts
+    assert attempt.lost_work_seconds > 0  # the work since the last checkpoint, done again
+    assert attempt.repaired_at and not attempt.interrupted_at
+    # SageMaker bills Downloading, Training and Uploading: the repair's 10 minutes are not in it.
+    assert attempt.training_seconds == pytest.approx(
+        float(_spec().expected_duration_seconds or 0) + attempt.lost_work_seconds + 60 + 60, abs=2
+    )

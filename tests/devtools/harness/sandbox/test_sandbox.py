@@ -123,6 +123,7 @@ def test_default_scenario_json_summary(capsys: pytest.CaptureFixture[str]) -> No
         "error",
         "attempts",
         "spotInterruptions",
+        "clusterRepairs",
         "onDemandFallback",
         "deadline",
         "finishedAt",

@@ -15,7 +15,7 @@ from spotline.core.manifest.manifest import validate_bytes
 from spotline.core.regions.regions import Sighting
 from spotline.core.spec.model import JobSpec
 from spotline.core.state import ExcludedRegion
-from spotline.core.training.status import TrainingStatus
+from spotline.core.training.status import TrainingStatus, normalize
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "manifests" / "ranker-v2.yaml"
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
@@ -201,3 +201,32 @@ def test_a_return_to_spot_goes_to_the_type_seen_at_the_manifests_priority_and_le
     assert stays.step.action == "keep-waiting"
     assert stays.decision.reason == "on on-demand capacity; too little slack or work left for a return to spot"
     assert not assess(spec, replace(far, fleet=None), history, QueueLimits(), NOW).needs
+
+
+def test_a_cluster_repair_is_seen_as_capacity_held_not_as_spot_reclaimed() -> None:
+    """A check that lands while SageMaker repairs the cluster after a GPU failure ("Repairing training
+    cluster due to hardware failure"): the attempt keeps its spot instances, so the fleet's record
+    sees spot there and the attempt goes on, with no move and no switch however little slack is left."""
+    began = NOW - timedelta(hours=3)
+    described = {
+        "TrainingJobName": "ranker-v2-1a2b3c4d-a1-spot",
+        "TrainingJobStatus": "InProgress",
+        "SecondaryStatus": "Restarting",
+        "SecondaryStatusTransitions": [
+            {"Status": "Starting", "StartTime": began, "EndTime": began + timedelta(minutes=5)},
+            {"Status": "Training", "StartTime": began + timedelta(minutes=5), "EndTime": NOW - timedelta(minutes=5)},
+            {
+                "Status": "Restarting",
+                "StartTime": NOW - timedelta(minutes=5),
+                "StatusMessage": "Repairing training cluster due to hardware failure",
+            },
+        ],
+    }
+    batch = {"status": "RUNNING", "attempts": [], "jobId": "j"}
+    status = normalize(batch, described, NOW)
+    spec = _spec(deadline=(NOW + timedelta(hours=6)).isoformat())  # 8 h declared, ~3 h done: little slack
+    observation = Observation(status, region="us-east-1", regions=("us-east-1", PEER), copy_seconds=60.0)
+    assessed = assess(spec, observation, _history(began), QueueLimits(), NOW)
+    assert assessed.sighting == Sighting("us-east-1", NOW, True, "ml.g5.2xlarge")
+    assert assessed.next_region is None and not assessed.needs
+    assert assessed.step.action not in ("move-to-another-region", "switch-to-on-demand")

@@ -61,6 +61,25 @@ def test_running_jobs_follow_the_sagemaker_secondary_status(secondary: str, stat
     assert normalize(_batch("RUNNING"), _training("InProgress", secondary), NOW).state == state
 
 
+def test_a_cluster_repair_after_a_gpu_failure_is_not_a_spot_interruption() -> None:
+    """SageMaker guide, "Cluster repairs for GPU errors": the job keeps its instances and shows
+    "Repairing training cluster due to hardware failure"; capacity has nothing to do with it, so
+    the policy must not read it as spot reclaimed (no move, no on-demand switch for it)."""
+    start = NOW - timedelta(hours=2)
+    transitions = [
+        {"Status": "Starting", "StartTime": start, "EndTime": start + timedelta(minutes=5)},
+        {"Status": "Training", "StartTime": start + timedelta(minutes=5), "EndTime": start + timedelta(hours=1)},
+        {
+            "Status": "Restarting",
+            "StartTime": start + timedelta(hours=1),
+            "StatusMessage": "Repairing training cluster due to hardware failure",
+        },
+    ]
+    status = normalize(_batch("RUNNING"), _training("InProgress", "Restarting", transitions=transitions), NOW)
+    assert (status.state, status.interruptions) == ("training", 0)
+    assert "repairing the training cluster after a hardware failure" in status.reason
+
+
 def test_interruptions_are_counted_and_training_time_summed_while_running() -> None:
     start = NOW - timedelta(hours=5)
     transitions = [

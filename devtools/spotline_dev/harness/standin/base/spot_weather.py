@@ -80,6 +80,9 @@ class TrainingBehaviour:
 
     duration: float
     fail_after: float | None = None
+    hardware_faults: tuple[float, ...] = ()
+    """Cumulative training times at which a GPU of one instance fails (scenario
+    `training.hardwareFaults`), on any capacity: SageMaker repairs the cluster and restarts."""
     upload_seconds: float = 60.0
     steps_per_hour: int = 60
     steps: int | None = None

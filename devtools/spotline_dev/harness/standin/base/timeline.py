@@ -20,6 +20,7 @@ from spotline_dev.harness.standin.base.spot_weather import (
 DOWNLOAD_SECONDS = 60.0  # last part of every start delay: instances up, input data downloading
 INTERRUPTED_SECONDS = 120.0  # first part of a restart: the two-minute spot notice and teardown
 STARTUP_FAILURE_SECONDS = 60.0  # a job failed by fail_next_attempt fails this long after creation
+REPAIR_SECONDS = 600.0  # a cluster repair: reboot or replace an instance, restore the checkpoint (stand-in's figure)
 STOPPING_SECONDS = 30.0  # any stop: SIGTERM, last checkpoint, instances released (AWS allows up to 120 s)
 
 BILLED = frozenset({"Downloading", "Training", "Uploading"})
@@ -40,6 +41,15 @@ NO_CAPACITY = (
 PLAN_PENDING_LIMIT = 2 * 86400.0
 PLAN_INSUFFICIENT_CAPACITY = "InsufficientCapacityError: pending for the training plan's capacity for 2 days"
 _PLAN_ENDING = "Training plan capacity ending: SageMaker is terminating the job's instances"
+# AWS: SageMaker developer guide, "Cluster repairs for GPU errors": "If you are running a training job that
+# fails on a GPU, SageMaker AI will run a GPU health check [...] The instance is either replaced or rebooted as
+# part of a SageMaker AI cluster repair process. During this process, you will see the following message in your
+# training job status: Repairing training cluster due to hardware failure [...] If the cluster repair is
+# successful, SageMaker AI will automatically restart the training job from the previous checkpoint. [...] You
+# are not billed for the cluster repair process."
+# Stand-in: the repair shows as SecondaryStatus Restarting (in the API's enum; the guide names no status), lasts
+# REPAIR_SECONDS, is not billed, and always succeeds (the guide allows up to 10 repair attempts per failure).
+REPAIRING = "Repairing training cluster due to hardware failure"
 _ALGORITHM_ERROR = "AlgorithmError: ExecuteUserScriptError: ExitCode 1 (the training script failed)"
 
 
@@ -63,6 +73,7 @@ class Plan:
     failure_reason: str | None = None
     checkpoints: list[tuple[float, int]] = field(default_factory=list)  # (time, step saved)
     interruptions: list[tuple[float, float]] = field(default_factory=list)  # (time, work lost)
+    repairs: list[tuple[float, float]] = field(default_factory=list)  # (time, work lost): a GPU failed
     stop_kind: str | None = None  # "user" | "terminate" | "timeout" | "limit"
 
     def segment_at(self, t: float) -> Segment:
@@ -128,9 +139,11 @@ def plan_training(
         no_capacity = NO_CAPACITY
     total = behaviour.total_steps
     marks = deque(sorted(m for m in weather.interruptions if m > trained_before + EPS)) if spot else deque()
+    faults = deque(sorted(m for m in behaviour.hardware_faults if m > trained_before + EPS))
     progress, saved, trained = restored, restored, trained_before
     checkpoints: list[tuple[float, int]] = []
     interruptions: list[tuple[float, float]] = []
+    repairs: list[tuple[float, float]] = []
     since, visible_from = created, created  # capacity wanted from `since`; Starting shown from `visible_from`
     while True:
         start = capacity_from(gaps, since, delay)
@@ -142,36 +155,61 @@ def plan_training(
             if since == created:
                 segments.append(Segment("Starting", created, _WAITING))
             end = since + max_pending
-            return Plan(segments, end, "Failed", "Failed", no_capacity, no_capacity, checkpoints, interruptions)
+            return Plan(
+                segments, end, "Failed", "Failed", no_capacity, no_capacity, checkpoints, interruptions, repairs=repairs
+            )
         if start > visible_from + EPS:
             segments.append(Segment("Starting", visible_from, _WAITING))
         segments.append(Segment("Starting", max(start, visible_from), _LAUNCHING))
         segments.append(Segment("Downloading", start + delay - min(DOWNLOAD_SECONDS, delay / 2), _DOWNLOADING))
         t = start + delay
-        segments.append(Segment("Training", t, _TRAINING, progress))
-        remaining = behaviour.duration - progress
-        to_fail = math.inf if behaviour.fail_after is None else max(0.0, behaviour.fail_after - trained)
-        to_mark = marks[0] - trained if marks else math.inf
-        to_gap = next_gap_start(gaps, t) - t if reclaims else math.inf  # on-demand instances are never reclaimed
-        run = max(0.0, min(remaining, to_fail, to_mark, to_gap))
-        completes = remaining <= run + EPS
-        offset = interval if first_interval is None else min(interval, first_interval)
-        while checkpointed and offset <= run + EPS and not (completes and offset >= remaining - EPS):
-            step = _step(behaviour, progress + offset)
-            checkpoints.append((t + offset, step))
-            saved = step / total * behaviour.duration
-            offset += interval
-        t, progress, trained = t + run, progress + run, trained + run
-        if completes:
-            if checkpointed:
-                checkpoints.append((t, total))
-            segments.append(Segment("Uploading", t, _UPLOADING))
-            end = t + behaviour.upload_seconds
-            return Plan(
-                segments, end, "Completed", "Completed", "Training job completed", None, checkpoints, interruptions
-            )
-        if to_fail <= run + EPS:
-            return Plan(segments, t, "Failed", "Failed", _ALGORITHM_ERROR, _ALGORITHM_ERROR, checkpoints, interruptions)
+        while True:  # training on these instances, through any cluster repairs
+            segments.append(Segment("Training", t, _TRAINING, progress))
+            remaining = behaviour.duration - progress
+            to_fail = math.inf if behaviour.fail_after is None else max(0.0, behaviour.fail_after - trained)
+            to_mark = marks[0] - trained if marks else math.inf
+            to_gap = next_gap_start(gaps, t) - t if reclaims else math.inf  # on-demand instances are never reclaimed
+            to_fault = faults[0] - trained if faults else math.inf
+            run = max(0.0, min(remaining, to_fail, to_mark, to_gap, to_fault))
+            completes = remaining <= run + EPS
+            offset = interval if first_interval is None else min(interval, first_interval)
+            while checkpointed and offset <= run + EPS and not (completes and offset >= remaining - EPS):
+                step = _step(behaviour, progress + offset)
+                checkpoints.append((t + offset, step))
+                saved = step / total * behaviour.duration
+                offset += interval
+            t, progress, trained = t + run, progress + run, trained + run
+            if completes:
+                if checkpointed:
+                    checkpoints.append((t, total))
+                segments.append(Segment("Uploading", t, _UPLOADING))
+                end = t + behaviour.upload_seconds
+                completed = "Training job completed"
+                return Plan(
+                    segments,
+                    end,
+                    "Completed",
+                    "Completed",
+                    completed,
+                    None,
+                    checkpoints,
+                    interruptions,
+                    repairs=repairs,
+                )
+            if to_fail <= run + EPS:
+                failed = _ALGORITHM_ERROR
+                return Plan(
+                    segments, t, "Failed", "Failed", failed, failed, checkpoints, interruptions, repairs=repairs
+                )
+            if not (to_fault <= run + EPS and to_fault < min(to_mark, to_gap) - EPS):
+                break
+            # A GPU failed: the cluster is repaired (not billed) and training restarts from the last checkpoint.
+            while faults and faults[0] <= trained + EPS:
+                faults.popleft()
+            repairs.append((t, progress - saved))
+            progress = saved
+            segments.append(Segment("Restarting", t, REPAIRING))
+            t += REPAIR_SECONDS
         while marks and marks[0] <= trained + EPS:
             marks.popleft()
         interruptions.append((t, progress - saved))
@@ -212,8 +250,10 @@ def cut(
         if not checkpoints or checkpoints[-1][0] < at - EPS:
             checkpoints.append((at, step))
     interruptions = [i for i in plan.interruptions if kept(i[0])]
+    repairs = [r for r in plan.repairs if kept(r[0])]
     segments.append(Segment("Stopping", at, "Stopping the training job"))
-    return Plan(segments, at + STOPPING_SECONDS, "Stopped", final, message, None, checkpoints, interruptions, kind)
+    end = at + STOPPING_SECONDS
+    return Plan(segments, end, "Stopped", final, message, None, checkpoints, interruptions, repairs, kind)
 
 
 def _step(behaviour: TrainingBehaviour, progress: float) -> int:

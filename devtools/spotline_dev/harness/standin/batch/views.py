@@ -57,6 +57,11 @@ class ServiceJobView:
         return sum(a.interruptions for a in self.attempts)
 
     @property
+    def repairs(self) -> int:
+        """Cluster repairs after a GPU failure, across attempts."""
+        return sum(len(a.repaired_at) for a in self.attempts)
+
+    @property
     def lost_work_seconds(self) -> float:
         return sum(a.lost_work_seconds for a in self.attempts)
 

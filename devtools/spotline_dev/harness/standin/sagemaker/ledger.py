@@ -134,17 +134,17 @@ def billed_seconds(plan: Plan, *, spot: bool, spot_price_ratio: float, until: fl
 
 
 def lost_work(plan: Plan, *, duration: float, total_steps: int) -> float:
-    """The work a timeline lost: back to the last checkpoint at each spot interruption, and at
-    its end, if it did not complete, the training since its last checkpoint (or since it began,
-    without checkpoints)."""
-    lost = sum(amount for _, amount in plan.interruptions)
+    """The work a timeline lost: back to the last checkpoint at each spot interruption and each
+    cluster repair, and at its end, if it did not complete, the training since its last checkpoint
+    (or since it began, without checkpoints)."""
+    lost = sum(amount for _, amount in plan.interruptions) + sum(amount for _, amount in plan.repairs)
     if plan.status == "Completed":
         return lost
     trainings = [i for i, s in enumerate(plan.segments) if s.status == "Training"]
     if not trainings:
         return lost
     last = trainings[-1]
-    if any(s.status in ("Interrupted", "Pending") for s in plan.segments[last + 1 :]):
+    if any(s.status in ("Interrupted", "Pending", "Restarting") for s in plan.segments[last + 1 :]):
         return lost  # it ended while restarting (or pending after its plan's end): that counted what was lost
     segment = plan.segments[last]
     stop = plan.segments[last + 1].start if last + 1 < len(plan.segments) else plan.end

@@ -74,6 +74,7 @@ class TrainingJobView:
     restored_from_step: int | None
     instance_type: str = ""  # the type it runs on (SelectedInstanceType with InstancePreferences)
     instance_count: int = 1
+    repaired_at: tuple[datetime, ...] = ()  # cluster repairs after a GPU failure (not spot interruptions)
 
     @property
     def interruptions(self) -> int:
@@ -418,7 +419,7 @@ class SageMakerTrainingJobs:
                         job.plan, duration=job.behaviour.duration, total_steps=job.behaviour.total_steps
                     )
                     if ended
-                    else sum(lost for t, lost in job.plan.interruptions if t <= now + EPS),
+                    else sum(lost for t, lost in [*job.plan.interruptions, *job.plan.repairs] if t <= now + EPS),
                     work_seconds=job.behaviour.duration,
                     upload_seconds=job.behaviour.upload_seconds,
                     region=self.region,
@@ -455,7 +456,7 @@ class SageMakerTrainingJobs:
             training_seconds=training,
             billable_seconds=training * self.weather.spot_price_ratio if job.spot else training,
             interrupted_at=tuple(dt(t) for t, _ in plan.interruptions if t <= now + EPS),
-            lost_work_seconds=sum((lost for t, lost in plan.interruptions if t <= now + EPS), 0.0),
+            lost_work_seconds=sum((lost for t, lost in [*plan.interruptions, *plan.repairs] if t <= now + EPS), 0.0),
             restored_from_step=job.restored_from_step,
             # With InstancePreferences the type is known once selected (its instances acquired).
             instance_type=job.selected[0]
@@ -463,6 +464,7 @@ class SageMakerTrainingJobs:
             or any(s.status == "Downloading" and s.start <= now + EPS for s in plan.segments)
             else "",
             instance_count=job.selected[1],
+            repaired_at=tuple(dt(t) for t, _ in plan.repairs if t <= now + EPS),
         )
 
 

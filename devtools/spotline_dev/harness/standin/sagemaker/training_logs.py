@@ -9,7 +9,7 @@ A managed spot restart continues the same training job on new instances, so each
 new streams (the same `algo-<n>`, a later epoch suffix); the stand-in does the same. A stream
 appears when its instances start (the Downloading segment of the job's plan: no stream for a job
 that never got capacity or failed before that). Every host logs its start, the step it resumes
-from, spot interruptions and the end; only algo-1 (rank 0, which saves them) logs checkpoints.
+from, spot interruptions, cluster repairs and the end; only algo-1 (rank 0, which saves them) logs checkpoints.
 
 Lines are generated from the job's plan (training_timeline.Plan) and shown up to the clock: a job
 in progress shows its log so far. Tokens are opaque to callers but simple here: a position (or
@@ -28,6 +28,7 @@ from typing import Any
 from spotline_dev.harness.standin.base.clock import EPS, ObservedTime, ms
 from spotline_dev.harness.standin.base.http_answers import ApiError
 from spotline_dev.harness.standin.base.records import TrainingJob
+from spotline_dev.harness.standin.base.timeline import REPAIR_SECONDS
 from spotline_dev.harness.standin.sagemaker.training_jobs import SageMakerTrainingJobs
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -83,6 +84,13 @@ def planned_streams(job: TrainingJob) -> list[LogStream]:
                     for t, step in plan.checkpoints
                     if start < t <= end + EPS
                 ]
+            for at, repaired in plan.repairs:
+                if start < at <= end + EPS:
+                    step = _saved_step(job, at)
+                    lines.append((at, _repair(host, repaired, step)))
+                    resume = "starting from step 0" if step is None else f"resuming from checkpoint step {step}"
+                    if at + REPAIR_SECONDS <= end + EPS:
+                        lines.append((at + REPAIR_SECONDS, f"Cluster repaired: {resume}"))
             if lost is not None:
                 lines.append((end, _interruption(lost, _saved_step(job, end))))
             else:
@@ -119,6 +127,13 @@ def _saved_step(job: TrainingJob, t: float) -> int | None:
 def _interruption(lost: float, step: int | None) -> str:
     since = "the start" if step is None else f"checkpoint step {step}"
     return f"Spot interruption notice: the instance is being reclaimed; {lost:.0f} s of work since {since} is lost"
+
+
+def _repair(host: int, lost: float, step: int | None) -> str:
+    """What a host logs when a GPU of the cluster fails (the first host's, in the stand-in)."""
+    since = "the start" if step is None else f"checkpoint step {step}"
+    where = "a GPU of this instance" if host == 1 else "a GPU of algo-1"
+    return f"Training stopped: {where} failed; {lost:.0f} s of work since {since} is lost"
 
 
 def _outcome(job: TrainingJob) -> tuple[float, str]:

@@ -33,6 +33,14 @@ _QUEUED = {"SUBMITTED", "PENDING", "RUNNABLE"}
 _SAGEMAKER_ENDED = {"Completed", "Failed", "Stopped"}
 _TRAINING_SECONDARY = {"Training", "Uploading"}
 _INTERRUPTED_SECONDARY = {"Interrupted", "Restarting"}
+REPAIRING_CLUSTER = "Repairing training cluster"
+"""How SageMaker's status message begins while it repairs a job's cluster after a GPU failure
+("Repairing training cluster due to hardware failure", SageMaker developer guide, "Cluster repairs
+for GPU errors"). The job keeps its instances: not a spot interruption, nothing for capacity to do."""
+REPAIR_REASON = (
+    "SageMaker is repairing the training cluster after a hardware failure (it reboots or replaces the "
+    "instance, then restarts the job from its last checkpoint; the repair is not billed)"
+)
 _FAILURE_PREFIXES: tuple[tuple[str, ReasonClass], ...] = (
     ("MaxWaitTimeExceeded", "spot-wait-exceeded"),
     ("MaxRuntimeExceeded", "max-runtime-exceeded"),
@@ -234,12 +242,14 @@ def _in_progress(batch_status: str, batch_reason: str, training_job: dict[str, A
     if batch_status in _QUEUED or not training_job:
         return ("queued" if batch_status in _QUEUED else "starting"), batch_reason or f"Batch job {batch_status}"
     secondary = training_job.get("SecondaryStatus")
+    transitions = training_job.get("SecondaryStatusTransitions") or []
+    message = transitions[-1].get("StatusMessage") if transitions else None
+    if str(message or "").startswith(REPAIRING_CLUSTER):
+        return "training", REPAIR_REASON
     if secondary in _INTERRUPTED_SECONDARY:
         return "interrupted", "spot capacity reclaimed; SageMaker is restarting from the last checkpoint"
     if secondary in _TRAINING_SECONDARY:
         return "training", str(secondary)
-    transitions = training_job.get("SecondaryStatusTransitions") or []
-    message = transitions[-1].get("StatusMessage") if transitions else None
     return "starting", str(message or secondary or batch_status)
 
 

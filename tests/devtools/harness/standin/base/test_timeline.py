@@ -239,3 +239,47 @@ def test_algorithm_error_fails_the_batch_job(make_rig: RigFactory) -> None:
     job = rig.batch_job(job_id)
     assert job["statusReason"].startswith("Received status from SageMaker: AlgorithmError: ")
     assert len(job["attempts"]) == 1  # EXIT on "*": not retried
+
+
+def test_a_gpu_failure_is_repaired_unbilled_and_training_restarts_from_the_last_checkpoint(
+    make_rig: RigFactory,
+) -> None:
+    """SageMaker guide, "Cluster repairs for GPU errors": the job keeps running through the repair
+    (status message "Repairing training cluster due to hardware failure"), restarts from the previous
+    checkpoint, and the repair is not billed. On-demand too: a GPU fails whatever the capacity."""
+    behaviour = TrainingBehaviour(duration=4 * 3600)
+    payload = training_payload(spot=False, interval_minutes=25)
+    calm = make_rig(SpotWeather(), behaviour)
+    calm_end = run_to_end(calm, calm.submit(payload))
+
+    rig = make_rig(SpotWeather(), TrainingBehaviour(duration=4 * 3600, hardware_faults=(2 * 3600,)))
+    job_id = rig.submit(payload)
+    # Training starts at +510 s (on-demand start delay); the 2 h mark of training time comes at +7710 s.
+    assert rig.status_at(7709, job_id) == ("RUNNING", "Training")
+    assert rig.status_at(7711, job_id) == ("RUNNING", "Restarting")
+    assert rig.status_at(7710 + 599, job_id) == ("RUNNING", "Restarting")
+    assert rig.status_at(7710 + 601, job_id) == ("RUNNING", "Training")
+    view = rig.view(job_id)
+    assert (view.interruptions, view.lost_work_seconds) == (0, pytest.approx(1200))  # not a spot interruption
+    end = run_to_end(rig, job_id)
+
+    training = rig.training(rig.training_name())
+    assert statuses(training) == [
+        "Starting",
+        "Downloading",
+        "Training",
+        "Restarting",
+        "Training",
+        "Uploading",
+        "Completed",
+    ]
+    repair = training["SecondaryStatusTransitions"][3]
+    assert repair["StatusMessage"] == "Repairing training cluster due to hardware failure"
+    assert end - calm_end == pytest.approx(600 + 1200)  # the repair + the work since the checkpoint at 100 min
+    # Billed: the download, every second of training (the 20 lost minutes twice), the upload; not the repair.
+    assert training["TrainingTimeInSeconds"] == 60 + 7200 + (4 * 3600 - 6000) + 60
+    assert training["BillableTimeInSeconds"] == training["TrainingTimeInSeconds"]
+    steps = [p["step"] for _, p in rig.store.writes]
+    assert steps[:5] == [25, 50, 75, 100, 125]  # resumed from step 100 (no new Downloading: same instances)
+    assert (rig.view(job_id).repairs, rig.view(job_id).lost_work_seconds) == (1, pytest.approx(1200))
+    check_shapes(rig)

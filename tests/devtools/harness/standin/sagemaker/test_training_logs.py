@@ -350,3 +350,24 @@ def test_the_local_stack_serves_a_training_jobs_log_beside_moto_s_log_groups(
     )
     read_back = logs.filter_log_events(logGroupName="/aws/lambda/spotline-local-Intake")["events"]
     assert [e["message"] for e in read_back] == ["START RequestId: 1"]
+
+
+def test_a_cluster_repair_is_logged_in_the_same_streams_by_every_host(make_rig: RigFactory) -> None:
+    """A GPU failure after 1500 s of training (+1830 s; step 20 saved at +1530 s): the repair keeps the
+    instances, so no new stream; training resumes from step 20 after the repair's 600 s."""
+    rig = make_rig(behaviour=TrainingBehaviour(duration=3600, hardware_faults=(1500,)))
+    logs, _ = logs_client(rig)
+    payload = training_payload(interval_minutes=10)
+    payload["ResourceConfig"]["InstanceCount"] = 2
+    rig.submit(payload)
+    rig.clock.at(6000)
+
+    events = lines(read_all(logs, logStreamNamePrefix=f"{JOB}/"))
+    assert {s for _, s, _ in events} == {stream(270, 1), stream(270, 2)}
+    assert [(t, m) for t, s, m in events if s == stream(270, 2)] == [
+        (270, "Container started on spot instance ml.g5.2xlarge (host algo-2 of 2)"),
+        (330, "No checkpoint found: starting from step 0"),
+        (1830, "Training stopped: a GPU of algo-1 failed; 300 s of work since checkpoint step 20 is lost"),
+        (2430, "Cluster repaired: resuming from checkpoint step 20"),
+        (2430 + 2400, "Training completed: step 60/60; uploading the model"),
+    ]
