@@ -69,6 +69,12 @@ COMMANDS: tuple[Command, ...] = (
         f"{_CLI}.commands:cmd_sandbox",
     ),
     Command(
+        "local",
+        "serve the whole system on this machine as an AWS endpoint for the aws CLI and the stack commands",
+        f"{_CLI}.local:options",
+        f"{_CLI}.local:cmd_local",
+    ),
+    Command(
         "explain",
         "tell the story of one execution: what happened, why, what to do next",
         f"{_CLI}.options:explain",

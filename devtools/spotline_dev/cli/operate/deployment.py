@@ -9,8 +9,10 @@ clean-up of a run's jobs) then act with the same credentials, in the same region
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +32,7 @@ OUTPUTS = {
     "registry_bucket": "TeamRegistryBucketName",
     "apply_function": "ApplyTeamChangeFunctionName",
 }
+LOCAL_WAIT_TIMEOUT_SECONDS = 600.0  # a wait on a local server's clock: the longest a command pauses, and more
 OPTIONAL_OUTPUTS = {"scoring_machine_arn": "ScoringRunArn"}  # a stack deployed before scoring runs has none
 
 
@@ -53,6 +56,44 @@ class Surroundings:
 
 
 SURROUNDINGS = Surroundings()
+
+
+class LocalServerClock:
+    """The surroundings of a command against `spotline local` (AWS_ENDPOINT_URL points at it): its
+    time is the server's virtual time, and a wait asks the server to let that much of it pass."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _call(self, method: str, path: str) -> dict[str, Any]:
+        request = urllib.request.Request(f"{self.url}/_spotline/{path}", method=method)
+        with urllib.request.urlopen(request, timeout=LOCAL_WAIT_TIMEOUT_SECONDS) as answer:
+            return dict(json.loads(answer.read()))
+
+    def now(self) -> datetime:
+        return datetime.fromisoformat(str(self._call("GET", "clock")["now"]))
+
+    def pause(self, seconds: float) -> None:
+        self._call("POST", f"wait?seconds={seconds:g}")
+
+
+def local_server_at(endpoint: str | None) -> LocalServerClock | None:
+    """The `spotline local` server `endpoint` is, if it is one (it answers GET /_spotline/clock)."""
+    if not endpoint or not endpoint.startswith(("http://127.", "http://localhost", "http://[::1]")):
+        return None
+    server = LocalServerClock(endpoint.rstrip("/"))
+    try:
+        clock = server._call("GET", "clock")
+    except (OSError, ValueError):
+        return None
+    return server if clock.get("server") == "spotline-local" else None
+
+
+def use_local_server() -> None:
+    """With AWS_ENDPOINT_URL on a `spotline local` server, read time and wait on its clock."""
+    server = local_server_at(os.environ.get("AWS_ENDPOINT_URL"))
+    if server is not None:
+        SURROUNDINGS.now, SURROUNDINGS.pause = server.now, server.pause
 
 
 @dataclass(frozen=True)
@@ -99,6 +140,7 @@ def use_session(*, profile: str | None, region: str | None) -> None:
 def connect(stack: str, *, profile: str | None = None, region: str | None = None) -> Deployment:
     """The stack's outputs and parameters, read with DescribeStacks."""
     use_session(profile=profile, region=region)
+    use_local_server()
     session = boto3._get_default_session()
     if not session.region_name:
         raise OperateError("no AWS region: add --region or set AWS_REGION (or a region in the profile)", usage=True)

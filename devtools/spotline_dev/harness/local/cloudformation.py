@@ -4,7 +4,7 @@ stack's outputs as the template declares them (resolved against the local names)
 parameters (the template's defaults, TeamPolicy as the functions read it).
 
 moto's CloudFormation parses whole templates (and needs extra packages to); the local stack
-only needs the description, answered at botocore's `before-call` hook.
+only needs the description, answered at botocore's `before-send` hook.
 """
 
 from __future__ import annotations
@@ -12,43 +12,68 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
+from xml.sax.saxutils import escape
 
 import boto3
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.compat import HTTPHeaders
+from moto.core.serialize import get_serializer_class
+from moto.core.utils import get_service_model
 
 from spotline_dev.harness.local.network import network_parameters
+from spotline_dev.harness.standin.base.http_answers import ANSWERED_HOST, RawBody
 
 if TYPE_CHECKING:
     from spotline_dev.harness.local.handles import LocalStack
 
 
-class _Answered:
-    """The part of botocore's HTTP response `_make_api_call` reads when a hook answers."""
-
-    def __init__(self, status_code: int) -> None:
-        self.status_code = status_code
-        self.headers: dict[str, str] = {}
-
-
 def install_stack_description(stack: LocalStack, name: str, *, region: str, account: str, created: datetime) -> None:
     """Answer DescribeStacks for `name` (by name, by id, or no name) from now on, for the
-    clients of the default session created after this call."""
+    clients of the default session created after this call, and for requests the local server
+    routes through it (`spotline local`): at `before-send`, with the bytes CloudFormation sends."""
 
-    def describe(params: dict[str, Any], **_: Any) -> tuple[_Answered, dict[str, Any]]:
-        asked = (params.get("body") or {}).get("StackName")  # the serialized request (query protocol)
-        there = urlsplit(str(params.get("url") or "")).hostname or ""  # cloudformation.<region>.amazonaws.com
+    def describe(request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        body = request.body.decode() if isinstance(request.body, bytes) else str(request.body or "")
+        form = {key: values[0] for key, values in parse_qs(body).items()}
+        if form.get("Action") != "DescribeStacks":
+            return None
+        asked = form.get("StackName")
+        there = urlsplit(str(request.url)).hostname or ""  # cloudformation.<region>.amazonaws.com
         where = next((r for r in (region, *stack.peers) if f".{r}." in f".{there}."), region)
         stack_id = f"arn:aws:cloudformation:{where}:{account}:stack/{name}/local"
         if asked not in (None, name, stack_id):
-            error = {"Code": "ValidationError", "Message": f"Stack with id {asked} does not exist"}
-            return _Answered(400), {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
-        return _Answered(200), {"Stacks": [description(stack, name, stack_id, created, where)]}
+            # CloudFormation's answer for a stack it does not have (DescribeStacks: ValidationError).
+            return _answered(request, 400, _error("ValidationError", f"Stack with id {asked} does not exist"))
+        operation = get_service_model("cloudformation").operation_model("DescribeStacks")
+        serialized = get_serializer_class("cloudformation", "query")(operation).serialize(
+            {"Stacks": [description(stack, name, stack_id, created, where)]}
+        )
+        return _answered(request, int(serialized["status_code"]), str(serialized["body"]).encode())
 
-    boto3.DEFAULT_SESSION.events.register(  # type: ignore[union-attr]
-        "before-call.cloudformation.DescribeStacks",
+    boto3.DEFAULT_SESSION.events.register_first(  # type: ignore[union-attr]
+        "before-send.cloudformation.DescribeStacks",
         cast(Callable[..., None], describe),  # botocore-stubs type hooks as returning None; this one answers
         unique_id=f"local-describe-stacks-{id(stack)}",
     )
+
+
+def _error(code: str, message: str) -> bytes:
+    return (
+        '<ErrorResponse xmlns="http://cloudformation.amazonaws.com/doc/2010-05-15/">'
+        f"<Error><Type>Sender</Type><Code>{code}</Code><Message>{escape(message)}</Message></Error>"
+        "<RequestId>local-describe-stacks</RequestId></ErrorResponse>"
+    ).encode()
+
+
+def _answered(request: AWSPreparedRequest, status: int, body: bytes) -> AWSResponse:
+    """The response, with the request pointed where moto's stubber (also at `before-send`) skips it."""
+    url = request.url
+    request.url = urlsplit(url)._replace(netloc=ANSWERED_HOST).geturl()
+    headers = HTTPHeaders()
+    headers["Content-Type"] = "text/xml"
+    headers["Content-Length"] = str(len(body))
+    return AWSResponse(url, status, headers, RawBody(body))
 
 
 def description(

@@ -15,7 +15,7 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse, HTTPHeaders
 from botocore.loaders import create_loader
 
 from spotline_dev.harness.local.permissions.checker import running_function
-from spotline_dev.harness.standin.base.http_answers import _ANSWERED_HOST, ApiError, RawBody, answer
+from spotline_dev.harness.standin.base.http_answers import ANSWERED_HOST, ApiError, RawBody, answer
 
 KINDS = ("error", "timeout", "throttle")
 
@@ -137,7 +137,7 @@ class CallThrottles:
             # to request throttling. HTTP Status Code: 400". (`answer` points the request elsewhere.)
             return answer(request, protocol, 0, ApiError("ThrottlingException", "Rate exceeded").raise_it)
         url = request.url
-        request.url = urlsplit(url)._replace(netloc=_ANSWERED_HOST).geturl()  # moto and the stand-in skip it
+        request.url = urlsplit(url)._replace(netloc=ANSWERED_HOST).geturl()  # moto and the stand-in skip it
         if protocol == "rest-xml":
             # Amazon S3 API reference, Error codes: "SlowDown: Please reduce your request rate. 503 Slow Down".
             status, body = 503, b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"

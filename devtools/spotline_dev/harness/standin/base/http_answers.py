@@ -16,7 +16,7 @@ import botocore.session
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 
-_ANSWERED_HOST = "answered-by-spotline-standin.invalid"
+ANSWERED_HOST = "answered-by-spotline-standin.invalid"
 
 
 class ApiError(Exception):
@@ -184,7 +184,7 @@ def answer(request: AWSPreparedRequest, protocol: str, serial: int, run: Callabl
     """
     url = request.url
     parts = urlsplit(url)
-    request.url = parts._replace(netloc=_ANSWERED_HOST).geturl()
+    request.url = parts._replace(netloc=ANSWERED_HOST).geturl()
     headers = HTTPHeaders()
     headers["x-amzn-RequestId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"standin/request/{serial}"))
     headers["Content-Type"] = "application/json" if protocol == "rest-json" else "application/x-amz-json-1.1"
