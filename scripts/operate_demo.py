@@ -1,15 +1,16 @@
 """The outputs of the "Operating a stack" page (docs/platform/operating.md) and of the team
 registry's commands (docs/teams/team-policy.md), regenerated: every `spotline` command for a
-deployed stack, run against the local stack standing in for one (`--stack spotline-local`), with
-the default sandbox scenario's spot weather (interruptions at 2 h and 5 h of training, no spot
-from 6 h to 12 h).
+deployed stack, typed as a user types it (a process of its own, AWS_ENDPOINT_URL and made-up
+credentials) against `spotline local` serving the stack over HTTP (`--stack spotline-local`),
+with the default sandbox scenario's spot weather (interruptions at 2 h and 5 h of training, no
+spot from 6 h to 12 h).
 
     .venv/bin/python scripts/operate_demo.py           # print the outputs
     .venv/bin/python scripts/operate_demo.py --check   # and compare them with the page's (the tests do)
     .venv/bin/python scripts/operate_demo.py --write   # and put them in the page
 
-What the local stack does not do by itself (EventBridge delivering an upload to Intake) happens
-while a command waits, as in the tests (tests/devtools/cli/operate/).
+The server's clock moves only while someone waits (`--speed 0`): a command's wait, or on-call's
+between two commands. So every look lands at the same moment of the run, run after run.
 """
 
 from __future__ import annotations
@@ -17,21 +18,17 @@ from __future__ import annotations
 import argparse
 import difflib
 import io
-import json
+import os
 import shlex
+import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any
 
-from spotline.core.manifest.manifest import validate_bytes
-from spotline_dev.cli import entry as cli
-from spotline_dev.cli.operate import deployment
-from spotline_dev.harness.local.stack import STACK, start_local_stack
-from spotline_dev.harness.sandbox.account import prepare_account, team_allowance
-from spotline_dev.harness.sandbox.runs import QUIET, powertools_environment_for, weather_of
-from spotline_dev.harness.sandbox.scenario import load_scenario
-from spotline_dev.harness.standin import TrainingBehaviour
+from spotline_dev.harness.sandbox.scenario import DEFAULT_SCENARIO, load_scenario
+from spotline_dev.harness.serve.server import LocalOptions, LocalServer, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs/platform/operating.md")
@@ -43,115 +40,107 @@ TEAMS_POLICY, TEAMS_WIDER, TEAMS_OVER = (
     "examples/teams/search-ranking-over-capacity.json",
 )
 WEEKLY, HOTFIX = "examples/manifests/ranker-v2.yaml", "examples/manifests/urgent-retrain.yaml"
-ON_CALL = "on-call"
+EXAMPLES_TEAM = "examples/teams/search-ranking.json"
+"""The search-ranking team's entry that allows what the two example manifests name."""
+STACK = "spotline-local"
 LOG_LINES_SHOWN = 18
 DAY_SECONDS = 86400.0
 LOOK_EVERY_SECONDS = 300.0
-"""How often `--wait` and `--follow` look here, in virtual time (they look every 15 s of real time):
-a look every 15 virtual seconds of a 14-hour run would take this script ten minutes."""
+"""How often `--wait` and `--follow` look here, in virtual time (they ask every 15 s): a look every
+15 virtual seconds of a 14-hour run would take this script ten minutes."""
 
 
-def run(*argv: str) -> str:
-    """Run one command as a user would, print it and what it printed (the handlers' logs aside)."""
-    captured = io.StringIO()
-    with redirect_stdout(captured), redirect_stderr(captured):
-        code = cli.main(list(argv))
-    shown = [line for line in captured.getvalue().splitlines() if not line.startswith('{"')]
-    print(f"$ spotline {shlex.join(argv)}\n" + "\n".join(shown) + f"\n(exit {code})\n")
-    return "\n".join(shown)
+class User:
+    """A shell with `spotline local`'s exports: each command a process of its own."""
+
+    def __init__(self, server: LocalServer) -> None:
+        host, port = str(server.server_address[0]), int(server.server_address[1])
+        self.url = f"http://{host}:{port}"
+        self.server = server
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "spotline-local",
+            "AWS_SECRET_ACCESS_KEY": "spotline-local",
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        }
+
+    def run(self, *argv: str) -> str:
+        """Run one command as a user would, print it and what it printed (the layer's logs aside)."""
+        done = subprocess.run(
+            [sys.executable, "-m", "spotline_dev.cli", *argv],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        printed = done.stdout + done.stderr
+        shown = [line for line in printed.splitlines() if not line.startswith('{"')]
+        print(f"$ spotline {shlex.join(argv)}\n" + "\n".join(shown) + f"\n(exit {done.returncode})\n")
+        return "\n".join(shown)
+
+    def wait(self, seconds: float) -> None:
+        """On-call waits: the server's clock moves that much (and EventBridge delivers)."""
+        request = urllib.request.Request(f"{self.url}/_spotline/wait?seconds={seconds:g}", method="POST")
+        with urllib.request.urlopen(request, timeout=600):
+            pass
 
 
-def allowing_both(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """One team's TeamPolicy entry allowing what either manifest asks for."""
-    both: dict[str, Any] = {}
-    for key, value in first.items():
-        other = second[key]
-        if isinstance(value, list):
-            both[key] = sorted(set(value) | set(other))
-        elif isinstance(value, bool):
-            both[key] = value or other
-        else:
-            both[key] = max(value, other)
-    return both
+@contextmanager
+def local_server(team_policy: str | None = None) -> Iterator[User]:
+    """`spotline local --speed 0 --start <the scenario's start> --scenario <default>` in this process."""
+    scenario = load_scenario(None)
+    options = LocalOptions(
+        port=0,
+        speed=0,
+        scenario=DEFAULT_SCENARIO,
+        team_policy=ROOT / team_policy if team_policy else None,
+        wait_step=LOOK_EVERY_SECONDS,
+    )
+    with serving(options, scenario.start) as server:
+        yield User(server)
 
 
 def demo() -> None:
-    scenario = load_scenario(None)
-    specs = [validate_bytes((ROOT / m).read_bytes(), now=scenario.start).spec for m in (WEEKLY, HOTFIX)]
-    assert specs[0] and specs[1] and specs[0].team == specs[1].team
-    policy = {"teams": {specs[0].team: allowing_both(team_allowance(specs[0]), team_allowance(specs[1]))}}
-    weather = weather_of(scenario)
-
-    def behaviour(request: dict[str, object]) -> TrainingBehaviour:
-        hotfix = "hotfix" in json.dumps(request)
-        spec = specs[1] if hotfix else specs[0]
-        return TrainingBehaviour(duration=float(spec.expected_duration_seconds or 3600) if spec else 3600.0)
-
-    with (
-        powertools_environment_for(False),
-        start_local_stack(
-            scenario.start,
-            team_policy=json.dumps(policy),
-            environment=QUIET,
-            weather=weather,
-            behaviour=behaviour,
-        ) as stack,
-    ):
-        prepare_account(stack.client, specs[0])
-        same_image = specs[1].image == specs[0].image
-        prepare_account(stack.client, specs[1], missing=("spec.image",) if same_image else ())
-
-        def pause(seconds: float) -> None:
-            stack.deliver_events(sources=("aws.s3", "aws.states"))
-            stack.clock.sleep(seconds, key=ON_CALL)
-
-        def look_again(_seconds: float) -> None:
-            pause(LOOK_EVERY_SECONDS)
-
-        deployment.SURROUNDINGS.pause, deployment.SURROUNDINGS.now = look_again, stack.clock.now
+    with local_server(EXAMPLES_TEAM) as user:
         on = ["--stack", STACK]
-        # On-call takes part in the virtual clock: time moves only while they wait too, so every
-        # look lands at the same moment of the run, run after run.
-        with stack.clock.participating(ON_CALL):
-            hotfix = run("submit", HOTFIX, *on).splitlines()[1].split()[1]
-            stack.deliver_events()
-            for _ in range(24 * 60):  # a virtual day at most: the scenario starts it within minutes
-                if any(job.status == "RUNNING" for job in stack.standin.jobs):
-                    break
-                pause(60)
-            else:
-                raise RuntimeError("the hotfix's training job never started")
-            pause(3600)  # an hour into its training, someone looks, and cancels it
-            run("runs", *on, "--state", "running")
-            run("status", hotfix, *on)
-            run("cancel", hotfix, *on, "--yes")
-            out = run("submit", WEEKLY, *on, "--wait")
-            weekly = out.splitlines()[1].split()[1]
-        run("runs", *on)
-        run("status", weekly, *on)
-        run("logs", weekly, *on)
+        standin = user.server.local.stack.standin
+        hotfix = user.run("submit", HOTFIX, *on).splitlines()[1].split()[1]
+        for _ in range(24 * 60):  # a virtual day at most: the scenario starts it within minutes
+            if any(job.status == "RUNNING" for job in standin.jobs):
+                break
+            user.wait(60)
+        else:
+            raise RuntimeError("the hotfix's training job never started")
+        user.wait(3600)  # an hour into its training, someone looks, and cancels it
+        user.run("runs", *on, "--state", "running")
+        user.run("status", hotfix, *on)
+        user.run("cancel", hotfix, *on, "--yes")
+        out = user.run("submit", WEEKLY, *on, "--wait")
+        weekly = out.splitlines()[1].split()[1]
+        user.run("runs", *on)
+        user.run("status", weekly, *on)
+        user.run("logs", weekly, *on)
 
 
 def teams_demo() -> None:
     """The team registry's life on a fresh stack: seeded from a policy file, read, changed, a
     change refused, the history, a rollback."""
-    scenario = load_scenario(None)
-    with (
-        powertools_environment_for(False),
-        start_local_stack(scenario.start, environment=QUIET) as stack,
-    ):
-        deployment.SURROUNDINGS.now = stack.clock.now
+    with local_server() as user:
         on = ["--stack", STACK]
-        run("teams", "apply", TEAMS_POLICY, *on)
-        run("teams", "list", *on)
-        stack.clock.advance(DAY_SECONDS)  # a day later, search-ranking asks for g6 and a quota
-        run("teams", "diff", TEAMS_WIDER, *on)
-        run("teams", "apply", TEAMS_OVER, *on)
-        run("teams", "apply", TEAMS_WIDER, *on)
-        stack.clock.advance(DAY_SECONDS)  # and a day after that, goes back
-        run("teams", "history", "search-ranking", *on)
-        run("teams", "rollback", "search-ranking", "1", *on)
-        run("teams", "list", *on)
+        user.run("teams", "apply", TEAMS_POLICY, *on)
+        user.run("teams", "list", *on)
+        user.wait(DAY_SECONDS)  # a day later, search-ranking asks for g6 and a quota
+        user.run("teams", "diff", TEAMS_WIDER, *on)
+        user.run("teams", "apply", TEAMS_OVER, *on)
+        user.run("teams", "apply", TEAMS_WIDER, *on)
+        user.wait(DAY_SECONDS)  # and a day after that, goes back
+        user.run("teams", "history", "search-ranking", *on)
+        user.run("teams", "rollback", "search-ranking", "1", *on)
+        user.run("teams", "list", *on)
 
 
 def page_block(page: Path = PAGE, first: str = f"submit {HOTFIX}") -> str:

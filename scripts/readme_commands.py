@@ -54,6 +54,7 @@ CHECKED_ELSEWHERE = {
     "spotline logs": "scripts/operate_demo.py --check",
     "spotline cancel": "scripts/operate_demo.py --check",
     "spotline teams": "scripts/operate_demo.py --check (docs/teams/team-policy.md)",
+    "spotline local": "tests/devtools/cli/local/test_local_server.py (its output, the port aside)",
     "make checkov": "make test",
 }
 

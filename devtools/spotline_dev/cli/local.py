@@ -30,7 +30,7 @@ STATE_DIR_ENV = "SPOTLINE_LOCAL_DIR"
 DEFAULT_PORT = 4599
 START_TIMEOUT_SECONDS = 120.0
 STOP_TIMEOUT_SECONDS = 60.0
-_SERVER = "spotline_dev.harness.local.server"
+_SERVER = "spotline_dev.harness.serve.server"
 CREDENTIALS = "spotline-local"
 """Any access key works (nothing checks signatures locally): this one says where it is used."""
 
@@ -49,7 +49,13 @@ def options(parser: argparse.ArgumentParser, name: str) -> None:
         "spotline local status",
         "spotline local stop",
     )
-    parser.add_argument("action", nargs="?", choices=("start", "stop", "status"), default="start")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("start", "stop", "status"),
+        default="start",
+        help="start the server in the background (default), say where it is, or end it",
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any)")
     parser.add_argument(
         "--speed",
@@ -65,6 +71,13 @@ def options(parser: argparse.ArgumentParser, name: str) -> None:
         "--start", type=timestamp, help="what the clock reads when the server starts (RFC 3339; default: now)"
     )
     parser.add_argument("--team-policy", type=Path, metavar="FILE", help="seed the team registry with this file")
+    parser.add_argument(
+        "--wait-step",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --speed 0: the least each wait of a command moves the clock (default: what it asks)",
+    )
     parser.add_argument("--vpc", action="store_true", help="give jobs a VPC (jobs of many instances, file systems)")
     parser.add_argument("--foreground", action="store_true", help="run the server in this terminal until Ctrl-C")
 
@@ -134,7 +147,7 @@ def _start(args: argparse.Namespace) -> int:
     _state_file().unlink(missing_ok=True)
     log = folder / "server.log"
     command = [sys.executable, "-m", "spotline_dev.cli", "local", "--foreground", "--port", str(args.port)]
-    command += ["--speed", str(args.speed)] + (["--vpc"] if args.vpc else [])
+    command += ["--speed", str(args.speed), "--wait-step", str(args.wait_step)] + (["--vpc"] if args.vpc else [])
     command += [f"--start={args.start.isoformat()}"] if args.start else []
     command += [f"--scenario={args.scenario.resolve()}"] if args.scenario else []
     command += [f"--team-policy={args.team_policy.resolve()}"] if args.team_policy else []
@@ -167,10 +180,15 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())
     local = local_options(
-        port=args.port, speed=args.speed, scenario=args.scenario, team_policy=args.team_policy, vpc=args.vpc
+        port=args.port,
+        speed=args.speed,
+        scenario=args.scenario,
+        team_policy=args.team_policy,
+        vpc=args.vpc,
+        wait_step=args.wait_step,
     )
     with serving(local, args.start) as server:
-        host, port = server.server_address[:2]
+        host, port = str(server.server_address[0]), int(server.server_address[1])
         url = f"http://{host}:{port}"
         folder = state_dir()
         folder.mkdir(parents=True, exist_ok=True)

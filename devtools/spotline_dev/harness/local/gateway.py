@@ -21,7 +21,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
-from botocore.awsrequest import AWSPreparedRequest, HeadersDict
+from botocore.awsrequest import AWSPreparedRequest
+from botocore.compat import HTTPHeaders
 from botocore.hooks import first_non_none_response
 
 _SCOPE = re.compile(r"Credential=[^/,]+/\d{8}/(?P<region>[a-z0-9-]+)/(?P<service>[a-z0-9.-]+)/aws4_request")
@@ -100,7 +101,10 @@ class Gateway:
         split = urlsplit(target)
         endpoint = urlsplit(client.meta.endpoint_url)
         url = endpoint._replace(path=split.path, query=split.query).geturl()
-        forwarded = HeadersDict({k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP})
+        forwarded = HTTPHeaders()
+        for key, value in headers.items():
+            if key.lower() not in _HOP_BY_HOP:
+                forwarded[key] = value
         forwarded["Host"] = endpoint.netloc
         request = AWSPreparedRequest(method, url, forwarded, body, stream_output=False)
         event = f"before-send.{model.service_id.hyphenize()}.{operation}"

@@ -33,6 +33,7 @@ class Shell:
     def spotline(self, *argv: str, check: bool = True) -> str:
         done = subprocess.run(
             [sys.executable, "-m", "spotline_dev.cli", *argv],
+            check=False,
             cwd=ROOT,
             env=self.env,
             capture_output=True,
@@ -110,8 +111,13 @@ def test_a_user_runs_their_team_and_manifests_through_spotline_local(shell: Shel
 
 
 def test_stop_ends_a_server_that_another_shell_started(shell: Shell, tmp_path: Path) -> None:
-    shell.spotline("local", "--port", "0", "--speed", "60")
-    pid = int(json.loads((tmp_path / "server.json").read_text())["pid"])
+    """And what `spotline local` prints is the block docs/platform/operating.md shows (its port aside)."""
+    printed = shell.spotline("local", "--port", "0", "--start", "2026-12-01T00:00:00Z")
+    server = json.loads((tmp_path / "server.json").read_text())
+    pid = int(server["pid"])
+    page = (ROOT / "docs" / "platform" / "operating.md").read_text()
+    shown = page.split("$ spotline local --start 2026-12-01T00:00:00Z\n", 1)[1].split("```", 1)[0]
+    assert printed == shown.replace("http://127.0.0.1:4599", server["url"])
     again = shell.spotline("local", "--port", "0")
     assert f"already running (pid {pid})" in again
     os.kill(pid, 0)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from spotline_dev.harness.local.server import LocalOptions, serving
+from spotline_dev.harness.serve.server import LocalOptions, serving
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 CLIENT = r"""
@@ -49,7 +49,7 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
     with serving(LocalOptions(port=0, speed=0), START) as server:
-        host, port = server.server_address[:2]
+        host, port = str(server.server_address[0]), int(server.server_address[1])
         yield f"http://{host}:{port}"
 
 
@@ -67,7 +67,12 @@ def _client_env(endpoint: str) -> dict[str, str]:
 
 def test_a_boto3_client_in_another_process_reaches_every_part_of_the_stack(endpoint: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", CLIENT], env=_client_env(endpoint), capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CLIENT],
+        check=False,
+        env=_client_env(endpoint),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)

@@ -63,6 +63,9 @@ class LocalOptions:
     """A team policy file to seed the registry with, as `spotline teams apply` would."""
     vpc: bool = False
     """A VPC for the jobs (two zones): for jobs of many instances or on a file system."""
+    wait_step: float = 0.0
+    """At speed 0, the least a client's wait moves the clock: a command that looks every 15 s
+    (`submit --wait`) then looks every `wait_step` of virtual time."""
 
 
 @dataclass
@@ -71,6 +74,7 @@ class TimeKeeper:
 
     stack: LocalStack
     speed: float
+    wait_step: float = 0.0
     key: str = SERVER_NAME
     errors: list[str] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -112,7 +116,7 @@ class TimeKeeper:
             return
         with self.lock:  # one waiter moves the clock at a time
             self.deliver()
-            self.stack.clock.sleep(seconds, key=self.key)
+            self.stack.clock.sleep(max(seconds, self.wait_step), key=self.key)
             self.deliver()
 
 
@@ -204,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -288,7 +292,7 @@ def serving(options: LocalOptions, start: datetime | None = None) -> Iterator[Lo
             network=options.vpc,
         ) as stack,
     ):
-        keeper = TimeKeeper(stack, options.speed)
+        keeper = TimeKeeper(stack, options.speed, options.wait_step)
         service = holder["service"] = LocalStackService(stack, keeper, Gateway(stack.session, stack.region))
         server = LocalServer((options.host, options.port), service)
         thread = threading.Thread(target=server.serve_forever, name="spotline-local-http", daemon=True)

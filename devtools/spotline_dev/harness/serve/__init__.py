@@ -1,0 +1,1 @@
+"""`spotline local`: the local stack served over HTTP as an AWS endpoint."""
