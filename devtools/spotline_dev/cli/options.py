@@ -220,10 +220,11 @@ def from_trainer(parser: argparse.ArgumentParser, name: str) -> None:
         "manifest with Spotline's own fields, validated. What a manifest cannot carry (networking and "
         "encryption are the stack's settings, local code, distributed drivers, ...) is refused, naming it."
     )
-    parser.epilog = examples(
-        "spotline from-trainer train_job.py --team search-ranking --name ranker-v2 -o ranker-v2.yaml",
-        "spotline from-trainer jobs.py:weekly --team search-ranking --name ranker-v2 "
-        '--expected-duration 8h --deadline "2026-12-07T06:00:00Z" --checkpoint-interval 15',
+    parser.epilog = examples(  # tests/devtools/cli/sdk/test_sdk_oracle.py runs each from the repository's root
+        "spotline from-trainer examples/trainers/ranker_v2.py --team search-ranking --name ranker-v2 "
+        "--output-file ranker-v2.yaml",
+        "spotline from-trainer examples/trainers/ranker_v2.py:trainer --team search-ranking --name ranker-v2 "
+        '--expected-duration 8h --deadline "2027-03-01T06:00:00Z" --checkpoint-interval 15',
     )
     parser.add_argument(
         "trainer",
