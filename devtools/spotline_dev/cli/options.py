@@ -16,6 +16,7 @@ def validate(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = examples(
         "spotline validate examples/manifests/*.yaml",
         "spotline validate ranker.yaml --team search-ranking --team-policy team-policy.json --output json",
+        "spotline validate multi-region.yaml --region us-east-1",
         "generate-manifest | spotline validate -",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="manifests; - reads one from standard input")
@@ -25,6 +26,11 @@ def validate(parser: argparse.ArgumentParser, name: str) -> None:
         "--strict", action="store_true", help="exit 1 on warnings too (a deadline out of reach, no room for spot)"
     )
     parser.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
+    parser.add_argument(
+        "--region",
+        help="the stack's region: capacity.regions must include it, as the stack requires (default: $AWS_REGION; "
+        "neither: a warning that it is not checked)",
+    )
     parser.add_argument(
         "--team-policy",
         metavar="FILE",
