@@ -52,14 +52,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if isinstance(policy, str):
         print(f"spotline validate: the team policy is unusable:\n{policy}", file=sys.stderr)
         return EXIT_USAGE
+    home = args.region or os.environ.get("AWS_REGION") or None  # the stack's region, if told
     reports = []
     for path in args.files:
         data = _read(path)
         if isinstance(data, ManifestError):
             errors, warnings = [data], []
         else:
-            spec, errors = manifest_problems(data, now=now, expected_team=args.team, policy=policy)
-            warnings = manifest_warnings(spec, now=now) if not errors else []
+            spec, errors = manifest_problems(data, now=now, expected_team=args.team, policy=policy, home_region=home)
+            warnings = manifest_warnings(spec, now=now, home_region=home) if not errors else []
         reports.append(
             {
                 "file": path,

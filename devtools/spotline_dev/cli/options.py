@@ -16,6 +16,7 @@ def validate(parser: argparse.ArgumentParser, name: str) -> None:
     parser.epilog = examples(
         "spotline validate examples/manifests/*.yaml",
         "spotline validate ranker.yaml --team search-ranking --team-policy team-policy.json --output json",
+        "spotline validate multi-region.yaml --region us-east-1",
         "generate-manifest | spotline validate -",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="manifests; - reads one from standard input")
@@ -25,6 +26,11 @@ def validate(parser: argparse.ArgumentParser, name: str) -> None:
         "--strict", action="store_true", help="exit 1 on warnings too (a deadline out of reach, no room for spot)"
     )
     parser.add_argument("--now", type=timestamp, help="judge deadlines as of this RFC 3339 time (default: now)")
+    parser.add_argument(
+        "--region",
+        help="the stack's region: capacity.regions must include it, as the stack requires (default: $AWS_REGION; "
+        "neither: a warning that it is not checked)",
+    )
     parser.add_argument(
         "--team-policy",
         metavar="FILE",
@@ -220,10 +226,11 @@ def from_trainer(parser: argparse.ArgumentParser, name: str) -> None:
         "manifest with Spotline's own fields, validated. What a manifest cannot carry (networking and "
         "encryption are the stack's settings, local code, distributed drivers, ...) is refused, naming it."
     )
-    parser.epilog = examples(
-        "spotline from-trainer train_job.py --team search-ranking --name ranker-v2 -o ranker-v2.yaml",
-        "spotline from-trainer jobs.py:weekly --team search-ranking --name ranker-v2 "
-        '--expected-duration 8h --deadline "2026-12-07T06:00:00Z" --checkpoint-interval 15',
+    parser.epilog = examples(  # tests/devtools/cli/sdk/test_sdk_oracle.py runs each from the repository's root
+        "spotline from-trainer examples/trainers/ranker_v2.py --team search-ranking --name ranker-v2 "
+        "--output-file ranker-v2.yaml",
+        "spotline from-trainer examples/trainers/ranker_v2.py:trainer --team search-ranking --name ranker-v2 "
+        '--expected-duration 8h --deadline "2027-03-01T06:00:00Z" --checkpoint-interval 15',
     )
     parser.add_argument(
         "trainer",

@@ -7,6 +7,7 @@ import argparse
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -57,6 +58,37 @@ def test_every_option_of_every_command_has_help() -> None:
         for command in (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)):
             for choice in command._choices_actions:
                 assert choice.help, f"{name} {choice.dest}: no help in the list of commands"
+
+
+def _example_argv(line: str) -> list[str]:
+    """An example line's `spotline` arguments: the shell's comment, the other commands of a pipe
+    and a redirection left out."""
+    words = shlex.split(line, comments=True)
+    pipeline: list[list[str]] = [[]]
+    for word in words:
+        if word == "|":
+            pipeline.append([])
+        else:
+            pipeline[-1].append(word)
+    (command,) = [part for part in pipeline if part[:1] == ["spotline"]]
+    if ">" in command:
+        command = command[: command.index(">")]
+    return command[1:]
+
+
+def test_every_example_of_every_help_parses_with_the_real_parser() -> None:
+    """An example that names an option the command lacks (`from-trainer -o`) fails here."""
+    checked = 0
+    for name, parser in _parsers(build_parser()):
+        lines = str(parser.epilog or "").split("examples:\n", 1)[1:]
+        for line in (line.strip() for text in lines for line in text.splitlines() if line.startswith("  ")):
+            argv = _example_argv(line)
+            try:
+                build_parser().parse_args(argv)
+            except SystemExit as exc:
+                raise AssertionError(f"{name}: the example {line!r} does not parse") from exc
+            checked += 1
+    assert checked >= 2 * len(_commands())
 
 
 def test_every_option_with_a_default_says_it() -> None:

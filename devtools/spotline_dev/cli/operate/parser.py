@@ -61,10 +61,10 @@ def since(text: str) -> Callable[[datetime], datetime]:
     return lambda now: now - timedelta(seconds=seconds)
 
 
-def add_stack_options(parser: argparse.ArgumentParser) -> None:
+def add_stack_options(parser: argparse.ArgumentParser, stack_help: str = "the Spotline stack") -> None:
     where = parser.add_argument_group("the stack (credentials and region found as the aws CLI finds them)")
     where.add_argument(
-        "--stack", default=os.environ.get(STACK_ENV), metavar="NAME", help=f"the Spotline stack (default: ${STACK_ENV})"
+        "--stack", default=os.environ.get(STACK_ENV), metavar="NAME", help=f"{stack_help} (default: ${STACK_ENV})"
     )
     where.add_argument("--region", help="its region (default: the AWS configuration's, e.g. AWS_REGION)")
     where.add_argument("--profile", help="the AWS CLI profile to use (default: the AWS configuration's)")
@@ -78,10 +78,10 @@ def add_output_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="output", action="store_const", const="json", help="the same as --output json")
 
 
-def _on_stack(parser: argparse.ArgumentParser) -> None:
+def _on_stack(parser: argparse.ArgumentParser, stack_help: str = "the Spotline stack") -> None:
     """What every command on a deployed stack takes, after its own options."""
     add_output_option(parser)
-    add_stack_options(parser)
+    add_stack_options(parser, stack_help)
 
 
 def submit(parser: argparse.ArgumentParser, name: str) -> None:
@@ -153,7 +153,7 @@ TEAM_ACTIONS: dict[str, tuple[list[str], list[str]]] = {
     # action: its arguments, its examples (`spotline teams <example> --stack spotline`)
     "list": ([], ["list"]),
     "show": (["team"], ["show search-ranking"]),
-    "validate": (["file"], ["validate teams.json"]),
+    "validate": (["file"], ["validate teams.json"]),  # and OFFLINE_EXAMPLES, first
     "diff": (["file"], ["diff teams.json"]),
     "apply": (["file"], ["apply teams.json", "apply vision.json --output json"]),
     "history": (["team"], ["history vision"]),
@@ -163,21 +163,38 @@ TEAM_ACTIONS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
+OFFLINE_EXAMPLES: dict[str, list[str]] = {
+    # action: its examples without a stack (`spotline teams <example>`)
+    "validate": ["validate examples/teams/search-ranking-g6.json"],
+}
+OFFLINE_VALIDATE = (
+    "Checks a policy file as ApplyTeamChange would, changing nothing. Without --stack (or "
+    f"${STACK_ENV}), offline: the JSON Schema and each entry's own rules, so a team lead can check an entry "
+    "before proposing it. With --stack, also the stack's checks against its registry now: quota types and "
+    "totals within TrainingCapacity, quota shares, resources other teams hold."
+)
+
+
+def _team_examples(action: str) -> list[str]:
+    offline = [f"spotline teams {line}" for line in OFFLINE_EXAMPLES.get(action, [])]
+    return offline + [f"spotline teams {line} --stack spotline" for line in TEAM_ACTIONS[action][1]]
+
+
 def teams(parser: argparse.ArgumentParser, name: str) -> None:
     parser.description = (
         "The stack's team registry: each team's policy entry, versioned, changed only through "
-        "ApplyTeamChange after validation (docs/teams/team-policy.md)."
+        "ApplyTeamChange after validation (docs/teams/team-policy.md). `teams validate` also works without a stack."
     )
-    parser.epilog = examples(
-        *(f"spotline teams {line} --stack spotline" for _, lines in TEAM_ACTIONS.values() for line in lines)
-    )
+    parser.epilog = examples(*(line for action in TEAM_ACTIONS for line in _team_examples(action)))
 
 
 def team_action(parser: argparse.ArgumentParser, name: str) -> None:
     """`spotline teams <action>` (`name` is "teams <action>")."""
     action = name.removeprefix("teams ")
-    arguments, example_lines = TEAM_ACTIONS[action]
-    parser.epilog = examples(*(f"spotline teams {line} --stack spotline" for line in example_lines))
+    arguments = TEAM_ACTIONS[action][0]
+    parser.epilog = examples(*_team_examples(action))
+    if action == "validate":
+        parser.description = OFFLINE_VALIDATE
     for argument in arguments:
         if argument == "team":
             parser.add_argument("team", metavar="TEAM", help="the team's name")
@@ -187,4 +204,7 @@ def team_action(parser: argparse.ArgumentParser, name: str) -> None:
             parser.add_argument("version", metavar="VERSION", type=positive, help="the version to restore")
     if action == "remove":
         parser.add_argument("--yes", "-y", action="store_true", help="do not ask first (asked only on a terminal)")
-    _on_stack(parser)
+    _on_stack(
+        parser,
+        "the Spotline stack whose checks to add; none: offline" if action == "validate" else "the Spotline stack",
+    )

@@ -12,6 +12,7 @@ from typing import Any
 from spotline.aws.teams.team_registry import read_registry
 from spotline.core.common.errors import ManifestError
 from spotline.core.teams.team_registry import Change, TeamRecord, diff_entries
+from spotline_dev.cli.operate.commands import run_deployed
 from spotline_dev.cli.operate.deployment import Deployment, OperateError
 from spotline_dev.cli.operate.output import as_json, table
 from spotline_dev.cli.operate.teams import (
@@ -24,7 +25,7 @@ from spotline_dev.cli.operate.teams import (
     records,
     rollback_change,
 )
-from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK
+from spotline_dev.exit_codes import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 
 
 def cmd_teams_list(args: argparse.Namespace, deployment: Deployment) -> int:
@@ -68,7 +69,14 @@ def cmd_teams_show(args: argparse.Namespace, deployment: Deployment) -> int:
     return EXIT_OK
 
 
-def cmd_teams_validate(args: argparse.Namespace, deployment: Deployment) -> int:
+def cmd_teams_validate(args: argparse.Namespace, deployment: Deployment | None = None) -> int:
+    """Without a stack, offline: what needs no stack (the JSON Schema, each entry's own rules).
+    With one, also the stack's checks; called without a deployment (a command that needs no
+    stack), it connects only when --stack (or $SPOTLINE_STACK) names one."""
+    if deployment is None:
+        if args.stack:
+            return run_deployed(cmd_teams_validate)(args)
+        return _validated_offline(args)
     diff = _checked_diff(args, deployment)
     if isinstance(diff, int):
         return diff
@@ -77,6 +85,27 @@ def cmd_teams_validate(args: argparse.Namespace, deployment: Deployment) -> int:
         print(as_json({"file": args.file, "valid": True, "teams": len(diff), "changed": changed}))
     else:
         print(f"{args.file}: valid for stack {deployment.stack}: {len(diff)} teams, {len(changed)} would change")
+    return EXIT_OK
+
+
+OFFLINE_NOT_CHECKED = (
+    "not checked without --stack: quota types and totals within TrainingCapacity, quota shares, "
+    "resources other teams hold"
+)
+
+
+def _validated_offline(args: argparse.Namespace) -> int:
+    try:
+        changes = _changes(args.file)
+    except OperateError as exc:
+        print(f"spotline teams validate: usage error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(changes, int):
+        return changes
+    if args.output == "json":
+        print(as_json({"file": args.file, "valid": True, "teams": len(changes), "stack": None}))
+    else:
+        print(f"{args.file}: valid offline: {len(changes)} teams ({OFFLINE_NOT_CHECKED})")
     return EXIT_OK
 
 

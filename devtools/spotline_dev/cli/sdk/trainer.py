@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from spotline.core.training.training_request import CODE_DIRECTORY_HYPERPARAMETER, CODE_PROGRAM_HYPERPARAMETER
@@ -36,10 +37,20 @@ OFFLINE_ENVIRONMENT = {
     "NO_PROXY": "",
 }
 CONFIG_OVERRIDES = ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
+ROLE_ARN_FORM = "arn:aws:iam::<account>:role/<name>"
 
 
 class TrainerFileError(ValueError):
     """The file cannot be read or run, or does not define the ModelTrainer named."""
+
+
+class _SettingsTheSdkWouldFetch(Exception):
+    """Raised from inside the trainer's construction. Not a ValueError: pydantic would wrap one
+    raised in `model_post_init` into its own ValidationError."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
 
 
 @contextlib.contextmanager
@@ -75,8 +86,13 @@ def load_trainer(reference: str) -> tuple[Any, list[Any] | None]:
     folder = str(Path(path).resolve().parent)
     sys.path.insert(0, folder)  # as `python FILE` does: the file imports its neighbours
     try:
-        namespace = runpy.run_path(path, run_name="__spotline_trainer__")
+        with _refusing_what_the_sdk_would_fetch(ModelTrainer):
+            namespace = runpy.run_path(path, run_name="__spotline_trainer__")
+    except _SettingsTheSdkWouldFetch as exc:
+        raise TrainerNotConvertible(exc.problems) from exc
     except Exception as exc:
+        if called := _aws_call(exc):
+            raise TrainerNotConvertible([f"{path}: {called}"]) from exc
         raise TrainerFileError(f"{path}: running it failed: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(folder)
@@ -102,19 +118,158 @@ def training_job_request(trainer: Any, inputs: list[Any] | None = None) -> tuple
     copy = trainer.model_copy(
         update={"source_code": None, "distributed": None, "hyperparameters": dict(trainer.hyperparameters or {})}
     )
-    if copy.output_data_config is None or not copy.output_data_config.s3_output_path:
-        problems.append("output_data_config: give the trainer an explicit OutputDataConfig(s3_output_path=...)")
-        raise TrainerNotConvertible(problems)  # without it the SDK would look up a default bucket in S3
+    if default_bucket := _default_bucket_paths(copy):
+        raise TrainerNotConvertible(problems + default_bucket)  # building the request would look the bucket up
     if local_data:
         raise TrainerNotConvertible(problems + local_data)  # building the request would upload it
     try:
         request: dict[str, Any] = copy._create_training_job_args(input_data_config=inputs, boto3=True)
     except Exception as exc:  # the SDK's own refusal, or a call to AWS it tried and could not make
-        problem = f"the SDK could not build the request offline: {type(exc).__name__}: {exc}"
+        problem = _aws_call(exc) or f"the SDK could not build the request offline: {type(exc).__name__}: {exc}"
         raise TrainerNotConvertible([problem]) from exc
     if code and not problems:
         request.setdefault("HyperParameters", {}).update(code)
     return request, problems
+
+
+# ModelTrainer's constructors that fetch what they build from the network, and why a manifest
+# cannot carry what they build.
+FETCHING_CONSTRUCTORS = {
+    "from_recipe": "a recipe trainer runs the SDK's recipe launcher (cloned from GitHub) and its own uploaded "
+    "drivers; a manifest carries your image and code",
+    "from_jumpstart_config": "a JumpStart trainer is built from the model's specification in S3 and its uploaded "
+    "artifacts; a manifest carries your image and code",
+}
+
+
+@contextlib.contextmanager
+def _refusing_what_the_sdk_would_fetch(model_trainer: Any) -> Iterator[None]:
+    """While the file runs, a ModelTrainer that leaves out what the SDK would fetch from AWS at
+    construction (the caller's role, the default bucket) is refused before the SDK fills it in,
+    and so is a constructor that fetches the whole trainer."""
+    original = model_trainer.model_post_init
+    constructors = {name: model_trainer.__dict__[name] for name in FETCHING_CONSTRUCTORS}
+
+    def checked(self: Any, context: Any, /) -> None:
+        if problems := _settings_the_sdk_would_fetch(self):
+            _set_private_defaults(self)  # ModelTrainer.__del__ reads them
+            raise _SettingsTheSdkWouldFetch(problems)
+        original(self, context)
+
+    def refuse(name: str) -> classmethod[Any, ..., Any]:
+        def constructor(cls: type, *args: Any, **kwargs: Any) -> Any:
+            raise _SettingsTheSdkWouldFetch([f"ModelTrainer.{name}: {FETCHING_CONSTRUCTORS[name]}"])
+
+        return classmethod(constructor)
+
+    model_trainer.model_post_init = checked  # pydantic calls it by name
+    for name in constructors:
+        setattr(model_trainer, name, refuse(name))
+    try:
+        yield
+    finally:
+        model_trainer.model_post_init = original
+        for name, constructor in constructors.items():
+            setattr(model_trainer, name, constructor)
+
+
+def _set_private_defaults(model: Any) -> None:
+    """A pydantic model's private attributes at their defaults, as its own post-init sets them."""
+    from pydantic_core import PydanticUndefined  # noqa: PLC0415 (with the SDK)
+
+    defaults = {name: private.get_default() for name, private in type(model).__private_attributes__.items()}
+    object.__setattr__(
+        model,
+        "__pydantic_private__",
+        {name: value for name, value in defaults.items() if value is not PydanticUndefined},
+    )
+
+
+def _settings_the_sdk_would_fetch(trainer: Any) -> list[str]:
+    """What the trainer, as written, leaves to the SDK to find in AWS (ModelTrainer.model_post_init:
+    TrainDefaults.get_role and get_output_data_config), or names that a manifest cannot carry."""
+    problems = []
+    if trainer.training_image is None:
+        built_in = f" ({trainer.algorithm_name} is a SageMaker built-in algorithm)" if trainer.algorithm_name else ""
+        problems.append(f"training_image: is required: a manifest runs your own image{built_in}")
+    if str(trainer.training_mode).endswith("LOCAL_CONTAINER"):
+        return problems  # the SDK looks up no role and no bucket for it; `_unsupported` refuses it
+    role = trainer.role
+    if role is None:
+        problems.append(
+            f"role: is required: give the trainer its execution role's ARN ({ROLE_ARN_FORM}); "
+            "without one the SDK asks AWS (STS, IAM) for a role of the caller"
+        )
+    elif isinstance(role, str) and not (role.startswith("arn:") and ":iam::" in role):
+        problems.append(
+            f"role: {role!r} is a role name, whose ARN the SDK would look up in IAM: give the ARN ({ROLE_ARN_FORM})"
+        )
+    return problems + _no_output_path(trainer)
+
+
+_DEFAULT_BUCKET = (
+    "{path}: is required: give the trainer {example} with an s3:// URI; without it the SDK looks up "
+    "its default bucket in AWS (STS, S3)"
+)
+
+
+def _no_output_path(trainer: Any) -> list[str]:
+    if trainer.output_data_config is None or not trainer.output_data_config.s3_output_path:
+        return [_DEFAULT_BUCKET.format(path="output_data_config", example="OutputDataConfig(s3_output_path=...)")]
+    return []
+
+
+def _default_bucket_paths(trainer: Any) -> list[str]:
+    """S3 locations the SDK fills in with its default bucket when it builds the request."""
+    problems = _no_output_path(trainer)
+    if trainer.checkpoint_config is not None and not trainer.checkpoint_config.s3_uri:
+        problems.append(_DEFAULT_BUCKET.format(path="checkpoint_config.s3_uri", example="CheckpointConfig(s3_uri=...)"))
+    tensorboard = getattr(trainer, "_tensorboard_output_config", None)
+    if tensorboard is not None and not tensorboard.s3_output_path:
+        problems.append(
+            _DEFAULT_BUCKET.format(
+                path="tensorboard_output_config.s3_output_path", example="TensorBoardOutputConfig(s3_output_path=...)"
+            )
+        )
+    return problems
+
+
+def _aws_call(exc: BaseException) -> str | None:
+    """If `exc` comes from a call to AWS the SDK tried (offline_sdk's proxy refuses them all), which
+    call, from where in the SDK: a refusal instead of a network error."""
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+
+    chain: list[BaseException] = []
+    error: BaseException | None = exc
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    aws = next((e for e in chain if isinstance(e, BotoCoreError | ClientError)), None)
+    if aws is None:
+        return None
+    operation, callers = _operation_and_callers(exc.__traceback__, aws.__traceback__)
+    where = f" in {callers[0]}" + (f" (through {callers[-1]})" if len(callers) > 1 else "") if callers else ""
+    return (
+        f"the SDK called AWS ({operation or type(aws).__name__}){where}: from-trainer builds the request "
+        "offline, so write in the file what the SDK went to fetch (a role ARN, an s3:// URI)"
+    )
+
+
+def _operation_and_callers(*tracebacks: TracebackType | None) -> tuple[str | None, list[str]]:
+    """The AWS operation botocore was asked for, and the SDK's functions that led to it, the
+    outermost (what the file called) first."""
+    operation, callers = None, []
+    for traceback in tracebacks:
+        entry = traceback
+        while entry is not None and operation is None:
+            frame = entry.tb_frame
+            module = str(frame.f_globals.get("__name__", ""))
+            if frame.f_code.co_name == "_make_api_call":
+                operation = str(frame.f_locals.get("operation_name"))
+            elif module.startswith("sagemaker.") and f"{module}.{frame.f_code.co_qualname}" not in callers:
+                callers.append(f"{module}.{frame.f_code.co_qualname}")
+            entry = entry.tb_next
+    return operation, callers
 
 
 def _unsupported(trainer: Any) -> list[str]:

@@ -5,6 +5,8 @@ apart from the members `INTENDED_DIFFERENCES` lists, each with its reason."""
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -16,6 +18,7 @@ import pytest
 from devtools.cli.sdk.sdk_child import TRAINERS, offline_environment, sdk_requests
 from spotline.core.manifest.manifest import validate_bytes, validate_document
 from spotline.core.training.training_request import Attempt, create_training_job_request
+from spotline_dev.cli.entry import build_parser
 from spotline_dev.cli.sdk.request_to_manifest import SpotlineFields, comparable, manifest_from_request
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -45,6 +48,18 @@ REFUSED = {
     ],
     "refused_torchrun.py": ["distributed: ModelTrainer runs distributed training through its own uploaded driver"],
     "refused_local_input.py": ["input train: /tmp/spotline-local-data is not in S3"],
+    # What the SDK would fetch from AWS: refused naming the field, never a network error.
+    "refused_migration_pytorch.py": ["role: is required", "output_data_config: is required"],
+    "refused_role_name.py": ["role: 'SageMakerRole' is a role name"],
+    "refused_default_checkpoint.py": [
+        "checkpoint_config.s3_uri: is required",
+        "tensorboard_output_config.s3_output_path: is required",
+    ],
+    "refused_execution_role.py": [
+        f"{TRAINERS / 'refused_execution_role.py'}: the SDK called AWS (GetCallerIdentity) in "
+        "sagemaker.core.helper.session_helper.get_execution_role"
+    ],
+    "refused_recipe.py": ["ModelTrainer.from_recipe: a recipe trainer runs the SDK's recipe launcher"],
 }
 
 
@@ -173,3 +188,36 @@ def test_the_command_writes_a_valid_manifest_and_refuses_naming_what_it_cannot_c
     )
     assert done.returncode == 1
     assert "has what a manifest cannot carry" in done.stderr and "distributed:" in done.stderr
+    no_output = TRAINERS / "refused_migration_pytorch.py"  # the SDK would look for its default bucket
+    done = subprocess.run(
+        [*spotline, str(no_output), *args], capture_output=True, text=True, env=environment, check=False
+    )
+    assert done.returncode == 1
+    assert "output_data_config: is required" in done.stderr and "role: is required" in done.stderr
+    assert "Error" not in done.stderr and "proxy" not in done.stderr, done.stderr  # no network error, no traceback
+
+
+def test_every_example_of_the_help_runs(tmp_path: Path) -> None:
+    """`spotline from-trainer --help`'s examples, as a user copies them (from the repository's
+    root, here a folder that has its examples/), judged as of NOW."""
+    (tmp_path / "examples").symlink_to(EXAMPLE_TRAINER.parents[1])
+    epilog = str(_from_trainer_parser().epilog)
+    lines = [line.strip() for line in epilog.splitlines()[1:]]
+    assert lines
+    for line in lines:
+        argv = shlex.split(line, comments=True)
+        assert argv[:2] == ["spotline", "from-trainer"], line
+        done = subprocess.run(
+            [sys.executable, "-m", "spotline_dev.cli.entry", *argv[1:], "--now", NOW.isoformat()],
+            capture_output=True,
+            text=True,
+            env=offline_environment(tmp_path),
+            cwd=tmp_path,
+            check=False,
+        )
+        assert done.returncode == 0, (line, done.stderr)
+
+
+def _from_trainer_parser() -> argparse.ArgumentParser:
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return commands.choices["from-trainer"]

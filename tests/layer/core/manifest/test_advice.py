@@ -46,11 +46,28 @@ def test_the_warning_agrees_with_the_policy_at_the_first_check() -> None:
         assert bool(warnings_of(spec, NOW)) != stays_on_spot_with_room, hours
 
 
-def test_no_warning_without_a_deadline_on_demand_or_spot_only() -> None:
+def test_no_room_warning_on_demand_or_spot_only() -> None:
     """Only spot-first moves a job to on-demand; spot-only never does."""
-    assert warnings_of(SPEC, NOW) == []
     assert warnings_of(replace(_due_in(30.5), strategy="on-demand", checkpoint_s3_uri=None), NOW) == []
     assert warnings_of(replace(_due_in(30.5), strategy="spot-only"), NOW) == []
+
+
+def test_a_spot_job_without_a_deadline_is_told_how_long_spot_may_take() -> None:
+    """No deadline: the policy keeps the job on spot however long spot takes; only maxWait per
+    attempt and retry.maxAttempts bound it (issue 50: a sandbox run waited 43 hours unwarned)."""
+    spec = replace(SPEC, max_wait_seconds=48 * HOUR)
+    (warning,) = warnings_of(spec, NOW)
+    assert warning.path == "spec.capacity.deadline"
+    assert warning.message.startswith(
+        "is not set: the job stays on spot for as long as spot takes; Spotline never moves it to on-demand to "
+        "finish in time. Each of up to 3 spot attempts (retry.maxAttempts) may last maxWait 48h (waiting for spot "
+        "plus training): up to 6d on spot, plus back-offs and time in the queue, before it continues on on-demand."
+    )
+    (spot_only,) = warnings_of(replace(spec, strategy="spot-only", retry_max_attempts=1), NOW)
+    assert "up to 48h on spot, plus back-offs and time in the queue, before the run ends" in spot_only.message
+    job = JobClock(NOW, NOW, None, 30.0 * HOUR, 0.0, "spot", True)  # spot missing, and still no switch
+    assert decide(job).verdict == "continue"
+    assert warnings_of(replace(SPEC, strategy="on-demand", checkpoint_s3_uri=None), NOW) == []
 
 
 def test_a_deadline_out_of_reach_even_on_demand_says_so() -> None:

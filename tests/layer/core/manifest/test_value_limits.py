@@ -171,6 +171,8 @@ def test_regions_are_the_ones_where_sagemaker_runs_per_botocore() -> None:
     errors = _errors(_with(MINIMAL, "spec.capacity.regions", ["us-east-1", "us-north-7"]))
     assert list(errors) == ["spec.capacity.regions[1]"]
     assert errors["spec.capacity.regions[1]"].startswith("is not a region where SageMaker training runs")
+    typo = _errors(_with(MINIMAL, "spec.capacity.regions", ["us-east-1", "eu-west-9"]))["spec.capacity.regions[1]"]
+    assert typo.endswith("(got 'eu-west-9'; closest: eu-west-3, eu-west-2, eu-west-1)")  # as LoadManifest says it
 
 
 @pytest.mark.parametrize(

@@ -21,12 +21,10 @@ from spotline.aws.training import training_settings
 from spotline.aws.training.cluster_checks import cluster_zones, efa_problems, security_group_problems
 from spotline.aws.training.resources import check_in_region
 from spotline.core.common.errors import ManifestError
-from spotline.core.regions.regions import arn_in_region
+from spotline.core.regions.regions import arn_in_region, home_region_missing
 from spotline.core.regions.replicas import Replicas, place, spec_in
 from spotline.core.spec.model import JobSpec
 from spotline.core.state import ExcludedRegion, RegionPlanState
-
-REGIONS_PATH = "spec.capacity.regions"
 
 
 def home_only(home: str) -> RegionPlanState:
@@ -41,12 +39,7 @@ def plan_regions(
     `file_systems` the ones the team may mount (its `fileSystems`)."""
     if not spec.regions:
         return home_only(home), []
-    if home not in spec.regions:
-        problem = ManifestError(
-            REGIONS_PATH,
-            f"must include {home}, the region the manifest was dropped in: the run, its on-demand fallback "
-            "and its records stay there",
-        )
+    if problem := home_region_missing(spec.regions, home):
         return home_only(home), [problem]
     allowed, excluded, subnets = [], [], dict[str, list[str]]()
     zones: dict[str, dict[str, list[str]]] = {}

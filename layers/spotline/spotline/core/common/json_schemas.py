@@ -182,9 +182,14 @@ def schema_error(error: ValidationError, root: str = DOCUMENT) -> ManifestError:
 
 
 def _explained(subschema: dict[str, Any], instance: Any) -> str | None:
-    """What exactly is wrong, for the shapes whose schema names an explainer (`x-explain`)."""
+    """What exactly is wrong, for the shapes whose schema names an explainer (`x-explain`), and
+    the closest values of a long enum its message does not list (a region: eu-west-9)."""
     if subschema.get("x-explain") == "s3Uri" and isinstance(instance, str):
         return s3_uri_problem(instance)
+    allowed = subschema.get("enum")
+    if isinstance(allowed, list) and isinstance(instance, str):
+        close = difflib.get_close_matches(instance, [str(value) for value in allowed], n=3)
+        return f"closest: {', '.join(close)}" if close else None
     return None
 
 

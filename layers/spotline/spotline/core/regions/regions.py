@@ -46,6 +46,22 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from spotline.core.common.durations import format_duration
+from spotline.core.common.errors import ManifestError
+
+REGIONS_PATH = "spec.capacity.regions"
+
+
+def home_region_missing(regions: Sequence[str], home: str) -> ManifestError | None:
+    """The stack's rule for `capacity.regions` (ValidateResources refuses the run otherwise): a
+    list, when there is one, includes the home region, the stack's own, where the manifest is dropped."""
+    if not regions or home in regions:
+        return None
+    return ManifestError(
+        REGIONS_PATH,
+        f"must include {home}, the region the manifest was dropped in: the run, its on-demand fallback "
+        "and its records stay there",
+    )
+
 
 COPY_SECONDS_PER_GIB = 10.0
 """A server-side S3 copy between regions moves about 100 MiB/s (multipart UploadPartCopy in
