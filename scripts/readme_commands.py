@@ -53,7 +53,8 @@ CHECKED_ELSEWHERE = {
     "spotline status": "scripts/operate_demo.py --check",
     "spotline logs": "scripts/operate_demo.py --check",
     "spotline cancel": "scripts/operate_demo.py --check",
-    "spotline teams": "scripts/operate_demo.py --check (docs/teams/team-policy.md)",
+    "spotline teams": "scripts/operate_demo.py --check (docs/teams/team-policy.md); offline teams validate: "
+    "tests/devtools/cli/operate/test_teams_validate_offline.py",
     "spotline local": "tests/devtools/cli/local/test_local_server.py (its output, the port aside)",
     "make checkov": "make test",
 }

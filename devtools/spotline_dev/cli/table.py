@@ -29,13 +29,13 @@ class Command:
     on_stack: bool = False
 
 
-def _team(action: str, help: str) -> Command:
+def _team(action: str, help: str, *, on_stack: bool = True) -> Command:
     return Command(
         f"teams {action}",
         help,
         f"{_OPERATE}.parser:team_action",
         f"{_OPERATE}.team_commands:cmd_teams_{action}",
-        on_stack=True,
+        on_stack=on_stack,
     )
 
 
@@ -100,7 +100,9 @@ COMMANDS: tuple[Command, ...] = (
     _team("show", "a team's entry in force, its version, who changed it and when"),
     _team(
         "validate",
-        "check a policy file against the JSON Schema and the stack (quota totals, quota shares); change nothing",
+        "check a policy file against the JSON Schema, offline, and with --stack against the stack (quota totals, "
+        "quota shares); change nothing",
+        on_stack=False,
     ),
     _team("diff", "what a policy file would change in the registry, field by field"),
     _team(

@@ -100,10 +100,6 @@ def test_with_a_stack_the_stacks_checks_come_too(
     assert "more than the service environment's 8 (TrainingCapacity)" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs cli/table.py: `teams validate` a command that needs no stack (on_stack=False); then drop this mark",
-)
 def test_the_command_line_validates_without_a_stack(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
