@@ -50,7 +50,7 @@ def scoring_allowance(spec: ScoringSpec, account: str, region: str, role_path: s
 def run_scoring(
     scenario: Scenario, manifest: Path, spec: ScoringSpec, body: bytes, verbose: bool
 ) -> tuple[dict[str, Any], list[Any]]:
-    played = played_account([], scenario.account)
+    played = played_account([spec], scenario.account)
     transform = scenario.transform or DEFAULT_TRANSFORM
     entry = scoring_allowance(spec, played.id, played.region, played.role_path)
     with ExitStack() as scope:
@@ -104,8 +104,11 @@ def scoring_result_lines(run: dict[str, Any]) -> list[str]:
     result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
     sizing = run.get("sizing") or {}
     window = "met" if run["windowMet"] else ("MISSED" if run["windowMet"] is False else "not reached")
-    ends = f"window {window} (ends {run['windowEnd']})" if run["windowEnd"] else "no window: the night was not planned"
-    lines = [f"  result: {result}; {ends}, finished {run['finishedAt'] or '-'}"]
+    ends = f"window {window} (ends {run['windowEnd']})"
+    if not run["windowEnd"]:  # not planned: what the manifest asked for, and no finish to show
+        lines = [f"  result: {result}; {_unplanned(run)}"]
+    else:
+        lines = [f"  result: {result}; {ends}, finished {run['finishedAt'] or '-'}"]
     if sizing:
         measured = run["recordsPerSecond"]
         lines.append(
@@ -122,6 +125,16 @@ def scoring_result_lines(run: dict[str, Any]) -> list[str]:
         f"largest state {run['maxStateBytes'] / 1024:.1f} KiB"
     )
     return lines
+
+
+def _unplanned(run: dict[str, Any]) -> str:
+    """A run refused before it was planned (or a manifest rejected): its deadline or window as the
+    manifest declares it, never `none` for one it has."""
+    if run.get("deadline"):
+        return f"deadline {run['deadline']} not reached: the run was not planned"
+    if run.get("window"):
+        return f"window {run['window']} not reached: the night was not planned"
+    return "no window: the night was not planned"
 
 
 def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any], missing: list[str]) -> None:
@@ -188,7 +201,8 @@ def _summary(
         "spotInterruptions": 0,
         "clusterRepairs": 0,
         "onDemandFallback": False,
-        "deadline": run.due if run else None,
+        "deadline": run.due if run else (_rfc3339(spec.deadline) if spec.deadline else None),
+        "window": _window_text(spec),  # for the text: a window the run was not planned in
         "deadlineMet": outcome.window_met if outcome else None,
         "trainingSeconds": 0,
         "billableSeconds": 0,
@@ -225,6 +239,11 @@ def _summary(
         "teamChanges": [],
         "capacity": None,
     }
+
+
+def _window_text(spec: ScoringSpec) -> str | None:
+    window = spec.window
+    return f"{window.start:%H:%M}-{window.end:%H:%M} {window.time_zone}" if window else None
 
 
 def _last_state(history: list[dict[str, Any]]) -> dict[str, Any]:

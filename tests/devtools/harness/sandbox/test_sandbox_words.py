@@ -197,7 +197,11 @@ def test_a_scoring_night_that_was_not_planned_says_so_and_where_its_data_came_fr
     )
     summary = run_scenario(load_scenario(rejected))
     text, story = render_text(summary, 0.0), render_story(summary["executions"][0]["story"])
-    assert "  result: FAILED (ScoringManifestRejected); no window: the night was not planned, finished -" in text
+    # Its deadline is the manifest's, said as such: never "no window" for a job that has a deadline.
+    assert (
+        "  result: FAILED (ScoringManifestRejected); deadline 2026-12-05T03:00:00Z not reached: the run was not planned"
+        in text
+    )
     assert "  Window      not planned" in story
     # Uploaded without dependsOn: its data was ready when the upload arrived (the scenario's start).
     assert "  Data ready  2026-12-04T23:55:00Z (the upload: no dataset event)" in story
