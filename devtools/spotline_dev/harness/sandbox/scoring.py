@@ -1,7 +1,9 @@
 """Scoring manifests (`kind: ScoringJob`) in the sandbox: a stack of their own, the team's entry
 as the manifest needs it, the night's input written (scenario `transform.objects` objects of the
-declared records), the model registered, the stand-in's Batch Transform at the scenario's
-throughput (`transform:`), and the manifest uploaded; with `dependsOn`, a Dataset Ready event for
+declared records, or of DEFAULT_RECORDS lines when the manifest declares none: Spotline then
+counts them from the bytes, as in AWS), the model registered, the stand-in's Batch Transform at
+the scenario's throughput (`transform:`; without it, the manifest's declared one), and the
+manifest uploaded; with `dependsOn`, a Dataset Ready event for
 each dataset at the scenario's start. The run's `--json` entry has the training runs' keys (with
 nothing trained) and the scoring ones: kind, instances, windowEnd, finishedAt, windowMet,
 recordsPerSecond, notifications."""
@@ -28,7 +30,12 @@ from spotline_dev.harness.sandbox.scenario import Scenario, TransformSpec
 from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformWeather
 
 TEAM_TAG = "spotline:team"
-DEFAULT_TRANSFORM = TransformSpec(records_per_second=1000.0)
+DEFAULT_RECORDS_PER_SECOND = 1000.0
+"""The stand-in's throughput without `transform:` for a manifest that declares none (one that
+declares `throughput.recordsPerSecond` is scored at that rate: the model is as fast as it says)."""
+DEFAULT_RECORDS = 1_000_000
+"""The records the sandbox writes for a night whose manifest declares no `input.records`."""
+RECORD = b"0123456789\n"  # one record of the night's input, a line (SplitType Line)
 ROLE = "arn:aws:iam::{account}:role/{path}/{team}-scoring"
 IMAGE = "{account}.dkr.ecr.{region}.amazonaws.com/{team}-model:sandbox"
 
@@ -51,7 +58,7 @@ def run_scoring(
     scenario: Scenario, manifest: Path, spec: ScoringSpec, body: bytes, verbose: bool
 ) -> tuple[dict[str, Any], list[Any]]:
     played = played_account([spec], scenario.account)
-    transform = scenario.transform or DEFAULT_TRANSFORM
+    transform = scenario.transform or TransformSpec(spec.records_per_second or DEFAULT_RECORDS_PER_SECOND)
     entry = scoring_allowance(spec, played.id, played.region, played.role_path)
     with ExitStack() as scope:
         stack = scope.enter_context(
@@ -146,12 +153,15 @@ def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any],
             s3.create_bucket(Bucket=bucket)
     if "spec.input.s3Uri" not in missing:
         bucket, prefix = split_s3_uri(spec.input_s3_uri)
-        records = spec.records or 1_000_000
+        records = spec.records or DEFAULT_RECORDS
         for index in range(objects):
             key = f"{prefix}part-{index:04d}.csv"
             count = records // objects + (1 if index < records % objects else 0)
-            s3.put_object(Bucket=bucket, Key=key, Body=b"0123456789\n" * max(1, min(count, 1000) // 10))
-            stack.standin.transform_records[(bucket, key)] = count
+            if spec.records:  # declared: a small object stands for its share, which the stand-in scores
+                s3.put_object(Bucket=bucket, Key=key, Body=RECORD * max(1, min(count, 1000) // 10))
+                stack.standin.transform_records[(bucket, key)] = count
+            else:  # Spotline counts the records from the bytes, and the stand-in scores the lines it reads
+                s3.put_object(Bucket=bucket, Key=key, Body=RECORD * count)
     if model.role_arn and "spec.model.roleArn" not in missing:  # a model to register from its parts
         ensure_role(stack.client("iam"), model.role_arn, spec.team)
     if model.image and "spec.model.image" not in missing:

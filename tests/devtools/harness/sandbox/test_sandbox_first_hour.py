@@ -10,6 +10,7 @@ from pathlib import Path
 from builders import example_text
 from spotline_dev.harness.local.template import PROJECT_ROOT
 from spotline_dev.harness.sandbox.replay import load_scenario, public_summary, render_text, run_scenario
+from spotline_dev.harness.sandbox.scoring import DEFAULT_RECORDS
 
 OTHER_ACCOUNT = "210987654321"
 SCORING = PROJECT_ROOT / "examples" / "scoring"
@@ -81,3 +82,28 @@ def test_an_invalid_scoring_manifest_shows_its_own_errors_and_its_deadline(tmp_p
     assert "attempts 0" not in text and "deadline none" not in text  # not a training run's words
     # Its model's role and image are valid, and name the account the sandbox plays.
     assert f"Plays account {OTHER_ACCOUNT} in us-east-1, SageMaker roles under role/spotline/ (the manifest)" in text
+
+
+def _night_without_records(folder: Path, transform: str) -> dict[str, object]:
+    lines = (SCORING / "scores-on-upload.yaml").read_text().splitlines(keepends=True)
+    manifest = folder / "no-records.yaml"
+    manifest.write_text("".join(line for line in lines if "records: 40000000" not in line))
+    summary = run_scenario(load_scenario(_scenario(folder, manifest, "2026-12-04T23:55:00Z", transform)))
+    (run,) = public_summary(summary)["executions"]
+    return run  # type: ignore[no-any-return]
+
+
+def test_a_night_without_declared_records_prints_the_records_and_throughput_the_stand_in_scored(
+    tmp_path: Path,
+) -> None:
+    # Spotline counts undeclared records from the input's bytes; the sandbox writes that many
+    # lines (DEFAULT_RECORDS), so the count and the pace it prints are what the stand-in scored.
+    run = _night_without_records(tmp_path, "transform: {recordsPerSecond: 1200}\n")
+    assert run["status"] == "SUCCEEDED"
+    assert run["sizing"]["records"] == DEFAULT_RECORDS  # type: ignore[index]
+    assert run["recordsPerSecond"] == 1200.0
+
+
+def test_without_transform_the_stand_in_scores_at_the_manifests_declared_throughput(tmp_path: Path) -> None:
+    run = _night_without_records(tmp_path, "")
+    assert (run["status"], run["recordsPerSecond"]) == ("SUCCEEDED", 1500.0)  # throughput: {recordsPerSecond: 1500}
