@@ -215,7 +215,9 @@ def _cost_line(run: dict[str, Any]) -> str:
         where = f" in {', '.join(unpriced)}" if unpriced else ""
         return f"cost {format_usd(None)} (no price for {run['instanceType']}{where} in Spotline's table)"
     cost = f"cost {format_usd(run['costUsd'])}"
-    against = saving_words(run["savingsPercent"], run["onDemandCostUsd"], run.get("trainingPlanSeconds"))
+    against = saving_words(
+        run["savingsPercent"], run["onDemandCostUsd"], run.get("trainingPlanSeconds"), run.get("onDemandInstanceType")
+    )
     return f"{cost} vs {against}" if run["onDemandCostUsd"] is not None else f"{cost} ({against})"
 
 

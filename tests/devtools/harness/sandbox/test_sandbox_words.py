@@ -63,7 +63,7 @@ def test_a_finished_run_on_a_training_plan_says_it_moved_to_the_plan_and_claims_
     # The plan's job bills 60 s of download + 6h of work (expectedDuration) + 60 s of upload = 6h2m,
     # all of it on the plan. On-demand the same 21,720 s at ml.p4d.24xlarge's $25.2512883/h (us-east-1)
     # = $152.35. The run finished: it claims no saving because the plan's fee was paid up front.
-    claimed = "$152.35 all on-demand; no saving claimed: 6h2m ran on a training plan, paid up front"
+    claimed = "$152.35 all on-demand on ml.p4d.24xlarge; no saving claimed: 6h2m ran on a training plan, paid up front"
     assert f"cost $0.00 vs {claimed}" in text
     assert claimed in story
     assert "did not finish" not in text + story
