@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from spotline_dev.harness.local.handles import REGION
+from spotline_dev.harness.local.template import PROJECT_ROOT
+from spotline_dev.harness.standin.sagemaker.ledger import ManifestTypes
 
 
 def assert_reconciled(run: dict[str, Any]) -> None:
@@ -28,13 +33,26 @@ def assert_reconciled(run: dict[str, Any]) -> None:
     if expected_cost is not None:
         assert round(run["costUsd"], 2) == round(expected_cost, 2), (name, run["costUsd"], expected_cost)
     assert abs(run["lostWorkSeconds"] - ledger.lost_work_seconds) <= 1, (name, run["lostWorkSeconds"], ledger)
-    if ledger.on_demand_seconds is None:
+    primary = manifest_types(run)
+    baseline = ledger.on_demand_seconds(primary.speeds)
+    if baseline is None:
         assert run["onDemandSeconds"] is None and run["savingsPercent"] is None, name
     else:
-        assert abs(run["onDemandSeconds"] - ledger.on_demand_seconds) <= 1, (name, run["onDemandSeconds"])
-        expected = ledger.on_demand_cost_usd(REGION)
+        assert abs(run["onDemandSeconds"] - baseline) <= 1, (name, run["onDemandSeconds"], baseline)
+        expected = ledger.on_demand_cost_usd(REGION, primary)
         if expected is not None:
             assert abs(run["onDemandCostUsd"] - expected) <= 0.01, (name, run["onDemandCostUsd"], expected)
+
+
+def manifest_types(run: dict[str, Any]) -> ManifestTypes:
+    """The run's manifest's primary type and count and each type's declared speed, read from the
+    manifest file itself: the baseline is the job on its primary, its work there as declared."""
+    path = Path(run["manifest"])
+    resources = yaml.safe_load((path if path.is_absolute() else PROJECT_ROOT / path).read_text())["spec"]["resources"]
+    count = int(resources.get("instanceCount", 1))
+    speeds = {str(resources["instanceType"]): 1.0}
+    speeds |= {str(a["instanceType"]): float(a.get("speed", 1.0)) for a in resources.get("alternatives") or ()}
+    return ManifestTypes(str(resources["instanceType"]), count, speeds)
 
 
 def assert_reconciled_by_type_and_region(run: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ledger_checks import assert_reconciled
 
+from builders import EXAMPLE_MANIFEST
 from spotline_dev.harness.local.handles import LocalStack
 
 ROOT = Path(__file__).parents[2]
@@ -115,12 +116,13 @@ def outcome_report(stack: LocalStack, key: str = "reports/manifests/search-ranki
     return json.loads(stack.client("s3").get_object(Bucket=stack.bucket, Key=key)["Body"].read())
 
 
-def reconcile(stack: LocalStack, name: str, figures: dict[str, Any]) -> None:
+def reconcile(stack: LocalStack, name: str, figures: dict[str, Any], manifest: Path = EXAMPLE_MANIFEST) -> None:
     """The reported figures are the stand-in's ledger's (tests/ledger_checks.py) for run `name`
-    (the first execution's: the one that submitted its jobs)."""
+    (the first execution's: the one that submitted its jobs) of `manifest` (its types: the baseline's)."""
     assert_reconciled(
         {
             "name": name,
+            "manifest": str(manifest),
             "ledger": stack.standin.ledger().get(name),
             "billableSeconds": figures.get("billable_seconds", 0),
             "trainingSeconds": figures.get("training_seconds", 0),

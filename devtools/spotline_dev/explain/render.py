@@ -84,7 +84,10 @@ def _training_lines(story: Story) -> list[str]:
     figures = story.figures
     if figures.get("training_seconds"):
         against = saving_words(
-            figures.get("savings_percent"), figures.get("on_demand_cost_usd"), figures.get("training_plan_seconds")
+            figures.get("savings_percent"),
+            figures.get("on_demand_cost_usd"),
+            figures.get("training_plan_seconds"),
+            figures.get("on_demand_instance_type"),
         )
         billed = billed_words(
             int(figures.get("billable_seconds") or 0), figures.get("training_plan_seconds"), story.instance_count

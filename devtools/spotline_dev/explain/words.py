@@ -8,19 +8,23 @@ from spotline.core.billing.cost import format_usd
 from spotline.core.common.durations import format_duration
 
 
-def saving_words(savings_percent: float | None, on_demand_usd: float | None, plan_seconds: int | None) -> str:
-    """`$X all on-demand (N% saved)`, or why no saving is claimed: a run that used a training plan
+def saving_words(
+    savings_percent: float | None,
+    on_demand_usd: float | None,
+    plan_seconds: int | None,
+    instance_type: str | None = None,
+) -> str:
+    """`$X all on-demand on ml.g5.2xlarge (N% saved)`, the baseline's type said (the manifest's
+    primary, wherever the run ended), or why no saving is claimed: a run that used a training plan
     claims none (the plan's fee was paid up front, elsewhere), a run that did not finish the job has
     nothing to compare."""
+    baseline = f"{format_usd(on_demand_usd)} all on-demand" + (f" on {instance_type}" if instance_type else "")
     if savings_percent is not None and on_demand_usd is not None:
-        return f"{format_usd(on_demand_usd)} all on-demand ({savings_percent:.0f}% saved)"
+        return f"{baseline} ({savings_percent:.0f}% saved)"
     if on_demand_usd is not None and plan_seconds:
-        return (
-            f"{format_usd(on_demand_usd)} all on-demand; no saving claimed: {format_duration(plan_seconds)} ran on "
-            "a training plan, paid up front"
-        )
+        return f"{baseline}; no saving claimed: {format_duration(plan_seconds)} ran on a training plan, paid up front"
     if on_demand_usd is not None:
-        return f"{format_usd(on_demand_usd)} all on-demand"
+        return baseline
     return "no saving: the job did not finish"
 
 

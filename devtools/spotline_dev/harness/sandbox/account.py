@@ -12,6 +12,7 @@ from typing import Any
 
 from spotline.aws.common.clients import split_s3_uri
 from spotline.aws.training.resources import TEAM_TAG
+from spotline.core.scoring.scoring import ScoringSpec
 from spotline.core.spec.images import DLC_REGISTRY_ACCOUNTS, parse_image
 from spotline.core.spec.model import JobSpec
 from spotline.core.teams.quota_shares import MAX_CAPACITY_LIMITS, parse_capacity
@@ -43,6 +44,11 @@ class PlayedAccount:
         return f"account {self.id} in {self.region}, SageMaker roles under role/{self.role_path}/ ({self.source})"
 
 
+Naming = JobSpec | ScoringSpec | PlayedAccount
+"""What names the account a stack plays: a manifest's spec, or what a rejected manifest's valid
+fields name (`rejected.account_of_document`)."""
+
+
 def role_path_of(role_arn: str) -> str | None:
     """`arn:aws:iam::111122223333:role/ml/training/x` -> `ml/training`; None for a role at the root."""
     path, _, _ = role_arn.split(":role/", 1)[1].rpartition("/")
@@ -50,22 +56,45 @@ def role_path_of(role_arn: str) -> str | None:
 
 
 def account_of_spec(spec: JobSpec) -> PlayedAccount:
-    """What one manifest names: the role's account and path, the image's region (an ECR image is
-    in the job's region: SageMaker pulls it from there)."""
-    image = parse_image(spec.image)
+    """What one training manifest names: the role's account and path, the image's region (an ECR
+    image is in the job's region: SageMaker pulls it from there)."""
+    named = account_named(spec.role_arn, spec.image)
+    assert named is not None  # a valid training manifest names both
+    return named
+
+
+def account_named(role_arn: str | None, image: str | None) -> PlayedAccount | None:
+    """The account a role and an image name (a training manifest's spec.roleArn and spec.image, a
+    scoring manifest's spec.model.roleArn and spec.model.image): the role's account and path, the
+    image's region; what one leaves out is the sandbox's default. None when neither is named."""
+    if not role_arn and not image:
+        return None
+    parsed = parse_image(image) if image else None
     return PlayedAccount(
-        id=spec.role_arn.split(":")[4],
-        region=image.region if image else DEFAULT_REGION,
-        role_path=role_path_of(spec.role_arn) or DEFAULT_ROLE_PATH,
+        id=role_arn.split(":")[4] if role_arn else DEFAULT_ACCOUNT,
+        region=parsed.region if parsed else DEFAULT_REGION,
+        role_path=(role_path_of(role_arn) if role_arn else None) or DEFAULT_ROLE_PATH,
         source="the manifest",
     )
 
 
-def played_account(specs: Sequence[JobSpec], scenario: Mapping[str, str] | None) -> PlayedAccount:
+def account_of(named: Naming) -> PlayedAccount | None:
+    """The account a manifest names: a training job's role and image, a scoring job's model's
+    (None for a scoring job that names its model by name only: it names no account)."""
+    if isinstance(named, PlayedAccount):
+        return named
+    if isinstance(named, ScoringSpec):
+        return account_named(named.model.role_arn, named.model.image)
+    return account_of_spec(named)
+
+
+def played_account(specs: Sequence[Naming], scenario: Mapping[str, str] | None) -> PlayedAccount:
     """The account one stack plays: the scenario's `account:` where it says it, else what its
-    manifests name. Manifests sharing one stack (a fleet) must name one account and region: an
-    error says which differ."""
-    named = {(a.id, a.region, a.role_path) for a in map(account_of_spec, specs)}
+    manifests name (training or scoring jobs, or what a rejected manifest's valid fields name).
+    Manifests sharing one stack (a fleet) must name one account and region: an error says which
+    differ."""
+    accounts = [a for a in map(account_of, specs) if a is not None]
+    named = {(a.id, a.region, a.role_path) for a in accounts}
     scenario = scenario or {}
     if scenario.get("id") and scenario.get("region") and scenario.get("rolePath"):
         return PlayedAccount(scenario["id"], scenario["region"], scenario["rolePath"], "the scenario")
@@ -76,12 +105,12 @@ def played_account(specs: Sequence[JobSpec], scenario: Mapping[str, str] | None)
                 f"account.{field}: the manifests of this stack name {', '.join(sorted(values))}; one stack plays "
                 f"one account: set account.{field} in the scenario, or run them as separate scenarios"
             )
-    source = "the scenario" if scenario else ("the manifest" if len(specs) == 1 else "the manifests")
+    source = "the scenario" if scenario else ("the manifest" if len(accounts) == 1 else "the manifests")
     return PlayedAccount(
         id=scenario.get("id") or next(iter(ids), DEFAULT_ACCOUNT),
         region=scenario.get("region") or next(iter(regions), DEFAULT_REGION),
         role_path=scenario.get("rolePath") or next(iter(paths), DEFAULT_ROLE_PATH),
-        source=source if specs or scenario else "the sandbox's default",
+        source=source if accounts or scenario else "the sandbox's default",
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from spotline.core.spec.model import to_rfc3339
+from spotline.core.spec.model import JobSpec, to_rfc3339
 from spotline.core.training.training_request import Attempt, service_job_request
 from spotline_dev.harness.local.handles import ACCOUNT, REGION
 from spotline_dev.harness.sandbox.fleet import Upload, fleet_stack, quota_capacity, uploads_of
@@ -17,7 +17,7 @@ from spotline_dev.harness.sandbox.fleet_figures import fleet_figures
 from spotline_dev.harness.sandbox.runs import ENDED, powertools_environment_for, training_end
 from spotline_dev.harness.sandbox.scenario import Scenario
 from spotline_dev.harness.standin import ServiceJobView
-from spotline_dev.harness.standin.sagemaker.ledger import RunLedger
+from spotline_dev.harness.standin.sagemaker.ledger import ManifestTypes, RunLedger
 
 STEP_SECONDS = 600.0  # how far the clock moves at a time once every job is submitted
 HORIZON_SECONDS = 60 * 86400.0
@@ -53,6 +53,13 @@ def run_plain_batch(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+def manifest_types(spec: JobSpec) -> ManifestTypes:
+    """The spec's primary type and count and each type's declared speed (the baseline's terms)."""
+    return ManifestTypes(
+        spec.instance_type, spec.instance_count, {o.instance_type: o.speed for o in spec.instance_options}
+    )
+
+
 def _run_of(job: ServiceJobView, upload: Upload, start: datetime, ledger: RunLedger | None) -> dict[str, Any]:
     """One plain-Batch job with its figures from the stand-in's ledger (what it billed)."""
     spec = upload.spec
@@ -64,8 +71,8 @@ def _run_of(job: ServiceJobView, upload: Upload, start: datetime, ledger: RunLed
         "deadline": spec.deadline,
         "deadlineMet": ended["deadlineMet"],
         "costUsd": ledger.cost_usd(REGION) if ledger else 0.0,
-        "onDemandCostUsd": ledger.on_demand_cost_usd(REGION) if ledger else None,
-        "onDemandSeconds": ledger.on_demand_seconds if ledger else None,
+        "onDemandCostUsd": ledger.on_demand_cost_usd(REGION, manifest_types(spec)) if ledger else None,
+        "onDemandSeconds": ledger.on_demand_seconds(manifest_types(spec).speeds) if ledger else None,
         "instanceType": spec.instance_type,
         "instanceCount": spec.instance_count,
         "uploadedAt": to_rfc3339(start + timedelta(seconds=upload.moment)),

@@ -256,7 +256,8 @@ def render_fleet(fleet: dict[str, Any]) -> list[str]:
     out = [
         f"Fleet: {fleet['jobs']} job(s), {fleet['succeeded']} succeeded, {fleet['failed']} failed; "
         f"deadlines met {fleet['deadlinesMet']} of {with_deadline}",
-        f"  cost {format_usd(fleet['costUsd'])} vs {format_usd(fleet['onDemandCostUsd'])} all on-demand ({saved}); "
+        f"  cost {format_usd(fleet['costUsd'])} vs {format_usd(fleet['onDemandCostUsd'])} all on-demand on each "
+        f"job's primary type ({saved}); "
         f"{capacity}; {fleet['preemptions']} preemption(s)",
         f"  queue wait p50 {_short(waits['p50'])}, p95 {_short(waits['p95'])}, max {_short(waits['max'])}",
         "",

@@ -35,6 +35,7 @@ from spotline_dev.harness.sandbox.account import played_account, played_capacity
 from spotline_dev.harness.sandbox.file_systems import check_zones, needs_vpc, play_file_systems
 from spotline_dev.harness.sandbox.fleet import run_fleet
 from spotline_dev.harness.sandbox.fleet_figures import fleet_figures, plot_fleet, render_fleet
+from spotline_dev.harness.sandbox.rejected import FALLBACK_TEAM, declared, rejected_run
 from spotline_dev.harness.sandbox.replicas import list_replica_file_systems, play_replicas, played_replicas
 from spotline_dev.harness.sandbox.runs import (
     ENDED,
@@ -97,7 +98,8 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
     if validated.scoring is not None:  # a scoring manifest: its own stack and summary
         return run_scoring(scenario, manifest, validated.scoring, body, verbose)
     spec = validated.spec
-    team = spec.team if spec else "sandbox"
+    rejected = declared(body) if spec is None else None  # what an invalid manifest still says of itself
+    team = spec.team if spec else rejected.team if rejected else FALLBACK_TEAM
     if scenario.team_policy is not None:
         policy = scenario.team_policy
     else:
@@ -111,7 +113,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         )
 
     key = f"manifests/{team}/{manifest.name}"
-    played = played_account([spec] if spec else [], scenario.account)
+    played = played_account([spec] if spec else [a for a in (rejected and rejected.account,) if a], scenario.account)
     replicas: dict[str, dict[str, str]] = {}
     if spec and scenario.regions:
         entry = policy.get("teams", {}).get(spec.team)
@@ -192,7 +194,7 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
             "teamChanges": team_changes,
         }
     run["leftRunning"] = [left_running(run["name"], job) for job in jobs if job.status not in ENDED]
-    return run, jobs
+    return (run | rejected_run(rejected) if rejected else run), jobs
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -213,7 +215,9 @@ def _cost_line(run: dict[str, Any]) -> str:
         where = f" in {', '.join(unpriced)}" if unpriced else ""
         return f"cost {format_usd(None)} (no price for {run['instanceType']}{where} in Spotline's table)"
     cost = f"cost {format_usd(run['costUsd'])}"
-    against = saving_words(run["savingsPercent"], run["onDemandCostUsd"], run.get("trainingPlanSeconds"))
+    against = saving_words(
+        run["savingsPercent"], run["onDemandCostUsd"], run.get("trainingPlanSeconds"), run.get("onDemandInstanceType")
+    )
     return f"{cost} vs {against}" if run["onDemandCostUsd"] is not None else f"{cost} ({against})"
 
 
@@ -261,7 +265,7 @@ def render_text(summary: dict[str, Any], wall_seconds: float) -> str:
         if run["deadlineMet"] is not None:
             deadline = "met" if run["deadlineMet"] else "MISSED"
         else:
-            deadline = "not reached" if run["deadline"] else "none"
+            deadline = f"{run['deadline']} not reached" if run["deadline"] else "none"
         out.append(
             f"  result: {result}; attempts {run['attempts']}, spot interruptions {run['spotInterruptions']}, "
             f"on-demand fallback {'yes' if run['onDemandFallback'] else 'no'}, deadline {deadline}"

@@ -237,6 +237,7 @@ def summarize(
         "costByRegion": figures.get("cost_by_region") or {},
         "onDemandCostUsd": figures.get("on_demand_cost_usd"),
         "onDemandSeconds": figures.get("on_demand_seconds"),
+        "onDemandInstanceType": figures.get("on_demand_instance_type"),  # the baseline's: the manifest's primary
         "savingsPercent": figures.get("savings_percent"),
         "trainingPlanSeconds": figures.get("training_plan_seconds", 0),
         "regions": [a.region for a in attempt_records(_latest_state(history))] if history else [],

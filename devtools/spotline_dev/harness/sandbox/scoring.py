@@ -1,7 +1,9 @@
 """Scoring manifests (`kind: ScoringJob`) in the sandbox: a stack of their own, the team's entry
 as the manifest needs it, the night's input written (scenario `transform.objects` objects of the
-declared records), the model registered, the stand-in's Batch Transform at the scenario's
-throughput (`transform:`), and the manifest uploaded; with `dependsOn`, a Dataset Ready event for
+declared records, or of DEFAULT_RECORDS lines when the manifest declares none: Spotline then
+counts them from the bytes, as in AWS), the model registered, the stand-in's Batch Transform at
+the scenario's throughput (`transform:`; without it, the manifest's declared one), and the
+manifest uploaded; with `dependsOn`, a Dataset Ready event for
 each dataset at the scenario's start. The run's `--json` entry has the training runs' keys (with
 nothing trained) and the scoring ones: kind, instances, windowEnd, finishedAt, windowMet,
 recordsPerSecond, notifications."""
@@ -28,7 +30,12 @@ from spotline_dev.harness.sandbox.scenario import Scenario, TransformSpec
 from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformWeather
 
 TEAM_TAG = "spotline:team"
-DEFAULT_TRANSFORM = TransformSpec(records_per_second=1000.0)
+DEFAULT_RECORDS_PER_SECOND = 1000.0
+"""The stand-in's throughput without `transform:` for a manifest that declares none (one that
+declares `throughput.recordsPerSecond` is scored at that rate: the model is as fast as it says)."""
+DEFAULT_RECORDS = 1_000_000
+"""The records the sandbox writes for a night whose manifest declares no `input.records`."""
+RECORD = b"0123456789\n"  # one record of the night's input, a line (SplitType Line)
 ROLE = "arn:aws:iam::{account}:role/{path}/{team}-scoring"
 IMAGE = "{account}.dkr.ecr.{region}.amazonaws.com/{team}-model:sandbox"
 
@@ -50,8 +57,8 @@ def scoring_allowance(spec: ScoringSpec, account: str, region: str, role_path: s
 def run_scoring(
     scenario: Scenario, manifest: Path, spec: ScoringSpec, body: bytes, verbose: bool
 ) -> tuple[dict[str, Any], list[Any]]:
-    played = played_account([], scenario.account)
-    transform = scenario.transform or DEFAULT_TRANSFORM
+    played = played_account([spec], scenario.account)
+    transform = scenario.transform or TransformSpec(spec.records_per_second or DEFAULT_RECORDS_PER_SECOND)
     entry = scoring_allowance(spec, played.id, played.region, played.role_path)
     with ExitStack() as scope:
         stack = scope.enter_context(
@@ -104,8 +111,11 @@ def scoring_result_lines(run: dict[str, Any]) -> list[str]:
     result = f"{run['status']}" + (f" ({run['error']})" if run["error"] else "")
     sizing = run.get("sizing") or {}
     window = "met" if run["windowMet"] else ("MISSED" if run["windowMet"] is False else "not reached")
-    ends = f"window {window} (ends {run['windowEnd']})" if run["windowEnd"] else "no window: the night was not planned"
-    lines = [f"  result: {result}; {ends}, finished {run['finishedAt'] or '-'}"]
+    ends = f"window {window} (ends {run['windowEnd']})"
+    if not run["windowEnd"]:  # not planned: what the manifest asked for, and no finish to show
+        lines = [f"  result: {result}; {_unplanned(run)}"]
+    else:
+        lines = [f"  result: {result}; {ends}, finished {run['finishedAt'] or '-'}"]
     if sizing:
         measured = run["recordsPerSecond"]
         lines.append(
@@ -124,6 +134,16 @@ def scoring_result_lines(run: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _unplanned(run: dict[str, Any]) -> str:
+    """A run refused before it was planned (or a manifest rejected): its deadline or window as the
+    manifest declares it, never `none` for one it has."""
+    if run.get("deadline"):
+        return f"deadline {run['deadline']} not reached: the run was not planned"
+    if run.get("window"):
+        return f"window {run['window']} not reached: the night was not planned"
+    return "no window: the night was not planned"
+
+
 def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any], missing: list[str]) -> None:
     """The buckets, the night's input (its records spread over `objects` objects) and the model."""
     s3, model = stack.client("s3"), spec.model
@@ -133,12 +153,15 @@ def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any],
             s3.create_bucket(Bucket=bucket)
     if "spec.input.s3Uri" not in missing:
         bucket, prefix = split_s3_uri(spec.input_s3_uri)
-        records = spec.records or 1_000_000
+        records = spec.records or DEFAULT_RECORDS
         for index in range(objects):
             key = f"{prefix}part-{index:04d}.csv"
             count = records // objects + (1 if index < records % objects else 0)
-            s3.put_object(Bucket=bucket, Key=key, Body=b"0123456789\n" * max(1, min(count, 1000) // 10))
-            stack.standin.transform_records[(bucket, key)] = count
+            if spec.records:  # declared: a small object stands for its share, which the stand-in scores
+                s3.put_object(Bucket=bucket, Key=key, Body=RECORD * max(1, min(count, 1000) // 10))
+                stack.standin.transform_records[(bucket, key)] = count
+            else:  # Spotline counts the records from the bytes, and the stand-in scores the lines it reads
+                s3.put_object(Bucket=bucket, Key=key, Body=RECORD * count)
     if model.role_arn and "spec.model.roleArn" not in missing:  # a model to register from its parts
         ensure_role(stack.client("iam"), model.role_arn, spec.team)
     if model.image and "spec.model.image" not in missing:
@@ -188,7 +211,8 @@ def _summary(
         "spotInterruptions": 0,
         "clusterRepairs": 0,
         "onDemandFallback": False,
-        "deadline": run.due if run else None,
+        "deadline": run.due if run else (_rfc3339(spec.deadline) if spec.deadline else None),
+        "window": _window_text(spec),  # for the text: a window the run was not planned in
         "deadlineMet": outcome.window_met if outcome else None,
         "trainingSeconds": 0,
         "billableSeconds": 0,
@@ -225,6 +249,11 @@ def _summary(
         "teamChanges": [],
         "capacity": None,
     }
+
+
+def _window_text(spec: ScoringSpec) -> str | None:
+    window = spec.window
+    return f"{window.start:%H:%M}-{window.end:%H:%M} {window.time_zone}" if window else None
 
 
 def _last_state(history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from ledger_checks import assert_reconciled, assert_reconciled_by_type_and_regio
 from spotline_dev.harness.local import stack as local_aws
 from spotline_dev.harness.local.handles import REGION
 from spotline_dev.harness.sandbox.replay import load_scenario, public_summary, run_scenario
-from spotline_dev.harness.standin.sagemaker.ledger import LedgerEntry, RunLedger
+from spotline_dev.harness.standin.sagemaker.ledger import LedgerEntry, ManifestTypes, RunLedger
 
 SEEDS = range(40)
 THRICE = {0, 1, 2, 3}  # one of each kind is replayed a third time
@@ -137,3 +137,23 @@ def test_a_ledger_splits_a_run_per_instance_type_and_region() -> None:
     )
     west = parts[("ml.g5.2xlarge", "us-west-2")]
     assert (west.billed_seconds, west.lost_work_seconds, west.cost_usd) == (600, 30.0, None)  # no us-west-2 price
+
+
+def test_a_ledgers_baseline_is_the_work_kept_on_each_type_at_its_declared_speed_on_the_primary() -> None:
+    """Issue 50: 125 of 1,000 steps kept on ml.g5.2xlarge (8 h for the job there), the other 875 on
+    ml.g6.2xlarge (10 h for the job there, declared 0.8 as fast): 3,600 s + 31,500 s x 0.8 of the
+    primary's work, priced on the primary."""
+    ledger = RunLedger(
+        (
+            _entry("a", "ml.g5.2xlarge", 1, 1200, work_seconds=28800.0, total_steps=1000),
+            _entry(
+                "b", "ml.g6.2xlarge", 1, 9000, work_seconds=36000.0, total_steps=1000, restored_step=125, completed=True
+            ),
+        ),
+        on_demand_start_delay=480.0,
+    )
+    primary = ManifestTypes("ml.g5.2xlarge", 1, {"ml.g5.2xlarge": 1.0, "ml.g6.2xlarge": 0.8})
+
+    assert ledger.kept_work_by_type() == {"ml.g5.2xlarge": 3600.0, "ml.g6.2xlarge": 31500.0}
+    assert ledger.on_demand_seconds(primary.speeds) == 3600 + 25200 + 60 + 60  # one download, the upload
+    assert ledger.on_demand_cost_usd(REGION, primary) == round(1.515 * 28920 / 3600, 4)

@@ -158,7 +158,7 @@ def test_a_fleet_with_an_unpriced_run_has_an_unknown_cost_not_a_partial_one() ->
         "teams": {},
     }
     (line,) = [line for line in render_fleet(fleet) if "all on-demand" in line]
-    assert line.startswith("  cost unknown vs unknown all on-demand (saving unknown)")
+    assert line.startswith("  cost unknown vs unknown all on-demand on each job's primary type (saving unknown)")
     assert total_cost([1.5, None]) is None and total_cost([1.5, 2.25]) == 3.75
 
 

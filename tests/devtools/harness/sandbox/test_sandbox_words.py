@@ -63,7 +63,7 @@ def test_a_finished_run_on_a_training_plan_says_it_moved_to_the_plan_and_claims_
     # The plan's job bills 60 s of download + 6h of work (expectedDuration) + 60 s of upload = 6h2m,
     # all of it on the plan. On-demand the same 21,720 s at ml.p4d.24xlarge's $25.2512883/h (us-east-1)
     # = $152.35. The run finished: it claims no saving because the plan's fee was paid up front.
-    claimed = "$152.35 all on-demand; no saving claimed: 6h2m ran on a training plan, paid up front"
+    claimed = "$152.35 all on-demand on ml.p4d.24xlarge; no saving claimed: 6h2m ran on a training plan, paid up front"
     assert f"cost $0.00 vs {claimed}" in text
     assert claimed in story
     assert "did not finish" not in text + story
@@ -197,7 +197,11 @@ def test_a_scoring_night_that_was_not_planned_says_so_and_where_its_data_came_fr
     )
     summary = run_scenario(load_scenario(rejected))
     text, story = render_text(summary, 0.0), render_story(summary["executions"][0]["story"])
-    assert "  result: FAILED (ScoringManifestRejected); no window: the night was not planned, finished -" in text
+    # Its deadline is the manifest's, said as such: never "no window" for a job that has a deadline.
+    assert (
+        "  result: FAILED (ScoringManifestRejected); deadline 2026-12-05T03:00:00Z not reached: the run was not planned"
+        in text
+    )
     assert "  Window      not planned" in story
     # Uploaded without dependsOn: its data was ready when the upload arrived (the scenario's start).
     assert "  Data ready  2026-12-04T23:55:00Z (the upload: no dataset event)" in story

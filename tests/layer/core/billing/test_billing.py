@@ -191,3 +191,31 @@ def test_the_previous_attempts_last_check_is_not_paired_with_the_new_attempt() -
     assert history_of(Training.from_state(second), legacy)[1].final_status is None
     final = history_of(Training.from_state(first), last_check_of_first)[0].final_status
     assert final is not None and final.interruptions == 1
+
+
+def test_the_baseline_is_the_work_on_the_primary_as_the_manifest_declares_it_wherever_the_run_ended() -> None:
+    """Issue 50: the 8-hour job of test_a_run_on_two_types...: 3600 s kept on ml.g5.2xlarge (the
+    primary), 31500 s on ml.g6.2xlarge, declared 0.8 as fast: 25200 s of the primary's work. The
+    baseline is 28800 s of work on the primary, as for the same job that never left it."""
+    g5 = _job(instance_type="ml.g5.2xlarge", in_training_seconds=3870, download_seconds=60)
+    g6 = _job(instance_type="ml.g6.2xlarge", completed=True, in_training_seconds=31500, upload_seconds=60)
+    kept = {"ml.g5.2xlarge": 3600.0, "ml.g6.2xlarge": 31500.0}
+    speeds = {"ml.g5.2xlarge": 1.0, "ml.g6.2xlarge": 0.8, "ml.g6e.2xlarge": 1.0}
+    moved = RunBill((g5, g6), checkpointed=True, kept_work_seconds=36000.0, kept_by_type=kept, speeds=speeds)
+    stayed = RunBill(
+        (g5, replace(g6, instance_type="ml.g5.2xlarge", in_training_seconds=25200)),
+        checkpointed=True,
+        kept_work_seconds=28800.0,
+        kept_by_type={"ml.g5.2xlarge": 28800.0},
+        speeds=speeds,
+    )
+
+    assert moved.primary_work_seconds == stayed.primary_work_seconds == 3600 + 25200
+    assert moved.on_demand_seconds == stayed.on_demand_seconds == 28800 + 60 + 60
+    # All on the alternative: its seconds at its declared speed; without a per-type record for a run
+    # on two types, its work on the primary is not known.
+    alone = RunBill(
+        (replace(g6, in_training_seconds=36000),), checkpointed=True, kept_work_seconds=36000.0, speeds=speeds
+    )
+    assert alone.primary_work_seconds == 28800
+    assert RunBill((g5, g6), checkpointed=True, kept_work_seconds=36000.0, speeds=speeds).on_demand_seconds is None

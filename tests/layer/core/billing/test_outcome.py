@@ -30,7 +30,7 @@ from spotline.core.billing.outcome import (
     decide,
     unknown_until_billed,
 )
-from spotline.core.state import AttemptRecord
+from spotline.core.state import AttemptRecord, JobSummary
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REGION = "us-east-1"  # the price table's
@@ -85,9 +85,17 @@ def test_success_sums_figures_over_attempts_and_prices_them() -> None:
     assert (figures.on_demand_cost_usd, figures.savings_percent, figures.billing_settled) == (None, None, False)
 
 
+_BASE: dict[str, Any] = {
+    "name": "j",
+    "ended": True,
+    "completed": False,
+    "last_stretch_seconds": 0,
+    "upload_seconds": 60,
+}
+
+
 def _bill(*jobs: dict[str, Any], kept: float) -> RunBill:
-    base = {"name": "j", "ended": True, "completed": False, "last_stretch_seconds": 0, "upload_seconds": 60}
-    return RunBill(tuple(JobBill(**(base | job)) for job in jobs), checkpointed=True, kept_work_seconds=kept)
+    return RunBill(tuple(JobBill(**(_BASE | job)) for job in jobs), checkpointed=True, kept_work_seconds=kept)
 
 
 def test_the_figures_of_a_run_come_from_its_bills_when_they_are_read() -> None:
@@ -238,3 +246,33 @@ def test_a_run_at_the_baselines_rate_keeps_its_billed_time_saving() -> None:
     numbers = outcome.figures(None, _attempts(_earlier(attempt=1), _earlier(attempt=2)), region=REGION, bill=bill)
     # (1179 + 8694) s x 1.515 / 3600 = $4.1549; 1 - 9873 / 28920 = 65.86 %.
     assert (numbers.cost_by_region, numbers.cost_usd, numbers.savings_percent) == ({REGION: 4.1549}, 4.1549, 65.86)
+
+
+def test_the_baseline_is_priced_on_the_manifests_primary_type_not_the_one_the_run_ended_on() -> None:
+    """Issue 50: a run that ended on ml.g6.2xlarge (declared 0.8 as fast as the primary
+    ml.g5.2xlarge) is compared with the job on ml.g5.2xlarge: 28800 s of its work (3600 s kept on
+    g5, 31500 s on g6 x 0.8), one download and the upload, at g5's $1.515 an hour."""
+    g5 = {"instance_type": "ml.g5.2xlarge", "instance_count": 1, "download_seconds": 60}
+    g6 = {"instance_type": "ml.g6.2xlarge", "instance_count": 1, "download_seconds": 60}
+    bill = RunBill(
+        (
+            JobBill(**(g5 | _BASE | {"training_seconds": 3930, "billable_seconds": 1179, "in_training_seconds": 3870})),
+            JobBill(
+                **(g6 | _BASE)
+                | {"completed": True, "training_seconds": 31620, "billable_seconds": 9486, "in_training_seconds": 31500}
+            ),
+        ),
+        checkpointed=True,
+        kept_work_seconds=36000,
+        kept_by_type={"ml.g5.2xlarge": 3600.0, "ml.g6.2xlarge": 31500.0},
+        speeds={"ml.g5.2xlarge": 1.0, "ml.g6.2xlarge": 0.8},
+    )
+    job = JobSummary.of(example_spec(NOW))
+    assert job.instance_type == "ml.g5.2xlarge"
+    numbers = outcome.figures(job, _attempts(_earlier(attempt=1), _earlier(attempt=2)), region=REGION, bill=bill)
+
+    assert numbers.on_demand_seconds == 28800 + 60 + 60
+    assert (numbers.on_demand_cost_usd, numbers.on_demand_instance_type) == (
+        round(1.515 * 28920 / 3600, 4),
+        "ml.g5.2xlarge",
+    )

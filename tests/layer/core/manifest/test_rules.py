@@ -600,3 +600,14 @@ def test_long_file_names_are_truncated_to_80_characters(team: str, stem_length: 
 def test_report_key_lies_beside_the_manifest_path(key: str, outcome: str, report: str) -> None:
     assert report_key(key, outcome) == report
     assert manifest_location("ingest", report, None) is None, "a report must never look like a manifest"
+
+
+def test_a_channel_with_neither_source_says_which_it_has_never_dumping_it() -> None:
+    document = copy.deepcopy(MINIMAL)
+    document["spec"]["inputs"] = [{"name": "train", "mode": "File"}]
+    document["spec"]["output"] = {"s3Uri": {"bucket": "b"}}
+    errors = {e.path: e.message for e in validate_bytes(json.dumps(document).encode(), now=NOW).errors}
+    assert errors["spec.inputs[0]"].endswith(
+        "fileSystem (an FSx for Lustre or EFS directory) (has none of s3Uri, fileSystem)"
+    )
+    assert errors["spec.output.s3Uri"].endswith("(got a mapping of 1 field(s))")

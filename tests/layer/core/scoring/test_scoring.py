@@ -159,3 +159,34 @@ def test_spotline_validate_holds_a_scoring_environment_to_create_transform_jobs_
     (report,) = json.loads(capsys.readouterr().out)
     expected = [] if valid else [("spec.environment", f"allows at most 16 entries, got {count}: {limit}")]
     assert [(e["path"], e["message"]) for e in report["errors"]] == expected
+
+
+# --- issue 50: a scoring manifest's errors read like a training manifest's ----------------------
+
+
+def test_a_misspelt_field_comes_first_and_no_error_dumps_the_spec() -> None:
+    # `deadlin` for `deadline` (and no window): the typo is the cause of the missing choice, so it
+    # is listed first, as for a training manifest; the choice says which fields the spec has.
+    document = _document(window=None, deadlin="2026-12-05T03:00:00Z")
+    errors = _errors(document)
+    assert errors[0] == (
+        "spec.deadlin",
+        "unknown field (did you mean 'deadline'?); allowed here: deadline, dependsOn, environment, headroom, input, "
+        "maxConcurrentTransforms, maxPayloadMB, model, output, resources, throughput, window",
+    )
+    assert errors[1] == (
+        "spec",
+        "needs either window (a nightly window) or deadline, not both (has none of window, deadline)",
+    )
+    parts = {"image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "artefact": "s3://m/model.tar.gz"}
+    errors = _errors(_document(model=parts))
+    assert [path for path, _ in errors] == ["spec.model.artefact", "spec.model"]
+    assert errors[1][1].endswith("not both (has image)")
+    assert not any("{" in message for _, message in errors)
+
+
+def test_a_typo_in_an_instance_type_or_a_time_zone_gets_the_closest_names() -> None:
+    errors = dict(_errors(_document(resources={"instanceType": "ml.c5.2xlarg", "maxInstances": 2})))
+    assert errors["spec.resources.instanceType"].endswith("; closest: ml.c5.2xlarge, ml.c5.xlarge, ml.m5.2xlarge")
+    errors = dict(_errors(_document(window={"start": "01:00", "end": "04:00", "timeZone": "Europe/Berln"})))
+    assert errors["spec.window.timeZone"].startswith("Europe/Berln is not an IANA time zone; closest: Europe/Berlin")

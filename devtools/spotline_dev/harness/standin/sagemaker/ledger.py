@@ -2,7 +2,8 @@
 one lost, kept from the stand-in's timelines, never from what Spotline reads through the API.
 
 Tests reconcile every figure Spotline reports (cost, billed time, lost work, the on-demand
-baseline) with this ledger. Its rules are SageMaker's: a job is billed from TrainingStartTime to
+baseline: the job on its manifest's primary type, its work there as the manifest's declared
+speeds say) with this ledger. Its rules are SageMaker's: a job is billed from TrainingStartTime to
 its end, for the time spent Downloading, Training and Uploading ("You are billed for the time
 interval between the value of TrainingStartTime and this time", DescribeTrainingJob
 TrainingEndTime), managed spot at a discount shown as a shorter BillableTimeInSeconds; and the
@@ -12,7 +13,7 @@ work a job loses is the training since its last checkpoint whenever it stops wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from spotline.core.billing.cost import cost_usd
@@ -41,6 +42,8 @@ class LedgerEntry:
     upload_seconds: float
     region: str = ""  # where it ran ("": the stack's region)
     created: float = 0.0  # when it was created (epoch seconds): the order across regions
+    restored_step: int = 0  # the checkpoint step it started from (0: the beginning)
+    total_steps: int = 0  # the job's steps (0: not known; its work then counts whole)
 
 
 @dataclass(frozen=True)
@@ -89,15 +92,33 @@ class RunLedger:
         costs = [_entry_cost(e, region) for e in self.entries]
         return None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
 
-    @property
-    def on_demand_seconds(self) -> float | None:
-        """The job run once on on-demand: its work, an on-demand start's billed download and the
-        upload. None when the run did not finish."""
+    def kept_work_by_type(self) -> dict[str, float]:
+        """The work the run kept on each instance type, in that type's own seconds: each job's steps
+        from the one it started at to the one the next job started from (the last job's: to the
+        end), at its own pace (its work over its steps). Without step counts, the last job's work."""
+        last = self.entries[-1]
+        if any(not e.total_steps for e in self.entries):
+            return {last.instance_type: last.work_seconds}
+        kept: dict[str, float] = {}
+        following = [e.restored_step for e in self.entries[1:]] + [last.total_steps]
+        for entry, reached in zip(self.entries, following, strict=True):
+            done = max(0, reached - entry.restored_step)
+            kept[entry.instance_type] = (
+                kept.get(entry.instance_type, 0.0) + done / entry.total_steps * entry.work_seconds
+            )
+        return kept
+
+    def on_demand_seconds(self, speeds: Mapping[str, float] | None = None) -> float | None:
+        """The job run once on-demand on its primary type: its work there as the manifest declares
+        it (the work kept on each type times that type's declared speed `speeds`, relative to the
+        primary; a type not in it at 1.0), an on-demand start's billed download and the upload.
+        None when the run did not finish."""
         if not self.completed:
             return None
         last = self.entries[-1]
+        work = sum(seconds * (speeds or {}).get(kind, 1.0) for kind, seconds in self.kept_work_by_type().items())
         download = min(DOWNLOAD_SECONDS, self.on_demand_start_delay / 2)
-        return last.work_seconds + download + last.upload_seconds
+        return work + download + last.upload_seconds
 
     def parts(self, region: str) -> dict[tuple[str, str], LedgerPart]:
         """The run's bill per (instance type, region where it ran), in the order first billed: the
@@ -118,12 +139,27 @@ class RunLedger:
             )
         return parts
 
-    def on_demand_cost_usd(self, region: str) -> float | None:
-        baseline = self.on_demand_seconds
+    def on_demand_cost_usd(self, region: str, primary: ManifestTypes | None = None) -> float | None:
+        """The baseline's price on the manifest's primary type and count (`primary`; without it, the
+        type the run ended on: a job of one type)."""
+        baseline = self.on_demand_seconds(primary.speeds if primary else None)
         if baseline is None or not self.entries:
             return None
         last = self.entries[-1]
-        return cost_usd(last.instance_type, last.instance_count, round(baseline), region=region)
+        kind, count = (
+            (primary.instance_type, primary.instance_count) if primary else (last.instance_type, last.instance_count)
+        )
+        return cost_usd(kind, count, round(baseline), region=region)
+
+
+@dataclass(frozen=True)
+class ManifestTypes:
+    """What a manifest says of its instance types: its primary (spec.resources.instanceType and
+    instanceCount) and each type's declared speed relative to it (the primary's 1.0)."""
+
+    instance_type: str
+    instance_count: int
+    speeds: Mapping[str, float]
 
 
 def billed_seconds(plan: Plan, *, spot: bool, spot_price_ratio: float, until: float) -> tuple[int, int]:

@@ -424,6 +424,8 @@ class SageMakerTrainingJobs:
                     upload_seconds=job.behaviour.upload_seconds,
                     region=self.region,
                     created=job.created,
+                    restored_step=job.restored_from_step or 0,
+                    total_steps=job.behaviour.total_steps,
                 )
             )
         return entries

@@ -63,10 +63,11 @@ def run_bill_of(
     last_progress: Progress | None,
     now: datetime,
     checkpoint_region: str | None = None,
+    speeds: Mapping[str, float] | None = None,
 ) -> RunBill:
     """The run's bills and the work its checkpoints hold now (progress.json read again, in the
     checkpoint's region: a stop saves one more checkpoint after the last status check; the last
-    check's figure otherwise)."""
+    check's figure otherwise). `speeds`: each type of the manifest's and its declared speed."""
     progress = read_progress(checkpoint_s3_uri, checkpoint_region) if checkpoint_s3_uri else None
     last_step = last_progress is not None and last_progress.step is not None
     if progress is None and last_progress is not None and last_step:
@@ -78,6 +79,7 @@ def run_bill_of(
         checkpointed=checkpoint_s3_uri is not None or last_step,
         kept_work_seconds=float(kept) if isinstance(kept, int | float) else None,
         kept_by_type=kept_by_type_of(progress),
+        speeds=speeds,
     )
 
 
@@ -85,11 +87,14 @@ def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
     """`run_bill_of` for an execution state: its attempts, its spec's checkpoint location (when
     the spec can still be read) and its last check's progress."""
     training, status, manifest = Training.in_state(state), RunStatus.in_state(state), ManifestCheck.in_state(state)
+    speeds: dict[str, float] | None = None
     try:
         valid = manifest is not None and manifest.valid
         # The latest checkpoint is where the last attempt ran (its team's replica in a peer region).
         last = training.region if training else None
-        checkpoint = spec_at(spec_of(dict(state)), last).checkpoint_s3_uri if valid else None
+        spec = spec_of(dict(state)) if valid else None
+        checkpoint = spec_at(spec, last).checkpoint_s3_uri if spec else None
+        speeds = {option.instance_type: option.speed for option in spec.instance_options} if spec else None
     except SpecUnavailable:
         checkpoint = None  # the last check's progress says what the checkpoints held
     return run_bill_of(
@@ -98,4 +103,5 @@ def bill_for_state(state: Mapping[str, Any], now: datetime) -> RunBill:
         last_progress=status.progress if status else None,
         now=now,
         checkpoint_region=training.region if training else None,
+        speeds=speeds,
     )

@@ -132,6 +132,11 @@ class RunBill:
     kept_by_type: Mapping[str, float] | None = None
     """progress.json's `byInstanceType` seconds at the end: the work kept on each type, in that
     type's own time (a type 0.8 as fast takes 1.25 s for a second of the primary's work)."""
+    speeds: Mapping[str, float] | None = None
+    """Each type the manifest may run on and its declared speed relative to its primary type
+    (spec.resources.instanceType, 1.0; an alternative's `speed`): the on-demand baseline is the
+    job on the primary. None when the manifest's types are not known (its spec could not be read):
+    every type then counts as the primary's speed."""
 
     @property
     def settled(self) -> bool:
@@ -183,22 +188,42 @@ class RunBill:
         return None if kept is None else max(0, sum(job.in_training_seconds for job in self.jobs) - kept)
 
     @property
-    def on_demand_seconds(self) -> int | None:
-        """What the whole job would have billed on-demand from the start: its work, one start's
-        download and the final upload. None for a run that did not finish (no job to compare),
-        or whose work was not measured."""
+    def primary_work_seconds(self) -> int | None:
+        """The work the run kept, in its primary type's seconds as the manifest declares them: the
+        work kept on each type times that type's declared speed (8 h kept on a type declared 0.8 as
+        fast is 6h24m of the primary's). None when it is not measured, or when the run trained on
+        several types and its checkpoints do not say how much on each (an older helper)."""
         kept = self.work_kept_seconds
-        if not self.completed or kept is None:
+        if kept is None:
+            return None
+        speeds = self.speeds or {}
+        if self.checkpointed:
+            trained = {job.instance_type for job in self.jobs if job.in_training_seconds}
+        else:  # without checkpoints, all a run keeps is its last job's training
+            trained = {self.jobs[-1].instance_type} if self.jobs else set()
+        if len(trained) <= 1:  # one type: all its work is there
+            return round(kept * speeds.get(next(iter(trained), ""), 1.0))
+        if not self.kept_by_type:
+            return None
+        return round(sum(seconds * speeds.get(kind, 1.0) for kind, seconds in self.kept_by_type.items()))
+
+    @property
+    def on_demand_seconds(self) -> int | None:
+        """What the whole job would have billed on-demand from the start on its primary type: its
+        work there (`primary_work_seconds`), one start's download and the final upload. None for a
+        run that did not finish (no job to compare), or whose work was not measured."""
+        work = self.primary_work_seconds
+        if not self.completed or work is None:
             return None
         # One start's download: the first job that acquired instances (an earlier one may have been
         # stopped while it waited for capacity, and downloaded nothing).
         download = next((job.download_seconds for job in self.jobs if job.download_seconds), 0)
-        return kept + download + self.jobs[-1].upload_seconds
+        return work + download + self.jobs[-1].upload_seconds
 
     @property
     def savings_percent(self) -> float | None:
-        """The one saving Spotline reports: billed time against the on-demand baseline (the
-        same instance type, so the same ratio as the costs). None for a run that did not finish."""
+        """The one saving Spotline reports: billed time against the on-demand baseline (the ratio
+        of the costs for a run billed all on its primary type). None for a run that did not finish."""
         baseline = self.on_demand_seconds
         if not baseline:
             return None

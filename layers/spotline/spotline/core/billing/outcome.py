@@ -81,8 +81,11 @@ class Figures:
     """Each region's part of the cost (its training jobs, and the checkpoint copies out of it); None
     for a region whose part is unknown. The known parts add up to `cost_usd` when it is known."""
     on_demand_cost_usd: float | None = None
-    """The whole job on-demand from the start (`on_demand_seconds`); None for a run that did not
-    finish, or a type without a price."""
+    """The whole job on-demand from the start (`on_demand_seconds`) on `on_demand_instance_type`;
+    None for a run that did not finish, or a type without a price."""
+    on_demand_instance_type: str | None = None
+    """The type the baseline is priced at: the manifest's primary (spec.resources.instanceType) at
+    its instanceCount, wherever the run ended. None without a baseline."""
     savings_percent: float | None = None
     """1 - billed / on-demand baseline: the one saving Spotline reports; None if not finished."""
     on_demand_fallback: bool = False
@@ -199,6 +202,7 @@ def figures(
         cost_by_region=costs.by_region,
         cost_unknown=costs.unknown,
         on_demand_cost_usd=costs.on_demand,
+        on_demand_instance_type=costs.on_demand_type,
         savings_percent=costs.savings,
         on_demand_fallback=bool(
             job and job.uses_spot and (switched or any(a.capacity == "on-demand" for a in attempts))
@@ -233,6 +237,7 @@ class _Costs:
     unknown: str | None
     on_demand: float | None
     savings: float | None
+    on_demand_type: str | None = None  # the baseline's type (None: no baseline)
 
 
 def _costs(
@@ -247,8 +252,9 @@ def _costs(
     several types, a run on several regions); a job on a training plan costs nothing of its own (the
     plan was paid up front). A part without a price leaves the total unknown, never its region's
     price taken from another: its region shows None in `by_region`, the known regions their cost,
-    and `unknown` names it. The baseline is the type that completed the job, on-demand in the
-    stack's region; the saving compares costs, unknown when a part is."""
+    and `unknown` names it. The baseline is the job on its primary type and count (its work there
+    as the manifest declares it: RunBill.on_demand_seconds), on-demand in the stack's region,
+    wherever the run ended; the saving compares costs, unknown when a part is."""
     parts = _parts(bill, job, attempts, region)
     by_region: dict[str, float | None] = {}
     unpriced: dict[tuple[str, str], list[str]] = {}
@@ -280,20 +286,21 @@ def _costs(
     )
     last = bill.jobs[-1] if bill is not None and bill.jobs else None
     kind, count = (
-        (last.instance_type, last.instance_count)
-        if last is not None and last.instance_type
-        else (job.instance_type, job.instance_count)
+        (job.instance_type, job.instance_count)
         if job
+        else (last.instance_type, last.instance_count)
+        if last is not None and last.instance_type
         else ("", 0)
     )
     on_demand = cost_usd(kind, count, baseline, region=region) if baseline else None
-    if bill is None or any(part.training_plan for part in parts):
-        return _Costs(total, by_region, unknown, on_demand, None)  # under way, or a plan's fee paid up front
+    baseline_type = kind if baseline else None
+    if bill is None or any(part.training_plan for part in parts):  # under way, or a plan's fee paid up front
+        return _Costs(total, by_region, unknown, on_demand, None, baseline_type)
     if {(p.instance_type, p.count, p.region) for p in parts if p.billable_seconds} <= {(kind, count, region)}:
         # Every part at the baseline's rate: billed time against the baseline's, priced or not.
-        return _Costs(total, by_region, unknown, on_demand, bill.savings_percent)
+        return _Costs(total, by_region, unknown, on_demand, bill.savings_percent, baseline_type)
     saving = round(100 * (1 - total / on_demand), 2) if total is not None and on_demand else None
-    return _Costs(total, by_region, unknown, on_demand, saving)
+    return _Costs(total, by_region, unknown, on_demand, saving, baseline_type)
 
 
 def _parts(bill: RunBill | None, job: JobSummary | None, attempts: Sequence[AttemptRecord], region: str) -> list[_Part]:
@@ -381,6 +388,7 @@ def without_bills(numbers: Figures, reason: str) -> Figures:
         cost_usd=None,
         cost_by_region=dict.fromkeys(numbers.cost_by_region),
         on_demand_cost_usd=None,
+        on_demand_instance_type=None,
         savings_percent=None,
         cost_unknown=reason,
     )

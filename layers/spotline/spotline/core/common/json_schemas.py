@@ -168,17 +168,45 @@ def schema_error(error: ValidationError, root: str = DOCUMENT) -> ManifestError:
         )
     if custom:
         reason = _explained(subschema, instance)
-        return ManifestError(path, f"{custom} (got {show(instance)}{'; ' + reason if reason else ''})")
+        return ManifestError(path, f"{custom} ({_holds(kind, expected, instance)}{'; ' + reason if reason else ''})")
+    got = _value_words(instance)
     messages = {
-        "type": lambda: f"must be {_type_words(expected)}, got {show(instance)}",
-        "enum": lambda: f"must be one of {', '.join(map(str, expected))}, got {show(instance)}",
-        "const": lambda: f"must be {expected!r}, got {show(instance)}",
-        "minimum": lambda: f"must be at least {expected}, got {show(instance)}",
-        "maximum": lambda: f"must be at most {expected}, got {show(instance)}",
+        "type": lambda: f"must be {_type_words(expected)}, got {got}",
+        "enum": lambda: f"must be one of {', '.join(map(str, expected))}, got {got}",
+        "const": lambda: f"must be {expected!r}, got {got}",
+        "minimum": lambda: f"must be at least {expected}, got {got}",
+        "maximum": lambda: f"must be at most {expected}, got {got}",
         "pattern": lambda: f"{show(instance)} does not match {expected}",
     }
     make = messages.get(kind)
     return ManifestError(path, make() if make else clip(error.message, 200))
+
+
+def _holds(kind: str, expected: Any, instance: Any) -> str:
+    """What a field holds, for its rule's message: a value as written; a mapping by the fields the
+    rule is about (`oneOf` of required fields: which of them it has), never the mapping itself."""
+    if isinstance(instance, dict) and kind in ("oneOf", "anyOf") and isinstance(expected, list):
+        named = [n for b in expected if isinstance(b, dict) for n in b.get("required", ())]
+        named = list(dict.fromkeys(named))  # in the schema's order, once each
+        present = [name for name in named if name in instance]
+        if named:
+            return f"has {', '.join(present)}" if present else f"has none of {', '.join(named)}"
+    return f"got {_value_words(instance)}"
+
+
+def _value_words(instance: Any) -> str:
+    """A scalar as written (bounded); a mapping or a list by what it is, never dumped as JSON."""
+    if isinstance(instance, dict):
+        return f"a mapping of {len(instance)} field(s)" if instance else "an empty mapping"
+    if isinstance(instance, list):
+        return f"a list of {len(instance)} item(s)" if instance else "an empty list"
+    return show(instance)
+
+
+def closest_hint(name: str, known: Iterable[str]) -> str:
+    """`; closest: a, b, c`: the known names nearest a name that is not one (a typo's fix), or ""."""
+    close = difflib.get_close_matches(name, list(known), n=3)
+    return f"; closest: {', '.join(close)}" if close else ""
 
 
 def _explained(subschema: dict[str, Any], instance: Any) -> str | None:

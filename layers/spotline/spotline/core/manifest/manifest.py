@@ -10,7 +10,6 @@ and messages are bounded, so a hostile manifest cannot produce a huge report.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Any
 from spotline.core.common import json_schemas
 from spotline.core.common.durations import MAX_SECONDS, format_duration, parse_duration
 from spotline.core.common.errors import DOCUMENT, ManifestError
-from spotline.core.common.json_schemas import clip, format_path, show
+from spotline.core.common.json_schemas import clip, closest_hint, format_path, show
 from spotline.core.common.json_schemas import dig as _get
 from spotline.core.manifest.distribution_checks import build_distribution, distribution_errors
 from spotline.core.manifest.loader import ManifestLoadError, parse_manifest
@@ -88,19 +87,23 @@ def validate_document(document: dict[str, Any], *, now: datetime, expected_team:
         spec = document.get("spec")
         errors.extend(scoring_errors(spec, now=now) if isinstance(spec, dict) and not errors else [])
         if errors:
-            return ValidationResult(None, _capped(sorted(set(errors), key=lambda e: (e.path, e.message))))
+            return ValidationResult(None, _ordered(errors))
         return ValidationResult(None, [], build_scoring_spec(document))
     errors.extend(_semantic_errors(document, now=now, expected_team=expected_team))
-    # A misspelt field is usually the cause of the others ("spec.chekpoint: unknown field" makes
-    # "spec.checkpoint: is required"), so unknown fields come first, then the rest by field.
-    errors = sorted(set(errors), key=lambda e: (not e.message.startswith("unknown field"), e.path, e.message))
     if errors:
-        return ValidationResult(None, _capped(errors))
+        return ValidationResult(None, _ordered(errors))
     spec = _build_spec(document)
     # Only a valid manifest has a request to measure; its size is Batch's quota, not a shape rule.
     if size_errors := manifest_size_errors(spec):
         return ValidationResult(None, size_errors)
     return ValidationResult(spec, [])
+
+
+def _ordered(errors: list[ManifestError]) -> list[ManifestError]:
+    """A manifest's errors as both kinds list them. A misspelt field is usually the cause of the
+    others ("spec.chekpoint: unknown field" makes "spec.checkpoint: is required"), so unknown
+    fields come first, then the rest by field; capped."""
+    return _capped(sorted(set(errors), key=lambda e: (not e.message.startswith("unknown field"), e.path, e.message)))
 
 
 def _capped(errors: list[ManifestError]) -> list[ManifestError]:
@@ -151,8 +154,7 @@ def _duration(capacity: Any, key: str) -> tuple[int | None, ManifestError | None
 def _unknown_instance_type(instance: Any, path: str) -> Iterator[ManifestError]:
     known_shape = _within_limit(instance, _spec_field("resources", "properties", "instanceType"))
     if known_shape and instance.startswith("ml.") and catalog.instance_type(instance) is None:
-        close = difflib.get_close_matches(instance, catalog.training_instance_type_names(), n=3)
-        hint = f"; closest: {', '.join(close)}" if close else ""
+        hint = closest_hint(instance, catalog.training_instance_type_names())
         yield ManifestError(path, f"{instance} is not a SageMaker training instance type{hint}")
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from spotline.core.common.errors import ManifestError
+from spotline.core.common.json_schemas import closest_hint
 from spotline.core.common.naming import short_hash, slug
 from spotline.core.spec.catalog import transform_instance_type_names
 
@@ -109,11 +110,12 @@ def scoring_errors(spec: dict[str, Any], *, now: datetime) -> list[ManifestError
     errors = []
     instance = (spec.get("resources") or {}).get("instanceType")
     if isinstance(instance, str) and instance not in transform_instance_type_names():
+        hint = closest_hint(instance, transform_instance_type_names()) or "; e.g. ml.c5.2xlarge, ml.m5.4xlarge"
         errors.append(
             ManifestError(
                 "spec.resources.instanceType",
                 f"{instance} is not a SageMaker Batch Transform instance type (CreateTransformJob "
-                "TransformResources.InstanceType), e.g. ml.c5.2xlarge, ml.m5.4xlarge, ml.g5.xlarge",
+                f"TransformResources.InstanceType){hint}",
             )
         )
     zone = (spec.get("window") or {}).get("timeZone")
@@ -121,7 +123,8 @@ def scoring_errors(spec: dict[str, Any], *, now: datetime) -> list[ManifestError
         try:
             ZoneInfo(zone)
         except (ZoneInfoNotFoundError, ValueError):
-            errors.append(ManifestError("spec.window.timeZone", f"{zone} is not an IANA time zone"))
+            hint = closest_hint(zone, available_timezones())
+            errors.append(ManifestError("spec.window.timeZone", f"{zone} is not an IANA time zone{hint}"))
     window = spec.get("window") or {}
     if window.get("start") is not None and window.get("start") == window.get("end"):
         errors.append(ManifestError("spec.window.end", "must differ from start: a window has a length"))
