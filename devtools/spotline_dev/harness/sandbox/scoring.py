@@ -80,7 +80,7 @@ def run_scoring(
         )
         if transform.instance_quota is not None:
             stack.standin.transforms.instance_quota[spec.instance_type] = transform.instance_quota
-        _prepare(stack, spec, transform.objects, entry, missing=scenario.missing)
+        prepare_scoring(stack, spec, transform.objects, entry, missing=scenario.missing)
         key = f"manifests/{spec.team}/{manifest.name}"
         stack.client("s3").put_object(Bucket=stack.bucket, Key=key, Body=body)
         (started,) = stack.deliver_events()
@@ -144,7 +144,7 @@ def _unplanned(run: dict[str, Any]) -> str:
     return "no window: the night was not planned"
 
 
-def _prepare(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any], missing: list[str]) -> None:
+def prepare_scoring(stack: Any, spec: ScoringSpec, objects: int, entry: dict[str, Any], missing: list[str]) -> None:
     """The buckets, the night's input (its records spread over `objects` objects) and the model."""
     s3, model = stack.client("s3"), spec.model
     for uri in (spec.input_s3_uri, spec.output_s3_uri, *([model.artifact] if model.artifact else [])):

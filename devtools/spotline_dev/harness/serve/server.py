@@ -33,14 +33,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from spotline.aws.teams import team_registry
 from spotline.core.manifest.manifest import validate_bytes
+from spotline.core.scoring.scoring import ScoringSpec
 from spotline_dev.harness.local.gateway import Answer, Gateway, GatewayError, service_of_signing_name
 from spotline_dev.harness.local.handles import ACCOUNT, REGION, STACK, LocalStack
 from spotline_dev.harness.local.stack import start_local_stack
 from spotline_dev.harness.sandbox.account import prepare_account
 from spotline_dev.harness.sandbox.runs import QUIET, powertools_environment_for, weather_of
-from spotline_dev.harness.sandbox.scenario import load_scenario
+from spotline_dev.harness.sandbox.scenario import TransformSpec, load_scenario
+from spotline_dev.harness.sandbox.scoring import DEFAULT_RECORDS_PER_SECOND, prepare_scoring, scoring_allowance
 from spotline_dev.harness.standin import SpotWeather, TrainingBehaviour
+from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformWeather
 
 SERVER_NAME = "spotline-local"
 TICK_SECONDS = 0.5
@@ -48,6 +52,10 @@ TICK_SECONDS = 0.5
 DEFAULT_DURATION_SECONDS = 3600.0
 """How long a job trains when its manifest declares no expectedDuration."""
 MANIFESTS_PREFIX = "manifests/"
+ROLE_PATH = "spotline"
+"""The IAM path of the roles the server makes for a scoring model (the template's TrainingRolePath)."""
+TRANSFORM_OBJECTS = 400
+"""The objects a scoring manifest's input is spread over (the sandbox's default)."""
 log = logging.getLogger("spotline.local")
 
 
@@ -136,6 +144,7 @@ class LocalStackService:
     keeper: TimeKeeper
     gateway: Gateway
     durations: dict[tuple[str, str], float] = field(default_factory=dict)  # (team, job) -> training seconds
+    transform: TransformSpec | None = None  # the scenario's `transform:`, if it has one
 
     def answer(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
         upload = self._ingest_key(method, target)
@@ -158,11 +167,31 @@ class LocalStackService:
         """The account has what the manifest names, as the sandbox plays it; an invalid manifest
         changes nothing (LoadManifest refuses it, naming the field)."""
         body = self.stack.client("s3").get_object(Bucket=self.stack.bucket, Key=key)["Body"].read()
-        spec = validate_bytes(body, now=self.stack.clock.now()).spec
+        validated = validate_bytes(body, now=self.stack.clock.now())
+        if validated.scoring is not None:
+            self._play_scoring(validated.scoring)
+        spec = validated.spec
         if spec is None:
             return
         prepare_account(self.stack.client, spec)
         self.durations[(spec.team, spec.name)] = float(spec.expected_duration_seconds or DEFAULT_DURATION_SECONDS)
+
+    def _play_scoring(self, spec: ScoringSpec) -> None:
+        """The night's input, its buckets and its model, as the sandbox plays them. A model named by
+        `model.name` is registered under a role and image the team's entry allows (a pattern's `*`
+        made the team's name); the stand-in scores at the manifest's declared throughput unless a
+        scenario's `transform:` says otherwise."""
+        entry = scoring_allowance(spec, self.stack.account, self.stack.region, ROLE_PATH)
+        registry = self.stack.outputs["TeamRegistryBucketName"][0]
+        record = team_registry.record_of(spec.team, fresh=True, bucket_name=registry)
+        if record is not None and record.entry:
+            for name, stands_for in (("roles", f"{spec.team}-model"), ("images", f"{spec.team}-model:local")):
+                allowed = [str(value).replace("*", stands_for) for value in record.entry.get(name) or []]
+                entry[name] = allowed or entry[name]
+        if self.transform is None:
+            records_per_second = spec.records_per_second or DEFAULT_RECORDS_PER_SECOND
+            self.stack.standin.transforms.weather = TransformWeather(records_per_second)
+        prepare_scoring(self.stack, spec, TRANSFORM_OBJECTS, entry, missing=[])
 
     def behaviour(self, request: dict[str, Any]) -> TrainingBehaviour:
         """Each job trains for its manifest's expectedDuration (found by the job's tags)."""
@@ -293,7 +322,15 @@ def serving(options: LocalOptions, start: datetime | None = None) -> Iterator[Lo
         ) as stack,
     ):
         keeper = TimeKeeper(stack, options.speed, options.wait_step)
-        service = holder["service"] = LocalStackService(stack, keeper, Gateway(stack.session, stack.region))
+        transform = scenario.transform if scenario else None
+        gateway = Gateway(stack.session, stack.region)
+        service = holder["service"] = LocalStackService(stack, keeper, gateway, transform=transform)
+        if transform is not None:
+            stack.standin.transforms.weather = TransformWeather(
+                transform.records_per_second,
+                [(moment.timestamp() + at, factor) for at, factor in transform.changes],
+                transform.start_delay,
+            )
         server = LocalServer((options.host, options.port), service)
         thread = threading.Thread(target=server.serve_forever, name="spotline-local-http", daemon=True)
         keeper.start()

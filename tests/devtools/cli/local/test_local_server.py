@@ -124,3 +124,19 @@ def test_stop_ends_a_server_that_another_shell_started(shell: Shell, tmp_path: P
     shell.spotline("local", "stop")
     assert _gone(pid)
     assert not (tmp_path / "server.json").exists()
+
+
+def test_a_team_scores_a_night_through_spotline_local(shell: Shell) -> None:
+    """A scoring manifest and its team file: the server plays the input, the buckets and the named
+    model (under a role and image the team's entry allows), and the run scores to its end."""
+    shell.export(shell.spotline("local", "--port", "0", "--speed", "0", "--start", "2026-12-04T20:00:00Z"))
+    assert "valid offline" in shell.spotline("teams", "validate", "examples/teams/media-recs.json")
+    shell.spotline("teams", "apply", "examples/teams/media-recs.json", *STACK)
+    name = shell.spotline("submit", "examples/scoring/scores-on-upload.yaml", *STACK).splitlines()[1].split()[1]
+    for _ in range(12):
+        shell.wait(3600)
+        status = shell.spotline("status", name, *STACK)
+        if not status.splitlines()[0].split("  ", 1)[1].startswith("RUNNING"):
+            break
+    assert status.splitlines()[0] == f"{name}  SUCCEEDED: scored, window met", status
+    assert "Records     40,000,000 in 13 shards" in status
