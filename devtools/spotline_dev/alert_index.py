@@ -19,7 +19,6 @@ alert needs a section of the runbook whose heading names it (`## <alert>` or a h
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
@@ -32,6 +31,7 @@ from typing import Any
 
 from spotline.core.billing.outcome import NEXT_STEPS
 from spotline.core.capacity.capacity_moves import MOVES
+from spotline_dev import generated_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOK = ROOT / "docs" / "runbook.md"
@@ -196,28 +196,18 @@ def generate(page: str, names: Sequence[str]) -> str:
 
 
 def refreshed(page: str, names: Sequence[str]) -> str:
-    start, stop = page.index(BEGIN), page.index(END) + len(END)
-    return page[:start] + generate(page, names) + page[stop:]
+    return generated_blocks.between(page, BEGIN, END, generate(page, names), "alert index")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spotline_dev.alert_index", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="only check that the page is up to date")
-    parser.add_argument("--page", type=Path, default=RUNBOOK)
-    args = parser.parse_args(argv)
-    page = args.page.read_text()
-    try:
-        fresh = refreshed(page, alert_names())
-    except (AlertNameUnread, ValueError) as exc:
-        print(f"{args.page}: {exc}")
-        return 1
-    if args.check:
-        if fresh != page:
-            print(f"{args.page}: the alert index is not the code's; run python -m spotline_dev.alert_index")
-            return 1
-        return 0
-    args.page.write_text(fresh)
-    return 0
+    return generated_blocks.run(
+        argv,
+        prog="python -m spotline_dev.alert_index",
+        description=__doc__,
+        page=RUNBOOK,
+        refresh=lambda page: refreshed(page, alert_names()),
+        stale="the alert index is not the code's",
+    )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ without a description stops the generation, naming the field.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from spotline.core.manifest.manifest import schema
+from spotline_dev import generated_blocks
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "teams" / "manifests.md"
 NAMED_TYPES = {"#/$defs/duration": "duration", "#/$defs/s3Uri": "S3 URI"}
@@ -249,27 +249,19 @@ def refreshed(page: str, root: dict[str, Any] | None = None) -> str:
     """The page with every kind's block generated afresh; a kind without its block is an error."""
     root = root if root is not None else schema()
     for kind in kinds(root):
-        if begin(kind) not in page or end(kind) not in page:
-            raise ValueError(f"the page has no block for {kind}: add the lines {begin(kind)!r} and {end(kind)!r}")
-        start, stop = page.index(begin(kind)), page.index(end(kind)) + len(end(kind))
-        page = page[:start] + table(kind, root) + page[stop:]
+        page = generated_blocks.between(page, begin(kind), end(kind), table(kind, root), f"block for {kind}")
     return page
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spotline_dev.docs_tables", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="only check that the page is up to date")
-    parser.add_argument("--page", type=Path, default=PAGE)
-    args = parser.parse_args(argv)
-    page = args.page.read_text()
-    fresh = refreshed(page)
-    if args.check:
-        if fresh != page:
-            print(f"{args.page}: the field tables are not the schema's; run python -m spotline_dev.docs_tables")
-            return 1
-        return 0
-    args.page.write_text(fresh)
-    return 0
+    return generated_blocks.run(
+        argv,
+        prog="python -m spotline_dev.docs_tables",
+        description=__doc__,
+        page=PAGE,
+        refresh=refreshed,
+        stale="the field tables are not the schema's",
+    )
 
 
 if __name__ == "__main__":
