@@ -113,7 +113,8 @@ def _run_manifest(scenario: Scenario, manifest: Path, verbose: bool) -> tuple[di
         )
 
     key = f"manifests/{team}/{manifest.name}"
-    played = played_account([spec] if spec else [a for a in (rejected and rejected.account,) if a], scenario.account)
+    names_account = rejected.account if rejected else None  # a rejected manifest's valid role and image
+    played = played_account([spec] if spec else [names_account] if names_account else [], scenario.account)
     replicas: dict[str, dict[str, str]] = {}
     if spec and scenario.regions:
         entry = policy.get("teams", {}).get(spec.team)
