@@ -333,6 +333,46 @@ def _ends(run: dict[str, Any]) -> list[str]:
     return out
 
 
+EXECUTION_FIELDS = (
+    "name",
+    "team",
+    "manifest",
+    "status",
+    "error",
+    "attempts",
+    "spotInterruptions",
+    "clusterRepairs",
+    "onDemandFallback",
+    "deadline",
+    "finishedAt",
+    "deadlineMet",
+    "trainingEndedAt",
+    "executionEndedAt",
+    "trainingSeconds",
+    "billableSeconds",
+    "lostWorkSeconds",
+    "instanceType",
+    "instanceTypes",
+    "capacityTiers",
+    "notifications",
+    "costUsd",
+    "costUnknown",
+    "costByRegion",
+    "onDemandCostUsd",
+    "onDemandSeconds",
+    "savingsPercent",
+    "trainingPlanSeconds",
+    "regions",
+    "zones",
+    "checkpointCopies",
+    "billingSettled",
+    "prices",
+    "stateTransitions",
+    "historyEvents",
+    "maxStateBytes",
+)
+"""The keys of each execution in `spotline sandbox --json` (docs/getting-started.md lists them)."""
+
 SCORING_FIELDS = (
     "kind",
     "instances",
@@ -351,49 +391,11 @@ def public_summary(
 ) -> dict[str, Any]:
     """The `--json` contract: the documented fields only (plus `explain`, the story, when asked).
     `wallSeconds` is the replay's own wall time: the one figure two replays do not share."""
-    fields = (
-        "name",
-        "team",
-        "manifest",
-        "status",
-        "error",
-        "attempts",
-        "spotInterruptions",
-        "clusterRepairs",
-        "onDemandFallback",
-        "deadline",
-        "finishedAt",
-        "deadlineMet",
-        "trainingEndedAt",
-        "executionEndedAt",
-        "trainingSeconds",
-        "billableSeconds",
-        "lostWorkSeconds",
-        "instanceType",
-        "instanceTypes",
-        "capacityTiers",
-        "notifications",
-        "costUsd",
-        "costUnknown",
-        "costByRegion",
-        "onDemandCostUsd",
-        "onDemandSeconds",
-        "savingsPercent",
-        "trainingPlanSeconds",
-        "regions",
-        "zones",
-        "checkpointCopies",
-        "billingSettled",
-        "prices",
-        "stateTransitions",
-        "historyEvents",
-        "maxStateBytes",
-    )
     return {
         "scenario": summary["scenario"],
         "account": sorted({run["account"] for run in summary["executions"] if run.get("account")}),
         "executions": [
-            {k: run[k] for k in fields}
+            {k: run[k] for k in EXECUTION_FIELDS}
             | ({k: run[k] for k in SCORING_FIELDS} if run.get("kind") == "ScoringJob" else {})
             | ({"explain": run["story"].to_dict()} if with_story and run.get("story") else {})
             for run in summary["executions"]

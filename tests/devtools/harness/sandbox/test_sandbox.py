@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -15,7 +16,8 @@ from builders import example_text
 from spotline.core.manifest.loader import MAX_BYTES
 from spotline.core.manifest.manifest import validate_bytes
 from spotline_dev.cli.entry import main as cli_main
-from spotline_dev.harness.sandbox.replay import Scenario, ScenarioError, load_scenario, run_scenario
+from spotline_dev.harness.local.template import PROJECT_ROOT
+from spotline_dev.harness.sandbox.replay import EXECUTION_FIELDS, Scenario, ScenarioError, load_scenario, run_scenario
 
 START = datetime(2026, 12, 1, tzinfo=UTC)
 HOUR = 3600.0
@@ -297,3 +299,11 @@ def test_a_failed_run_prints_only_what_the_project_wrote(capfd: pytest.CaptureFi
     assert err == ""
     assert "ResourceValidationFailed" in out
     assert not any(noise in out for noise in ("Exception=", "FailureEventException", "moto"))
+
+
+def test_getting_started_lists_every_key_of_an_execution_in_the_json_and_no_other() -> None:
+    """The key table of docs/getting-started.md is the `--json` contract (`EXECUTION_FIELDS`)."""
+    page = (PROJECT_ROOT / "docs" / "getting-started.md").read_text()
+    table = page.split("Each\nexecution has these keys:\n", 1)[1].lstrip("\n").split("\n\n", 1)[0]
+    documented = {key for row in table.splitlines()[2:] for key in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    assert documented == set(EXECUTION_FIELDS)
