@@ -33,6 +33,7 @@ from spotline_dev.harness.standin.batch.views import ServiceJobView
 from spotline_dev.harness.standin.sagemaker.ledger import LedgerEntry, RunLedger, runs_of
 from spotline_dev.harness.standin.sagemaker.moto_objects import MotoObjects
 from spotline_dev.harness.standin.sagemaker.training_jobs import CheckpointStore, SageMakerTrainingJobs
+from spotline_dev.harness.standin.sagemaker.training_listing import list_training_jobs
 from spotline_dev.harness.standin.sagemaker.training_logs import OPERATIONS as _LOGS_OPERATIONS
 from spotline_dev.harness.standin.sagemaker.training_logs import TrainingLogs
 from spotline_dev.harness.standin.sagemaker.transform_jobs import TransformJobs, TransformWeather
@@ -64,6 +65,7 @@ _TAG_OPERATIONS = {"AddTags", "ListTags"}  # tagging calls that name any SageMak
 _TRANSFORM_OPERATIONS = {"CreateTransformJob", "DescribeTransformJob", "StopTransformJob", "ListTransformJobs"}
 _SAGEMAKER_OPERATIONS = {
     "DescribeTrainingJob",
+    "ListTrainingJobs",
     "StopTrainingJob",
     *_TAG_OPERATIONS,
     "CreateModel",
@@ -132,6 +134,9 @@ class BatchSageMakerStandIn:
             "UpdateQuotaShare": self._shares.update_quota_share,
             "DeleteQuotaShare": self._shares.delete_quota_share,
             "DescribeTrainingJob": self._trainings.describe_training_job,
+            "ListTrainingJobs": lambda body: list_training_jobs(
+                self._trainings.jobs.values(), body, lambda job: self._trainings.describe(job, self._time.now)
+            ),
             "DescribeTrainingPlan": self._trainings.plans.describe_training_plan,
             "ListTrainingPlans": self._trainings.plans.list_training_plans,
             "StopTrainingJob": self._trainings.stop_training_job,
@@ -345,6 +350,8 @@ class BatchSageMakerStandIn:
                 return self._answer(request, "json", operation, body)
             if operation == "ListTags":
                 return None  # a model's, a training job's...: moto answers
+            if operation == "ListTrainingJobs":  # every training job is one Batch started: ours
+                return self._answer(request, "json", operation, body)
             if operation == "CreateModel":  # refused here as SageMaker would (transform_jobs), else moto's
                 refusal = self.transforms.model_refusal(body)
                 if refusal is None:

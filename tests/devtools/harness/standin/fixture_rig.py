@@ -173,6 +173,7 @@ SHAPE_CHECKED = {
     "ListServiceJobs": "batch",
     "DescribeJobQueues": "batch",
     "DescribeTrainingJob": "sagemaker",
+    "ListTrainingJobs": "sagemaker",
 }
 
 
