@@ -52,7 +52,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if isinstance(policy, str):
         print(f"spotline validate: the team policy is unusable:\n{policy}", file=sys.stderr)
         return EXIT_USAGE
-    home = args.region or os.environ.get("AWS_REGION") or None  # the stack's region, if told
+    home = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None  # if told
     reports = []
     for path in args.files:
         data = _read(path)

@@ -43,7 +43,7 @@ def options(parser: argparse.ArgumentParser, name: str) -> None:
         "uploaded manifest names (role, image, buckets), as the sandbox does."
     )
     parser.epilog = examples(
-        "spotline local                        # start it in the background; prints what to export",
+        "spotline local --start 2026-12-01T00:00:00Z   # in the background (the examples' dates); prints the exports",
         "spotline local --speed 600 --scenario examples/scenarios/default.yaml",
         "spotline local --speed 0 --start 2026-12-01T00:00:00Z  # time moves only while a command waits",
         "spotline local status",
@@ -59,7 +59,7 @@ def options(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any)")
     parser.add_argument(
         "--speed",
-        type=float,
+        type=_speed,
         default=60.0,
         help="virtual seconds per real second (default 60: an hour of training takes a minute; 0: the clock "
         "moves only while a command waits)",
@@ -82,6 +82,16 @@ def options(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--foreground", action="store_true", help="run the server in this terminal until Ctrl-C")
 
 
+def _speed(text: str) -> float:
+    try:
+        speed = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= speed <= 86400:
+        raise argparse.ArgumentTypeError(f"{text}: from 0 (only while a command waits) to 86400 (a day a second)")
+    return speed
+
+
 @dataclass(frozen=True)
 class Running:
     pid: int
@@ -101,13 +111,25 @@ def _state_file() -> Path:
 
 
 def running() -> Running | None:
-    """The server the state folder names, if its process is still there."""
+    """The server the state folder names, if its process is still there and is that server (a pid
+    left in the file by a reboot may now be someone else's)."""
     try:
         data = json.loads(_state_file().read_text())
-        os.kill(int(data["pid"]), 0)
-    except (OSError, ValueError, KeyError):
+        found = Running(int(data["pid"]), str(data["url"]), str(data["log"]))
+        os.kill(found.pid, 0)
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return Running(int(data["pid"]), str(data["url"]), str(data["log"]))
+    return found if _is_server(found) else None
+
+
+def _is_server(found: Running) -> bool:
+    """Its process runs `spotline local --foreground` (Linux: /proc), or its address answers as one."""
+    try:
+        command = Path(f"/proc/{found.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return clock_of(found.url) is not None
+    spotline = any(part == b"spotline_dev.cli" or part.endswith(b"/spotline") for part in command)
+    return spotline and b"local" in command and b"--foreground" in command
 
 
 def clock_of(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
@@ -138,7 +160,15 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace) -> int:
     found = running()
-    if found is not None and (clock := clock_of(found.url)) is not None:
+    if found is not None:
+        clock = clock_of(found.url, timeout=10.0)
+        if clock is None:  # still starting, or stuck: never a second server beside it
+            print(
+                f"spotline local: a server (pid {found.pid}) is there but does not answer at {found.url}; "
+                f"see {found.log}, or end it with spotline local stop",
+                file=sys.stderr,
+            )
+            return EXIT_INVALID
         print(f"spotline local: already running (pid {found.pid})")
         _describe(found.url, clock)
         return EXIT_OK
@@ -161,7 +191,7 @@ def _start(args: argparse.Namespace) -> int:
     while waited < START_TIMEOUT_SECONDS:
         found = running()
         if found is not None and found.pid == child.pid and (clock := clock_of(found.url)) is not None:
-            _describe(found.url, clock)
+            _describe(found.url, clock, starting=True)
             return EXIT_OK
         if child.poll() is not None:
             break
@@ -205,7 +235,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _stop() -> int:
-    found = running()
+    found = running()  # None also when the pid in the file is no longer a spotline local server
     if found is None:
         _state_file().unlink(missing_ok=True)
         print("spotline local: not running")
@@ -238,13 +268,14 @@ def _end(pid: int) -> None:
     os.killpg(pid, signal.SIGKILL)
 
 
-def _describe(url: str, clock: dict[str, Any]) -> None:
+def _describe(url: str, clock: dict[str, Any], *, starting: bool = False) -> None:
     speed = float(clock["speed"])
     pace = f"runs {speed:g} times as fast as wall time" if speed else "moves only while a command waits"
     region = clock["region"]
+    reads = f"started at {clock['start']}" if starting else f"reads {clock['now']}"
     print(
         f"spotline local: stack {clock['stack']} at {url} (account {clock['account']}, {region}); "
-        f"its clock reads {clock['now']} and {pace}\n"
+        f"its clock {reads} and {pace}\n"
         "Point the aws CLI and spotline at it:\n"
         f"  export AWS_ENDPOINT_URL={url} AWS_REGION={region} AWS_DEFAULT_REGION={region} "
         f"AWS_ACCESS_KEY_ID={CREDENTIALS} AWS_SECRET_ACCESS_KEY={CREDENTIALS}\n"

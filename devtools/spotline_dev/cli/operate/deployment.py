@@ -32,6 +32,7 @@ OUTPUTS = {
     "registry_bucket": "TeamRegistryBucketName",
     "apply_function": "ApplyTeamChangeFunctionName",
 }
+LOCAL_PROBE_TIMEOUT_SECONDS = 2.0  # is the endpoint a `spotline local` server? A local one answers at once
 LOCAL_WAIT_TIMEOUT_SECONDS = 600.0  # a wait on a local server's clock: the longest a command pauses, and more
 OPTIONAL_OUTPUTS = {"scoring_machine_arn": "ScoringRunArn"}  # a stack deployed before scoring runs has none
 
@@ -65,10 +66,13 @@ class LocalServerClock:
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def _call(self, method: str, path: str) -> dict[str, Any]:
+    def _call(self, method: str, path: str, timeout: float = LOCAL_WAIT_TIMEOUT_SECONDS) -> dict[str, Any]:
         request = urllib.request.Request(f"{self.url}/_spotline/{path}", method=method)
-        with urllib.request.urlopen(request, timeout=LOCAL_WAIT_TIMEOUT_SECONDS) as answer:
-            return dict(json.loads(answer.read()))
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            data = json.loads(answer.read())
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.url}/_spotline/{path} answered {type(data).__name__}, not an object")
+        return data
 
     def now(self) -> datetime:
         return datetime.fromisoformat(str(self._call("GET", "clock")["now"]))
@@ -83,7 +87,7 @@ def local_server_at(endpoint: str | None) -> LocalServerClock | None:
         return None
     server = LocalServerClock(endpoint.rstrip("/"))
     try:
-        clock = server._call("GET", "clock")
+        clock = server._call("GET", "clock", timeout=LOCAL_PROBE_TIMEOUT_SECONDS)
     except (OSError, ValueError):
         return None
     return server if clock.get("server") == "spotline-local" else None

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
+import botocore.loaders
 from botocore.awsrequest import AWSPreparedRequest
 from botocore.compat import HTTPHeaders
 from botocore.hooks import first_non_none_response
@@ -60,16 +61,52 @@ def service_of_signing_name() -> dict[str, str]:
     return by_prefix | by_name
 
 
-def _uri_pattern(request_uri: str) -> tuple[re.Pattern[str], frozenset[str], int]:
-    """A REST operation's requestUri as (path regex, query keys it fixes, literal characters)."""
-    path, _, query = request_uri.partition("?")
-    parts = _URI_PARAMETER.split(path)  # literal, parameter name, literal, ...
-    regex = "".join(
-        re.escape(part) if i % 2 == 0 else (".+" if part.endswith("+") else "[^/]+") for i, part in enumerate(parts)
-    )
-    literal = sum(len(part) for part in parts[::2])
-    keys = frozenset(k.partition("=")[0] for k in query.split("&") if k)
-    return re.compile(f"^{regex}/?$"), keys, literal
+@dataclass(frozen=True)
+class _Route:
+    """A REST operation's requestUri and the query keys and headers a request of it must carry."""
+
+    name: str
+    method: str
+    path: re.Pattern[str]
+    query: frozenset[str]  # fixed in the requestUri (`?uploads`) or required querystring members
+    headers: frozenset[str]  # required header members (lower case)
+    literal: int  # literal characters of the path: the more, the more specific
+
+
+@cache
+def _routes(service: str) -> tuple[_Route, ...]:
+    """The REST routes of a service, from the model as botocore ships it. A fresh loader: the stack's
+    shared one holds S3's model as its clients rewrote it (`/{Bucket}` stripped from each URI)."""
+    model = botocore.loaders.create_loader().load_service_model(service, "service-2")
+    shapes, routes = model["shapes"], []
+    for name, operation in model["operations"].items():
+        http = operation.get("http", {})
+        path, _, fixed = str(http.get("requestUri", "/")).partition("?")
+        parts = _URI_PARAMETER.split(path)  # literal, parameter name, literal, ...
+        regex = "".join(
+            re.escape(part) if i % 2 == 0 else (".+" if part.endswith("+") else "[^/]+") for i, part in enumerate(parts)
+        )
+        query = {key.partition("=")[0] for key in fixed.split("&") if key}
+        headers = set()
+        shape = shapes.get(operation.get("input", {}).get("shape", ""), {})
+        for member in shape.get("required", []):
+            where = shape["members"][member]
+            if where.get("location") == "querystring":
+                query.add(where.get("locationName", member))
+            elif where.get("location") == "header":
+                headers.add(where.get("locationName", member).lower())
+        literal = sum(len(part) for part in parts[::2])
+        routes.append(
+            _Route(
+                name,
+                http.get("method", "POST").upper(),
+                re.compile(f"^{regex}/?$"),
+                frozenset(query),
+                frozenset(headers),
+                literal,
+            )
+        )
+    return tuple(routes)
 
 
 class Gateway:
@@ -132,14 +169,13 @@ def _operation(model: Any, method: str, target: str, headers: dict[str, str], bo
             return action
         raise GatewayError("a query-protocol request without an Action")
     best: tuple[int, str] | None = None
-    for name in model.operation_names:
-        http = model.operation_model(name).http
-        if http.get("method", "POST").upper() != method.upper():
+    for route in _routes(model.service_name):
+        carries = route.query <= set(query) and route.headers <= set(headers)
+        if route.method != method.upper() or not carries or not route.path.match(split.path or "/"):
             continue
-        pattern, keys, literal = _uri_pattern(http.get("requestUri", "/"))
-        matches = pattern.match(split.path or "/") and keys <= set(query)
-        if matches and (best is None or literal + len(keys) > best[0]):
-            best = (literal + len(keys), name)
+        score = route.literal + 100 * (len(route.query) + len(route.headers))  # what it requires, it is
+        if best is None or score > best[0]:
+            best = (score, route.name)
     if best is None:
         raise GatewayError(f"no {model.service_name} operation is {method} {split.path}")
     return best[1]

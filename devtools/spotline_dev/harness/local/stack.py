@@ -211,6 +211,9 @@ def start_local_stack(
                     "AWS_DEFAULT_REGION": region,
                     "AWS_REGION": region,
                     "MOTO_ACCOUNT_ID": account,
+                    # The stack's own clients are moto's: an endpoint the user configured (AWS_ENDPOINT_URL,
+                    # endpoint_url in ~/.aws/config) must not send them elsewhere.
+                    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true",
                 },
             )
         )

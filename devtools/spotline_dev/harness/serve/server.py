@@ -112,7 +112,10 @@ class TimeKeeper:
 
     def _pace(self) -> None:
         while not self._stopped.wait(TICK_SECONDS):
-            self.deliver()
+            try:
+                self.deliver()
+            except Exception as error:  # a delivery that fails must not stop the clock
+                self._failed(f"{type(error).__name__}: {error}")
             self.stack.clock.sleep(self.speed * TICK_SECONDS, key=self.key)
 
     def wait(self, seconds: float) -> None:
@@ -129,11 +132,13 @@ class TimeKeeper:
 
 
 class LocalServer(ThreadingHTTPServer):
-    daemon_threads = True
+    """Bound first (a port in use is said at once), then given the stack it serves."""
 
-    def __init__(self, address: tuple[str, int], local: LocalStackService) -> None:
+    daemon_threads = True
+    local: LocalStackService
+
+    def __init__(self, address: tuple[str, int]) -> None:
         super().__init__(address, _Handler)
-        self.local = local
 
 
 @dataclass
@@ -145,6 +150,7 @@ class LocalStackService:
     gateway: Gateway
     durations: dict[tuple[str, str], float] = field(default_factory=dict)  # (team, job) -> training seconds
     transform: TransformSpec | None = None  # the scenario's `transform:`, if it has one
+    start: datetime = field(default_factory=lambda: datetime.now(UTC))  # what the clock read at the start
 
     def answer(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
         upload = self._ingest_key(method, target)
@@ -153,14 +159,18 @@ class LocalStackService:
         with self.keeper.lock:  # no delivery between the upload and the account it plays
             answered = self.gateway.answer(method, target, headers, body)
             if answered.status == 200:
-                self._play(upload)
+                try:
+                    self._play(upload)
+                except Exception:  # the upload is stored: its run goes on, and LoadManifest judges it
+                    log.error("playing the account of %s failed:\n%s", upload, traceback.format_exc())
             return answered
 
     def _ingest_key(self, method: str, target: str) -> str | None:
         """The manifest a request uploads into the ingest bucket (path style), if it is one."""
-        bucket, _, key = unquote(urlsplit(target).path).lstrip("/").partition("/")
-        if method == "PUT" and bucket == self.stack.bucket and key.startswith(MANIFESTS_PREFIX):
-            return key
+        split = urlsplit(target)
+        bucket, _, key = unquote(split.path).lstrip("/").partition("/")
+        if method == "PUT" and not split.query and bucket == self.stack.bucket and key.startswith(MANIFESTS_PREFIX):
+            return key  # a PutObject (a part, tags or an ACL carry a query)
         return None
 
     def _play(self, key: str) -> None:
@@ -203,6 +213,7 @@ class LocalStackService:
         return {
             "server": SERVER_NAME,
             "now": self.stack.clock.now().isoformat(),
+            "start": self.start.isoformat(),
             "speed": self.keeper.speed,
             "stack": STACK,
             "account": self.stack.account,
@@ -269,7 +280,11 @@ class _Handler(BaseHTTPRequestHandler):
         if split.path == "/_spotline/clock" and self.command == "GET":
             self._send(_json(200, local.clock()))
         elif split.path == "/_spotline/wait" and self.command == "POST":
-            seconds = float((parse_qs(split.query).get("seconds") or ["0"])[0])
+            try:
+                seconds = float((parse_qs(split.query).get("seconds") or ["0"])[0])
+            except ValueError:
+                self._send(_json(400, {"message": "seconds: not a number of seconds"}))
+                return
             local.keeper.wait(max(0.0, min(seconds, 86400.0)))
             self._send(_json(200, local.clock()))
         else:
@@ -306,39 +321,42 @@ def serving(options: LocalOptions, start: datetime | None = None) -> Iterator[Lo
     def behaviour(request: dict[str, Any]) -> TrainingBehaviour:
         return holder["service"].behaviour(request)
 
+    server = LocalServer((options.host, options.port))  # OSError at once when the port is taken
     service_of_signing_name()  # the services' models, loaded before the first request waits on them
-    with (
-        powertools_environment_for(False),
-        start_local_stack(
-            moment,
-            environment=dict(QUIET),
-            weather=weather,
-            behaviour=behaviour,
-            capacity=scenario.capacity if scenario else None,
-            account=ACCOUNT,
-            region=REGION,
-            team_policy=policy,
-            network=options.vpc,
-        ) as stack,
-    ):
-        keeper = TimeKeeper(stack, options.speed, options.wait_step)
-        transform = scenario.transform if scenario else None
-        gateway = Gateway(stack.session, stack.region)
-        service = holder["service"] = LocalStackService(stack, keeper, gateway, transform=transform)
-        if transform is not None:
-            stack.standin.transforms.weather = TransformWeather(
-                transform.records_per_second,
-                [(moment.timestamp() + at, factor) for at, factor in transform.changes],
-                transform.start_delay,
-            )
-        server = LocalServer((options.host, options.port), service)
-        thread = threading.Thread(target=server.serve_forever, name="spotline-local-http", daemon=True)
-        keeper.start()
-        thread.start()
-        try:
-            yield server
-        finally:
-            server.shutdown()
-            server.server_close()
-            keeper.stop()
-            thread.join(timeout=10)
+    try:
+        with (
+            powertools_environment_for(False),
+            start_local_stack(
+                moment,
+                environment=dict(QUIET),
+                weather=weather,
+                behaviour=behaviour,
+                capacity=scenario.capacity if scenario else None,
+                account=ACCOUNT,
+                region=REGION,
+                team_policy=policy,
+                network=options.vpc,
+            ) as stack,
+        ):
+            keeper = TimeKeeper(stack, options.speed, options.wait_step)
+            transform = scenario.transform if scenario else None
+            gateway = Gateway(stack.session, stack.region)
+            service = holder["service"] = LocalStackService(stack, keeper, gateway, transform=transform, start=moment)
+            if transform is not None:
+                stack.standin.transforms.weather = TransformWeather(
+                    transform.records_per_second,
+                    [(moment.timestamp() + at, factor) for at, factor in transform.changes],
+                    transform.start_delay,
+                )
+            server.local = service
+            thread = threading.Thread(target=server.serve_forever, name="spotline-local-http", daemon=True)
+            keeper.start()
+            thread.start()
+            try:
+                yield server
+            finally:
+                server.shutdown()
+                keeper.stop()
+                thread.join(timeout=10)
+    finally:
+        server.server_close()

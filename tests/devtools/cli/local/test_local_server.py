@@ -74,7 +74,7 @@ def _gone(pid: int) -> bool:
 
 def test_a_user_runs_their_team_and_manifests_through_spotline_local(shell: Shell, tmp_path: Path) -> None:
     started = shell.spotline("local", "--port", "0", "--speed", "0", "--start", "2026-12-01T00:00:00Z")
-    assert "its clock reads 2026-12-01T00:00:00+00:00" in started
+    assert "its clock started at 2026-12-01T00:00:00+00:00" in started
     shell.export(started)
     server = json.loads((tmp_path / "server.json").read_text())
     assert shell.env["AWS_ENDPOINT_URL"] == server["url"]

@@ -21,6 +21,8 @@ DOWNLOAD_SECONDS = 60.0  # last part of every start delay: instances up, input d
 INTERRUPTED_SECONDS = 120.0  # first part of a restart: the two-minute spot notice and teardown
 STARTUP_FAILURE_SECONDS = 60.0  # a job failed by fail_next_attempt fails this long after creation
 REPAIR_SECONDS = 600.0  # a cluster repair: reboot or replace an instance, restore the checkpoint (stand-in's figure)
+# Stand-in: the repair is left out of TrainingTimeInSeconds as of BillableTimeInSeconds (the guide says only that
+# "You are not billed for the cluster repair process").
 STOPPING_SECONDS = 30.0  # any stop: SIGTERM, last checkpoint, instances released (AWS allows up to 120 s)
 
 BILLED = frozenset({"Downloading", "Training", "Uploading"})
@@ -209,9 +211,15 @@ def plan_training(
             repairs.append((t, progress - saved))
             progress = saved
             segments.append(Segment("Restarting", t, REPAIRING))
+            reclaimed = next_gap_start(gaps, t) if reclaims else math.inf
             t += REPAIR_SECONDS
+            if reclaimed < t - EPS:  # spot capacity (or the plan's) taken back during the repair
+                t = reclaimed
+                break
         while marks and marks[0] <= trained + EPS:
             marks.popleft()
+        while faults and faults[0] <= trained + EPS:  # a GPU that fails as the instances go is not repaired
+            faults.popleft()
         interruptions.append((t, progress - saved))
         progress = saved
         if window is not None:  # "Jobs temporarily back to Pending status" (MaxPendingTimeInSeconds)

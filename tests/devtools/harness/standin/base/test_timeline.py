@@ -3,6 +3,8 @@ checkpoints, spot interruptions, capacity gaps, MaxWait and MaxRuntime, failure.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from devtools.harness.standin.fixture_rig import (
@@ -283,3 +285,28 @@ def test_a_gpu_failure_is_repaired_unbilled_and_training_restarts_from_the_last_
     assert steps[:5] == [25, 50, 75, 100, 125]  # resumed from step 100 (no new Downloading: same instances)
     assert (rig.view(job_id).repairs, rig.view(job_id).lost_work_seconds) == (1, pytest.approx(1200))
     check_shapes(rig)
+
+
+def test_spot_capacity_taken_back_during_a_repair_interrupts_the_job(make_rig: RigFactory) -> None:
+    """A gap that begins while SageMaker repairs the cluster reclaims the spot instances there: the
+    job is interrupted at the gap's start and waits it out, as any spot job does."""
+    start = at(0)
+    # Training from +330 s; the GPU fails after 2 h of training (+7530 s); spot goes at +7800 s for 6 h.
+    gap = (start + timedelta(seconds=7800), start + timedelta(seconds=7800 + 6 * 3600))
+    rig = make_rig(SpotWeather(capacity_gaps=[gap]), TrainingBehaviour(duration=4 * 3600, hardware_faults=(7200,)))
+    job_id = rig.submit(training_payload(interval_minutes=25))
+    assert rig.status_at(7700, job_id) == ("RUNNING", "Restarting")
+    assert rig.status_at(7801, job_id)[1] == "Interrupted"
+    run_to_end(rig, job_id)
+    training = rig.training(rig.training_name())
+    assert statuses(training)[:6] == ["Starting", "Downloading", "Training", "Restarting", "Interrupted", "Starting"]
+    assert rig.view(job_id).interruptions == 1 and rig.view(job_id).repairs == 1
+
+
+def test_a_gpu_failure_at_the_moment_of_a_spot_interruption_is_not_repaired_after(make_rig: RigFactory) -> None:
+    rig = make_rig(SpotWeather(interruptions=[7200]), TrainingBehaviour(duration=4 * 3600, hardware_faults=(7200,)))
+    job_id = rig.submit(training_payload(interval_minutes=25))
+    run_to_end(rig, job_id)
+    training = rig.training(rig.training_name())
+    assert "Restarting" not in statuses(training)
+    assert rig.view(job_id).interruptions == 1 and rig.view(job_id).repairs == 0
