@@ -6,13 +6,12 @@ The jobStatus value itself is checked before (stand_in: request_problems, the Se
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from typing import Any
 
 from spotline_dev.harness.standin.base.clock import EPS, ms
 from spotline_dev.harness.standin.base.http_answers import ApiError
+from spotline_dev.harness.standin.base.page_tokens import offset_of, token_for
 from spotline_dev.harness.standin.base.records import ServiceJob
 
 # The filter names ListServiceJobs documents (its `filters` member; "Filter names are case sensitive").
@@ -70,7 +69,7 @@ def list_page(
         summaries.append(summary)
     page: dict[str, Any] = {"jobSummaryList": summaries[offset : offset + size]}
     if offset + size < len(summaries):
-        page["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode()
+        page["nextToken"] = token_for(offset + size)
     return page
 
 
@@ -126,11 +125,9 @@ def _filter_matches(rule: dict[str, Any], job: ServiceJob) -> bool:
 
 
 def _decode_token(token: str | None) -> int:
-    if not token:
-        return 0
-    try:
-        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-    except (ValueError, KeyError, TypeError) as error:
-        # Stand-in: ListServiceJobs.nextToken is to be sent back as a previous page returned it ("Treat
-        # this token as an opaque identifier"); what AWS answers for another value is not documented.
-        raise ApiError("ClientException", "nextToken: not a token a previous ListServiceJobs page returned") from error
+    offset = offset_of(token)
+    # Stand-in: ListServiceJobs.nextToken is to be sent back as a previous page returned it ("Treat
+    # this token as an opaque identifier"); what AWS answers for another value is not documented.
+    if offset is None:
+        raise ApiError("ClientException", "nextToken: not a token a previous ListServiceJobs page returned")
+    return offset

@@ -33,13 +33,12 @@ wait until a matching capacity limit is configured"). Admission, borrowing and p
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from spotline_dev.harness.standin.base.http_answers import ApiError
+from spotline_dev.harness.standin.base.page_tokens import offset_of, token_for
 from spotline_dev.harness.standin.base.records import ANY_INSTANCE_TYPE, Queue, QuotaShare
 from spotline_dev.harness.standin.batch.queues import INSTANCE_TYPE, JobQueues
 
@@ -199,7 +198,7 @@ class QuotaShares:
         details = [share.detail() for share in queue.quota_shares.values()]
         page: dict[str, Any] = {"quotaShares": details[offset : offset + size]}
         if offset + size < len(details):
-            page["nextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode()
+            page["nextToken"] = token_for(offset + size)
         return page
 
     def update_quota_share(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -323,12 +322,10 @@ def _in_share_of(preemption: dict[str, Any]) -> bool:
 
 
 def _offset(token: str | None) -> int:
-    if not token:
-        return 0
-    try:
-        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-    except (ValueError, KeyError, TypeError) as error:
-        # AWS: batch ListQuotaShares.nextToken: "The nextToken value that's returned from a previous paginated
-        # ListQuotaShares request where maxResults was used and the results exceeded the value of that parameter."
-        # Stand-in: a token the stand-in never returned is refused; AWS names no message for it.
-        raise _reject("nextToken is not valid: pass the nextToken of a previous ListQuotaShares answer") from error
+    offset = offset_of(token)
+    # AWS: batch ListQuotaShares.nextToken: "The nextToken value that's returned from a previous paginated
+    # ListQuotaShares request where maxResults was used and the results exceeded the value of that parameter."
+    # Stand-in: a token the stand-in never returned is refused; AWS names no message for it.
+    if offset is None:
+        raise _reject("nextToken is not valid: pass the nextToken of a previous ListQuotaShares answer")
+    return offset

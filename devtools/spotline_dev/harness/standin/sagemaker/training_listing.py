@@ -5,13 +5,12 @@ before (stand_in: request_problems)."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 from spotline_dev.harness.standin.base.http_answers import ApiError
+from spotline_dev.harness.standin.base.page_tokens import offset_of, token_for
 from spotline_dev.harness.standin.base.records import TrainingJob
 
 DEFAULT_PAGE = 10
@@ -40,7 +39,7 @@ def list_training_jobs(jobs: Iterable[TrainingJob], body: dict[str, Any], descri
     if offset + size < len(kept):
         # AWS: "If the response is truncated, SageMaker returns this token. To retrieve the next set of
         # training jobs, use it in the subsequent request."
-        page["NextToken"] = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode()
+        page["NextToken"] = token_for(offset + size)
     return page
 
 
@@ -91,13 +90,9 @@ def _moment(value: Any) -> float:
 
 
 def _offset(token: str | None) -> int:
-    if not token:
-        return 0
-    try:
-        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-    except (ValueError, KeyError, TypeError) as error:
-        # Stand-in: NextToken is to be sent back as a previous page returned it; what SageMaker answers for
-        # another value is not documented: ValidationException, its code for input it refuses.
-        raise ApiError(
-            "ValidationException", "NextToken: not a token a previous ListTrainingJobs page returned"
-        ) from error
+    offset = offset_of(token)
+    # Stand-in: NextToken is to be sent back as a previous page returned it; what SageMaker answers for
+    # another value is not documented: ValidationException, its code for input it refuses.
+    if offset is None:
+        raise ApiError("ValidationException", "NextToken: not a token a previous ListTrainingJobs page returned")
+    return offset
