@@ -140,3 +140,19 @@ def test_a_team_scores_a_night_through_spotline_local(shell: Shell) -> None:
             break
     assert status.splitlines()[0] == f"{name}  SUCCEEDED: scored, window met", status
     assert "Records     40,000,000 in 13 shards" in status
+
+
+def test_stop_never_signals_a_process_that_is_not_the_server(shell: Shell, tmp_path: Path) -> None:
+    """A state file left behind (a crash, a reboot) may name a pid that is now someone else's:
+    `stop` removes the file and leaves that process alone."""
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        (tmp_path / "server.json").write_text(
+            json.dumps({"pid": other.pid, "url": "http://127.0.0.1:9", "log": str(tmp_path / "server.log")})
+        )
+        assert "not running" in shell.spotline("local", "stop")
+        assert other.poll() is None, "stop signalled a process that is not a spotline local server"
+        assert not (tmp_path / "server.json").exists()
+    finally:
+        other.kill()
+        other.wait()
