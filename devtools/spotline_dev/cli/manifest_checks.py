@@ -52,5 +52,5 @@ def manifest_warnings(
 UNCHECKED_HOME_REGION = ManifestError(
     REGIONS_PATH,
     "must include the stack's own region, where the manifest is dropped (the stack refuses the run otherwise); "
-    "not checked here: give --region REGION (or set AWS_REGION) to check it",
+    "not checked here: give --region REGION (or set AWS_REGION or AWS_DEFAULT_REGION) to check it",
 )

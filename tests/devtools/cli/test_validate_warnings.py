@@ -78,6 +78,7 @@ def test_the_stacks_region_must_be_in_the_list_checked_when_validate_knows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     manifest = _edited(tmp_path, "regions.yaml", RETRY, RETRY + "    regions: [us-west-2, eu-west-1]\n")
     now = ["--now", "2026-11-29T08:00:00Z"]
     assert cli_main(["validate", *now, str(manifest)]) == 0  # the stack's region unknown: said, not refused
@@ -85,8 +86,8 @@ def test_the_stacks_region_must_be_in_the_list_checked_when_validate_knows_it(
     assert valid == f"{manifest}: valid"
     assert warning == (
         f"{manifest}: warning: spec.capacity.regions: must include the stack's own region, where the manifest is "
-        "dropped (the stack refuses the run otherwise); not checked here: give --region REGION (or set AWS_REGION) "
-        "to check it"
+        "dropped (the stack refuses the run otherwise); not checked here: give --region REGION (or set AWS_REGION "
+        "or AWS_DEFAULT_REGION) to check it"
     )
     assert cli_main(["validate", *now, "--region", "us-east-1", str(manifest)]) == 1
     assert capsys.readouterr().out == (
